@@ -1,0 +1,232 @@
+"""Hydra compose + validation -> typed ``Config``. The only module that touches Hydra/OmegaConf."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import UserError
+from .schema import FAMILIES, INIT_RULES, OPTIMIZER_FAMILY, ROLES, Config, family_of
+
+__all__ = ["config_dir", "compose", "load_config_file", "to_yaml", "to_dict", "validate", "GROUPS"]
+
+GROUPS: tuple[str, ...] = ("model", "parametrization", "optimizer", "data", "train")
+VERSION_BASE = "1.3"
+SCHEMA_NAME = "mutransfer_schema"
+DATA_KINDS = ("stdlib", "text")
+DEVICES = ("auto", "cpu", "cuda")
+SCHEDULES = ("linear", "cosine", "constant")
+NS_DTYPES = ("auto", "float32", "bfloat16")
+MUON_SCALES = ("naive", "keller", "mup", "moonlight", "scheduled")
+SCALE_SHAPES = ("base", "actual")
+
+
+def _packaged_dir(name: str) -> Path:
+    """A top-level folder shipped inside the wheel (``mutransfer/<name>``) or next to the package in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / name, here.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise UserError(f"cannot find the '{name}' folder next to the mutransfer package", "reinstall mutransfer")
+
+
+def config_dir() -> Path:
+    return _packaged_dir("configs")
+
+
+def group_options(group: str) -> list[str]:
+    return sorted(p.stem for p in (config_dir() / group).glob("*.yaml"))
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    keep = [line for line in lines if not line.startswith(("object_type", "full_key", "reference_type", "Available"))]
+    key = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("full_key:")), "")
+    text = keep[0] if keep else type(exc).__name__
+    if key and key not in text:
+        text = f"{key}: {text}"
+    return text
+
+
+def _translate(exc: BaseException) -> UserError:
+    """Turn a Hydra/OmegaConf exception into one line that names the key and says how to fix it."""
+    text = str(exc)
+    missing_group = re.search(r"Could not find '([\w]+)/([^']+)'", text)
+    if missing_group:
+        group, name = missing_group.groups()
+        options = ", ".join(group_options(group)) if (config_dir() / group).is_dir() else ""
+        return UserError(f"unknown {group} '{name}'", f"choose one of: {options}")
+    if "not in struct" in text or "Key '" in text and "not in" in text:
+        key = re.search(r"Key '([^']+)'", text)
+        name = key.group(1) if key else "?"
+        full = re.search(r"full_key: (\S+)", text)
+        where = full.group(1) if full else name
+        return UserError(f"unknown config key '{where}'", "check the spelling; `mutransfer show` lists the config")
+    if text.startswith("Error merging override") and exc.__cause__ is not None:
+        return UserError(f"bad value: {_one_line(exc.__cause__)}", "give a value of the type this key expects")
+    if "Could not override" in text or "Could not append" in text:
+        match = re.search(r"'([^']+)'", text)
+        where = match.group(1) if match else "?"
+        detail = _one_line(exc.__cause__) if exc.__cause__ else ""
+        return UserError(f"bad override '{where}'" + (f" ({detail})" if detail else ""),
+                         "use key=value with a key that exists, e.g. model.width=256")
+    if "mismatched input" in text or "no viable alternative" in text or "extraneous input" in text:
+        return UserError(f"cannot parse override: {text.splitlines()[0]}", "write overrides as key=value")
+    return UserError(_one_line(exc), "fix the value named above")
+
+
+def _store_schema() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name=SCHEMA_NAME, node=Config)
+
+
+def compose(overrides: Sequence[str] = ()) -> Config:
+    """Compose ``configs/config.yaml`` with Hydra overrides and return a validated ``Config``."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from omegaconf import OmegaConf
+
+    overrides = list(overrides)
+    for item in overrides:
+        if item.startswith("-"):
+            raise UserError(f"unknown option '{item}'", "see `mutransfer --help` for the options of each command")
+        if "=" not in item:
+            raise UserError(f"override '{item}' has no '='", "write overrides as key=value, e.g. model.width=256")
+    _store_schema()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir()), version_base=VERSION_BASE):
+            cfg = hydra_compose(config_name="config", overrides=overrides)
+        _refuse_unknown_keys(OmegaConf.to_container(cfg), Config, "")
+        obj = OmegaConf.to_object(cfg)
+    except UserError:
+        raise
+    except Exception as exc:  # Hydra and OmegaConf raise many unrelated types for user mistakes.
+        raise _translate(exc) from None
+    assert isinstance(obj, Config)
+    validate(obj)
+    return obj
+
+
+def _refuse_unknown_keys(tree: Any, schema: Any, prefix: str) -> None:
+    """``+key=value`` bypasses Hydra's struct check: compare the composed tree with the dataclasses."""
+    if not isinstance(tree, dict):
+        return
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    for key, value in tree.items():
+        where = f"{prefix}.{key}" if prefix else str(key)
+        if key not in fields:
+            raise UserError(f"unknown config key '{where}'", "check the spelling; `mutransfer show --config` prints the config")
+        sub = fields[key].default_factory if fields[key].default_factory is not dataclasses.MISSING else None
+        if sub is not None and dataclasses.is_dataclass(sub):
+            _refuse_unknown_keys(value, sub, where)
+
+
+def load_config_file(path: Path) -> Config:
+    """Load a saved ``config.yaml`` (e.g. a run's) back into a validated ``Config``."""
+    from omegaconf import OmegaConf
+
+    if not path.is_file():
+        raise UserError(f"config file not found: {path}", "pass the path of a config.yaml written by mutransfer")
+    try:
+        loaded = OmegaConf.load(path)
+        _refuse_unknown_keys(OmegaConf.to_container(loaded), Config, "")
+        merged = OmegaConf.merge(OmegaConf.structured(Config), loaded)
+        obj = OmegaConf.to_object(merged)
+    except UserError:
+        raise
+    except Exception as exc:
+        raise _translate(exc) from None
+    assert isinstance(obj, Config)
+    validate(obj)
+    return obj
+
+
+def to_dict(cfg: Config) -> dict[str, Any]:
+    return dataclasses.asdict(cfg)
+
+
+def to_yaml(cfg: Config) -> str:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_yaml(OmegaConf.structured(cfg))
+
+
+def _check_ranges(node: Any, prefix: str) -> None:
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        key = f"{prefix}.{f.name}" if prefix else f.name
+        if dataclasses.is_dataclass(value):
+            _check_ranges(value, key)
+            continue
+        bounds = f.metadata.get("range")
+        if bounds is None or value is None or isinstance(value, bool):
+            continue
+        low, high, low_open, high_open = bounds
+        if not math.isfinite(value):
+            raise UserError(f"{key}={value} is not a finite number", "give a finite value")
+        too_low = value <= low if low_open else value < low
+        too_high = value >= high if high_open else value > high
+        if too_low or too_high:
+            left = "(" if low_open else "["
+            right = ")" if high_open else "]"
+            hi = "inf" if high == math.inf else f"{high:g}"
+            raise UserError(f"{key}={value} is out of range", f"it must lie in {left}{low:g}, {hi}{right}")
+
+
+def _check_choice(key: str, value: str, options: Sequence[str]) -> None:
+    if value not in options:
+        raise UserError(f"unknown {key} '{value}'", f"choose one of: {', '.join(options)}")
+
+
+def _check_rule(key: str, text: str) -> None:
+    if text in INIT_RULES:
+        return
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"{key}='{text}' is neither a number nor a rule",
+                        f"use a number or one of: {', '.join(INIT_RULES)}") from None
+    if not math.isfinite(value) or value < 0:
+        raise UserError(f"{key}={text} must be a finite number >= 0", "give e.g. 0.02")
+
+
+def validate(cfg: Config) -> None:
+    """Ranges of every numeric field, choices, and the cross-field rules. Raises ``UserError``."""
+    _check_ranges(cfg, "")
+    m, p, o, t = cfg.model, cfg.parametrization, cfg.optimizer, cfg.train
+    _check_choice("optimizer", o.name, tuple(OPTIMIZER_FAMILY))
+    _check_choice("data.kind", cfg.data.kind, DATA_KINDS)
+    _check_choice("train.device", t.device, DEVICES)
+    _check_choice("train.schedule", t.schedule, SCHEDULES)
+    _check_choice("optimizer.ns_dtype", o.ns_dtype, NS_DTYPES)
+    _check_choice("optimizer.muon_scale", o.muon_scale, MUON_SCALES)
+    _check_choice("parametrization.muon_scale_shapes", p.muon_scale_shapes, SCALE_SHAPES)
+    if len(o.ns_coeffs) != 3 or not all(math.isfinite(x) for x in o.ns_coeffs):
+        raise UserError(f"optimizer.ns_coeffs={o.ns_coeffs} needs three finite numbers", "e.g. [3.4445,-4.7750,2.0315]")
+    for name, width in (("model.width", m.width), ("parametrization.base_width", p.base_width)):
+        if width % m.head_dim:
+            raise UserError(f"{name}={width} is not divisible by model.head_dim={m.head_dim}",
+                            f"use a multiple of {m.head_dim} (heads = width / head_dim)")
+    family = family_of(o.name)
+    for role in ROLES:
+        row = getattr(p.roles, role)
+        if getattr(row.c, family) is None:
+            raise UserError(f"preset '{p.name}' has no learning-rate rule for optimizer '{o.name}' (role {role})",
+                            f"choose another optimizer or set parametrization.roles.{role}.c.{family}")
+        _check_rule(f"optimizer.init.{role}", getattr(o.init, role))
+        _check_rule(f"optimizer.lr_mult.{role}", getattr(o.lr_mult, role))
+    if m.tie_embeddings:
+        emb, out = p.roles.embedding, p.roles.readout
+        if (emb.a, emb.b, getattr(emb.c, family)) != (out.a, out.b, getattr(out.c, family)) or \
+                (o.init.embedding, o.lr_mult.embedding) != (o.init.readout, o.lr_mult.readout) or \
+                o.multiplier.embedding != o.multiplier.readout or family == "muon":
+            raise UserError(f"model.tie_embeddings=true is refused under preset '{p.name}' with optimizer '{o.name}': "
+                            "the embedding and readout roles scale and step differently",
+                            "set model.tie_embeddings=false")
+    if cfg.data.kind == "text" and not cfg.data.path:
+        raise UserError("data=text needs data.path", "add data.path=FILE")
+    assert set(FAMILIES) == set(OPTIMIZER_FAMILY.values())

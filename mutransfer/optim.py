@@ -1,0 +1,248 @@
+"""Per-layer steepest descent: msign (Muon), row/RMS-normalized SGD and SignSGD.
+
+Weights are in torch layout ``(dout, din)``. Every pure function accepts a batch
+``(..., m, n)`` and normalizes over the last dim(s) only, so K trials stacked along
+a leading dimension are updated independently.
+"""
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "MUON_SCALES",
+    "NS_COEFFS",
+    "UPDATE_RULES",
+    "SteepestDescent",
+    "direction",
+    "msign",
+    "msign_exact",
+    "muon_scale",
+    "rms_normalize",
+    "row_normalize",
+    "sign_update",
+]
+
+NS_COEFFS: tuple[float, float, float] = (3.4445, -4.7750, 2.0315)
+MUON_SCALES: tuple[str, ...] = ("naive", "keller", "mup", "moonlight", "scheduled")
+UPDATE_RULES: tuple[str, ...] = ("spectral", "row_norm", "sign", "rms")
+
+
+def _ns_dtype(G: Tensor, dtype: torch.dtype | None) -> torch.dtype:
+    if dtype is not None:
+        return dtype
+    return torch.bfloat16 if G.is_cuda else torch.float32
+
+
+def msign(
+    G: Tensor,
+    steps: int = 5,
+    coeffs: tuple[float, float, float] = NS_COEFFS,
+    eps: float = 1e-7,
+    dtype: torch.dtype | None = None,
+) -> Tensor:
+    """Approximate ``U Vᵀ`` of each matrix in ``G`` (..., m, n) by quintic Newton–Schulz.
+
+    Runs in ``dtype`` (None: fp32 on CPU, bf16 on CUDA); returns ``G``'s dtype.
+    """
+    if G.ndim < 2:
+        raise ValueError(f"msign needs a matrix (..., m, n), got shape {tuple(G.shape)}")
+    a, b, c = coeffs
+    tall = G.size(-2) > G.size(-1)
+    X = G.to(_ns_dtype(G, dtype))
+    if tall:
+        X = X.mT
+    X = X.reshape(-1, *X.shape[-2:])
+    X = X / (X.norm(dim=(-2, -1), keepdim=True) + eps)
+    for _ in range(steps):
+        A = X @ X.mT
+        B = torch.baddbmm(A, A, A, beta=b, alpha=c)
+        X = torch.baddbmm(X, B, X, beta=a)
+    if tall:
+        X = X.mT
+    return X.reshape(G.shape).to(G.dtype)
+
+
+def msign_exact(G: Tensor) -> Tensor:
+    """Exact ``U Vᵀ`` of each matrix in ``G`` (..., m, n) via SVD (reference only)."""
+    work = torch.promote_types(G.dtype, torch.float32)
+    U, _, Vh = torch.linalg.svd(G.to(work), full_matrices=False)
+    return (U @ Vh).to(G.dtype)
+
+
+def row_normalize(G: Tensor, eps: float = 1e-8) -> Tensor:
+    """Divide each row (last dim) by its RMS; all-zero rows stay exactly zero."""
+    rms = G.norm(dim=-1, keepdim=True) / math.sqrt(G.size(-1))
+    return G / (rms + eps)
+
+
+def rms_normalize(g: Tensor, eps: float = 1e-8) -> Tensor:
+    """Divide a vector by its RMS; for a batch (..., n) each slice along the last dim."""
+    return row_normalize(g, eps)
+
+
+def sign_update(g: Tensor) -> Tensor:
+    """Elementwise sign (SignSGD direction)."""
+    return torch.sign(g)
+
+
+def muon_scale(rule: str, dout: int, din: int, tau: float = 1.0) -> float:
+    """Muon shape factor α for a ``(dout, din)`` weight (seed 004)."""
+    ratio = dout / din
+    if rule == "naive":
+        return 1.0
+    if rule == "keller":
+        return math.sqrt(max(1.0, ratio))
+    if rule == "mup":
+        return math.sqrt(ratio)
+    if rule == "moonlight":
+        return 0.2 * math.sqrt(max(dout, din))
+    if rule == "scheduled":
+        return math.sqrt(max(tau, ratio))
+    raise ValueError(f"unknown Muon scale rule {rule!r}; choose one of {', '.join(MUON_SCALES)}")
+
+
+def direction(
+    rule: str,
+    M: Tensor,
+    *,
+    ns_steps: int = 5,
+    ns_coeffs: tuple[float, float, float] = NS_COEFFS,
+    ns_dtype: torch.dtype | None = None,
+    eps: float = 1e-8,
+) -> Tensor:
+    """Unit-scale steepest-descent direction of ``M`` under ``rule`` (one of UPDATE_RULES)."""
+    if rule == "spectral":
+        return msign(M, ns_steps, ns_coeffs, eps, ns_dtype)
+    if rule == "row_norm":
+        return row_normalize(M, eps)
+    if rule == "sign":
+        return sign_update(M)
+    if rule == "rms":
+        return rms_normalize(M, eps)
+    raise ValueError(f"unknown update rule {rule!r}; choose one of {', '.join(UPDATE_RULES)}")
+
+
+def _validate_group(group: dict[str, Any], index: int) -> None:
+    name = f"param group {group.get('name', index)!r}"
+    rule = group.get("update")
+    if rule not in UPDATE_RULES:
+        raise ValueError(
+            f"{name} has update={rule!r}; set its 'update' key to one of {', '.join(UPDATE_RULES)}"
+        )
+    if len({id(p) for p in group["params"]}) != len(group["params"]):
+        raise ValueError(f"{name} lists a parameter more than once")
+    if rule != "spectral":
+        return
+    scale_rule = group["scale_rule"]
+    if scale_rule not in MUON_SCALES:
+        raise ValueError(
+            f"{name} has scale_rule={scale_rule!r}; choose one of {', '.join(MUON_SCALES)}"
+        )
+    shape = group["scale_shape"]
+    if shape is not None and len(shape) != 2:
+        raise ValueError(f"{name} has scale_shape={shape!r}; give (dout, din)")
+    for p in group["params"]:
+        if p.ndim < 2:
+            raise ValueError(
+                f"{name} is spectral but holds a {p.ndim}-D parameter of shape {tuple(p.shape)}; "
+                "spectral params must be matrices (..., dout, din): use 'rms' or 'sign' instead"
+            )
+
+
+class SteepestDescent(torch.optim.Optimizer):
+    """Momentum + per-group steepest descent; groups need ``update`` in UPDATE_RULES.
+
+    Spectral groups take ``scale_rule`` (MUON_SCALES, default ``mup``) and ``scale_shape``
+    ``(dout, din)`` for the shape factor (default: the param's last two dims).
+    """
+
+    def __init__(
+        self,
+        params: Iterable[dict[str, Any]],
+        lr: float,
+        momentum: float = 0.95,
+        nesterov: bool = True,
+        weight_decay: float = 0.0,
+        ns_steps: int = 5,
+        ns_coeffs: tuple[float, float, float] = NS_COEFFS,
+        ns_dtype: torch.dtype | None = None,
+        eps: float = 1e-8,
+    ) -> None:
+        if lr < 0.0 or weight_decay < 0.0 or not 0.0 <= momentum < 1.0:
+            raise ValueError(
+                f"need lr >= 0, weight_decay >= 0 and 0 <= momentum < 1; "
+                f"got lr={lr}, weight_decay={weight_decay}, momentum={momentum}"
+            )
+        defaults: dict[str, Any] = {
+            "lr": lr,
+            "momentum": momentum,
+            "nesterov": nesterov,
+            "weight_decay": weight_decay,
+            "ns_steps": ns_steps,
+            "ns_coeffs": tuple(ns_coeffs),
+            "ns_dtype": ns_dtype,
+            "eps": eps,
+            "scale_rule": "mup",
+            "scale_shape": None,
+            "tau": 1.0,
+        }
+        super().__init__(params, defaults)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group after checking its update rule, scale rule and parameter shapes."""
+        super().add_param_group(param_group)
+        try:
+            _validate_group(self.param_groups[-1], len(self.param_groups) - 1)
+        except ValueError:
+            self.param_groups.pop()
+            raise
+
+    def set_progress(self, frac: float) -> None:
+        """Set training progress in [0, 1]; the ``scheduled`` scale uses tau = 1 - frac."""
+        if not 0.0 <= frac <= 1.0:
+            raise ValueError(f"progress must lie in [0, 1], got {frac}")
+        for group in self.param_groups:
+            group["tau"] = 1.0 - frac
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:
+        """Perform one optimization step."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            beta = group["momentum"]
+            lr = group["lr"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = torch.zeros_like(grad)
+                buf = state["momentum_buffer"]
+                buf.lerp_(grad, 1.0 - beta)
+                update = grad.lerp(buf, beta) if group["nesterov"] else buf
+                d = direction(
+                    group["update"],
+                    update,
+                    ns_steps=group["ns_steps"],
+                    ns_coeffs=group["ns_coeffs"],
+                    ns_dtype=group["ns_dtype"],
+                    eps=group["eps"],
+                )
+                p.mul_(1.0 - lr * group["weight_decay"])
+                p.add_(d, alpha=-lr * self._alpha(group, p))
+        return loss
+
+    @staticmethod
+    def _alpha(group: dict[str, Any], p: Tensor) -> float:
+        if group["update"] != "spectral":
+            return 1.0
+        dout, din = group["scale_shape"] or p.shape[-2:]
+        return muon_scale(group["scale_rule"], int(dout), int(din), group["tau"])

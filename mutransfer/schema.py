@@ -1,0 +1,173 @@
+"""Typed dataclasses for every config group. Plain data: no Hydra, no torch.
+
+Numeric fields carry their valid range in ``metadata["range"]`` as ``(low, high, low_open, high_open)``;
+``config.validate`` checks every one of them, so a new numeric setting cannot forget its range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+__all__ = [
+    "ROLES",
+    "FAMILIES",
+    "OPTIMIZER_FAMILY",
+    "INIT_RULES",
+    "UPDATE_BY_FAMILY",
+    "FamilyExponents",
+    "RoleExponents",
+    "RoleTable",
+    "RoleRules",
+    "RoleFloats",
+    "ModelConfig",
+    "ParametrizationConfig",
+    "OptimizerConfig",
+    "DataConfig",
+    "TrainConfig",
+    "Config",
+    "family_of",
+]
+
+ROLES: tuple[str, ...] = ("embedding", "hidden", "readout", "gain", "bias")
+FAMILIES: tuple[str, ...] = ("sgd", "adam", "muon")
+OPTIMIZER_FAMILY: dict[str, str] = {"sgd": "sgd", "adamw": "adam", "muon": "muon"}
+INIT_RULES: tuple[str, ...] = ("1/sqrt(fan_in)", "1/fan_in", "spectral")
+UPDATE_BY_FAMILY: dict[str, dict[str, str]] = {
+    "muon": {"embedding": "row_norm", "hidden": "spectral", "readout": "row_norm", "gain": "sign", "bias": "rms"},
+    "adam": {role: "adamw" for role in ROLES},
+    "sgd": {role: "sgd" for role in ROLES},
+}
+INF = float("inf")
+
+
+def rng(low: float, high: float = INF, low_open: bool = False, high_open: bool = False) -> Any:
+    """Field metadata: the closed/open interval a numeric setting must lie in."""
+    return {"range": (low, high, low_open, high_open)}
+
+
+def family_of(optimizer: str) -> str:
+    """The optimizer family ('sgd' | 'adam' | 'muon') whose exponents and base values an optimizer uses."""
+    return OPTIMIZER_FAMILY[optimizer]
+
+
+@dataclass
+class FamilyExponents:
+    """The learning-rate exponent c for each optimizer family; None means the preset has no rule."""
+
+    sgd: Optional[float] = field(default=None, metadata=rng(-INF))
+    adam: Optional[float] = field(default=None, metadata=rng(-INF))
+    muon: Optional[float] = field(default=None, metadata=rng(-INF))
+
+
+@dataclass
+class RoleExponents:
+    """One row of the abc table: multiplier m^-a, init std σ·m^-b, LR η·m^-c, Adam eps·m^-eps."""
+
+    a: float = field(default=0.0, metadata=rng(-INF))
+    b: float = field(default=0.0, metadata=rng(-INF))
+    c: FamilyExponents = field(default_factory=FamilyExponents)
+    eps: float = field(default=0.0, metadata=rng(-INF))
+
+
+@dataclass
+class RoleTable:
+    embedding: RoleExponents = field(default_factory=RoleExponents)
+    hidden: RoleExponents = field(default_factory=RoleExponents)
+    readout: RoleExponents = field(default_factory=RoleExponents)
+    gain: RoleExponents = field(default_factory=RoleExponents)
+    bias: RoleExponents = field(default_factory=RoleExponents)
+
+
+@dataclass
+class RoleRules:
+    """Per-role base values at the base width: a number or a shape rule from INIT_RULES."""
+
+    embedding: str = "1.0"
+    hidden: str = "1.0"
+    readout: str = "1.0"
+    gain: str = "1.0"
+    bias: str = "1.0"
+
+
+@dataclass
+class RoleFloats:
+    embedding: float = field(default=1.0, metadata=rng(0.0, low_open=True))
+    hidden: float = field(default=1.0, metadata=rng(0.0, low_open=True))
+    readout: float = field(default=1.0, metadata=rng(0.0, low_open=True))
+    gain: float = field(default=1.0, metadata=rng(0.0, low_open=True))
+    bias: float = field(default=1.0, metadata=rng(0.0, low_open=True))
+
+
+@dataclass
+class ModelConfig:
+    width: int = field(default=128, metadata=rng(1))
+    depth: int = field(default=2, metadata=rng(1))
+    head_dim: int = field(default=32, metadata=rng(1))
+    mlp_ratio: int = field(default=4, metadata=rng(1))
+    bias: bool = False
+    tie_embeddings: bool = False
+    rope_base: float = field(default=10000.0, metadata=rng(1.0, low_open=True))
+    norm_eps: float = field(default=1e-6, metadata=rng(0.0, 1.0, low_open=True))
+
+
+@dataclass
+class ParametrizationConfig:
+    """A preset: how each role scales with m = width / base_width. Base values live in the optimizer."""
+
+    name: str = "mup"
+    base_width: int = field(default=128, metadata=rng(1))
+    muon_scale_shapes: str = "base"
+    roles: RoleTable = field(default_factory=RoleTable)
+
+
+@dataclass
+class OptimizerConfig:
+    name: str = "muon"
+    lr: float = field(default=2.0**-5, metadata=rng(0.0, low_open=True))
+    weight_decay: float = field(default=0.0, metadata=rng(0.0))
+    momentum: float = field(default=0.95, metadata=rng(0.0, 1.0, high_open=True))
+    nesterov: bool = True
+    beta1: float = field(default=0.9, metadata=rng(0.0, 1.0, high_open=True))
+    beta2: float = field(default=0.95, metadata=rng(0.0, 1.0, high_open=True))
+    eps: float = field(default=1e-8, metadata=rng(0.0, 1.0, low_open=True))
+    muon_scale: str = "mup"
+    ns_steps: int = field(default=5, metadata=rng(1, 50))
+    ns_coeffs: list[float] = field(default_factory=lambda: [3.4445, -4.7750, 2.0315])
+    ns_dtype: str = "auto"
+    init: RoleRules = field(default_factory=RoleRules)
+    multiplier: RoleFloats = field(default_factory=RoleFloats)
+    lr_mult: RoleRules = field(default_factory=RoleRules)
+
+
+@dataclass
+class DataConfig:
+    kind: str = "stdlib"
+    path: Optional[str] = None
+    val_fraction: float = field(default=0.1, metadata=rng(0.0, 0.5, low_open=True))
+
+
+@dataclass
+class TrainConfig:
+    steps: int = field(default=200, metadata=rng(1))
+    batch_size: int = field(default=16, metadata=rng(1))
+    seq_len: int = field(default=128, metadata=rng(2))
+    seed: int = field(default=0, metadata=rng(0))
+    device: str = "auto"
+    threads: int = field(default=0, metadata=rng(0))
+    warmup_frac: float = field(default=0.1, metadata=rng(0.0, 1.0))
+    schedule: str = "linear"
+    min_lr_frac: float = field(default=0.0, metadata=rng(0.0, 1.0))
+    grad_clip: float = field(default=0.0, metadata=rng(0.0))
+    eval_every: int = field(default=50, metadata=rng(0))
+    eval_batches: int = field(default=8, metadata=rng(1))
+    diverge_factor: float = field(default=1.5, metadata=rng(1.0, low_open=True))
+
+
+@dataclass
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    parametrization: ParametrizationConfig = field(default_factory=ParametrizationConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)

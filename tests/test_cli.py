@@ -1,0 +1,148 @@
+"""The CLI end to end: show, train, run directory contents, divergence, and bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from conftest import invoke
+
+
+def test_help_does_not_import_heavy_modules() -> None:
+    code = ("import sys; from mutransfer.cli import app; from typer.testing import CliRunner; "
+            "r = CliRunner().invoke(app, ['--help']); assert r.exit_code == 0, r.output; "
+            "heavy = [m for m in ('torch', 'optuna', 'matplotlib', 'hydra', 'pandas') if m in sys.modules]; "
+            "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_python_dash_m_works() -> None:
+    out = subprocess.run([sys.executable, "-m", "mutransfer", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "train" in out.stdout and "show" in out.stdout
+
+
+def test_show_lists_every_parameter(runner: CliRunner) -> None:
+    result = invoke(runner, "show", "model.width=256", "model.depth=1", "optimizer=muon", "parametrization=mup")
+    assert result.exit_code == 0, result.output
+    for text in ("embed.weight", "lm_head.weight", "blocks.0.mlp.up.weight", "spectral", "row_norm", "sign",
+                 "1024×256", "mup + muon at width 256"):
+        assert text in result.output
+
+
+def test_show_config_prints_yaml(runner: CliRunner) -> None:
+    result = invoke(runner, "show", "--config", "model.width=64")
+    assert result.exit_code == 0
+    assert yaml.safe_load(result.output)["model"]["width"] == 64
+
+
+def test_train_writes_the_run_directory(runner: CliRunner, tiny: list[str], tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = invoke(runner, "train", *tiny, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    assert saved["model"]["width"] == 32 and saved["data"]["kind"] == "text"
+    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    assert [int(r["step"]) for r in rows] == list(range(1, 7))
+    assert set(rows[0]) == {"step", "train_loss", "lr", "tokens", "seconds"}
+    assert int(rows[-1]["tokens"]) == 6 * 4 * 32
+    res = json.loads((out / "result.json").read_text())
+    assert res["status"] == "ok" and res["steps"] == 6 and res["val_loss"] > 0
+    assert res["tokens_per_s"] > 0 and 0 < res["optimizer_fraction"] < 1 and res["peak_memory_mb"] > 0
+    assert len(res["corpus"]["sha256"]) == 64 and res["corpus"]["size_bytes"] > 100_000
+    assert res["environment"]["packages"]["torch"] and res["environment"]["threads"] >= 1
+    assert [e["step"] for e in res["evals"]] == [3, 6]
+
+
+def test_train_from_saved_config_reproduces_bit_for_bit(runner: CliRunner, tiny: list[str], tmp_path: Path) -> None:
+    first = invoke(runner, "train", *tiny, "--out", str(tmp_path / "a"))
+    second = invoke(runner, "train", *tiny, "--out", str(tmp_path / "b"))
+    assert first.exit_code == second.exit_code == 0
+    a = json.loads((tmp_path / "a" / "result.json").read_text())
+    b = json.loads((tmp_path / "b" / "result.json").read_text())
+    assert a["val_loss"] == b["val_loss"]
+
+
+def test_huge_lr_diverges_as_a_result_not_a_crash(runner: CliRunner, tiny: list[str], tmp_path: Path) -> None:
+    out = tmp_path / "div"
+    result = invoke(runner, "train", *tiny, "optimizer=sgd", "parametrization=sp", "optimizer.lr=1e4",
+                    "train.warmup_frac=0", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "diverged" in result.output
+    res = json.loads((out / "result.json").read_text())
+    assert res["status"] == "diverged" and res["steps"] < 6 and res["val_loss"] is None
+
+
+BAD_INPUTS = [
+    (["model.widht=3"], "model.widht"),
+    (["+model.widht=3"], "model.widht"),
+    (["+foo=1"], "foo"),
+    (["model.width=abc"], "model.width"),
+    (["model.bias=maybe"], "model.bias"),
+    (["parametrization=nope"], "parametrization 'nope'"),
+    (["optimizer=adam"], "optimizer 'adam'"),
+    (["data=web"], "data 'web'"),
+    (["model.width=100"], "model.width=100"),
+    (["model.width=0"], "model.width=0"),
+    (["model.width=-32"], "model.width=-32"),
+    (["train.steps=0"], "train.steps=0"),
+    (["train.batch_size=0"], "train.batch_size=0"),
+    (["train.seq_len=-1"], "train.seq_len=-1"),
+    (["optimizer.lr=0"], "optimizer.lr=0"),
+    (["optimizer.lr=-0.1"], "optimizer.lr=-0.1"),
+    (["optimizer.lr=nan"], "optimizer.lr=nan"),
+    (["optimizer.lr=inf"], "optimizer.lr=inf"),
+    (["optimizer.momentum=1.5"], "optimizer.momentum=1.5"),
+    (["train.device=tpu"], "train.device 'tpu'"),
+    (["parametrization=ntk", "optimizer=muon"], "preset 'ntk' has no learning-rate rule"),
+    (["model.tie_embeddings=true"], "tie_embeddings"),
+    (["optimizer.init.hidden=big"], "optimizer.init.hidden"),
+    (["data=text"], "data.path"),
+    (["width=64"], "width"),
+    (["model.width"], "model.width"),
+]
+
+
+@pytest.mark.parametrize("command", ["show", "train"])
+@pytest.mark.parametrize("overrides, needle", BAD_INPUTS)
+def test_bad_input_is_one_line_exit_2(runner: CliRunner, command: str, overrides: list[str], needle: str,
+                                      tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(__import__("mutransfer.cli").cli.app, [command, *overrides, "--out", str(out)]
+                           if command == "train" else [command, *overrides])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], result.output
+    assert "Traceback" not in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("content", [None, b"", b"tiny"])
+def test_bad_data_files(runner: CliRunner, tmp_path: Path, content: bytes | None) -> None:
+    path = tmp_path / "data.txt"
+    if content is not None:
+        path.write_bytes(content)
+    result = invoke(runner, "train", "data=text", f"data.path={path}", "--out", str(tmp_path / "run"))
+    assert result.exit_code == 2
+    assert result.output.startswith("error: ") and str(path) in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_unknown_option_is_a_usage_error(runner: CliRunner) -> None:
+    result = runner.invoke(__import__("mutransfer.cli").cli.app, ["train", "--bogus"])
+    assert result.exit_code == 2
+
+
+def test_real_subprocess_bad_input_has_no_traceback(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "mutransfer", "train", "model.width=33", "--out", str(tmp_path / "r")],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "model.width=33" in out.stderr
+    assert "Traceback" not in out.stderr + out.stdout

@@ -1,0 +1,157 @@
+"""The abc table: Tensor Programs V Table 3, seed 001's Muon table, base-width agreement, the abc symmetry."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from mutransfer.build import build_model, gpt_plan
+from mutransfer.config import compose
+from mutransfer.data import load_corpus
+from mutransfer.parametrization import Plan, base_value
+from mutransfer.train import train_model
+
+ETA = 0.01
+
+
+def plan_for(*overrides: str) -> Plan:
+    return gpt_plan(compose([*overrides, f"optimizer.lr={ETA}"]), vocab_size=256)
+
+
+def first(plan: Plan, role: str, shape_filter: str = "") -> dict:
+    return next(r for r in plan.rows() if r["role"] == role and shape_filter in r["name"])
+
+
+@pytest.mark.parametrize("width", [64, 256, 1024])
+def test_mup_adam_is_tensor_programs_v_table_3(width: int) -> None:
+    m = width / 128
+    plan = plan_for("parametrization=mup", "optimizer=adamw", f"model.width={width}")
+    emb, hid, out, gain = (first(plan, r) for r in ("embedding", "hidden", "readout", "gain"))
+    assert emb["init_std"] == pytest.approx(0.02) and emb["lr"] == pytest.approx(ETA)
+    assert hid["init_std"] == pytest.approx(0.02 / math.sqrt(m)) and hid["lr"] == pytest.approx(ETA / m)
+    assert out["init_std"] == pytest.approx(0.02 / m) and out["lr"] == pytest.approx(ETA / m)
+    assert gain["init_mean"] == 1.0 and gain["lr"] == pytest.approx(ETA)
+    assert {r["multiplier"] for r in plan.rows()} == {1.0}
+    assert hid["eps"] == pytest.approx(1e-8 / m) and emb["eps"] == pytest.approx(1e-8 / m)
+    assert out["eps"] == pytest.approx(1e-8)
+
+
+@pytest.mark.parametrize("width", [64, 512])
+def test_mup_sgd_is_tensor_programs_v_table_3(width: int) -> None:
+    m = width / 128
+    plan = plan_for("parametrization=mup", "optimizer=sgd", f"model.width={width}")
+    emb, hid, out, gain = (first(plan, r) for r in ("embedding", "hidden", "readout", "gain"))
+    assert emb["lr"] == pytest.approx(ETA * m) and gain["lr"] == pytest.approx(ETA * m)
+    assert hid["lr"] == pytest.approx(ETA) and out["lr"] == pytest.approx(ETA / m)
+    assert hid["init_std"] == pytest.approx(0.02 / math.sqrt(m)) and out["init_std"] == pytest.approx(0.02 / m)
+
+
+@pytest.mark.parametrize("width", [32, 128, 512, 2048])
+def test_mup_muon_is_seed_001_table(width: int) -> None:
+    plan = plan_for("parametrization=mup", "optimizer=muon", f"model.width={width}")
+    for row in plan.rows():
+        shape = row["shape"]
+        if row["role"] == "hidden":
+            dout, din = shape
+            assert row["init_std"] == pytest.approx(math.sqrt(dout / din) / (math.sqrt(din) + math.sqrt(dout)))
+            assert row["lr"] == pytest.approx(ETA) and row["update"] == "spectral"
+            assert row["scale_rule"] == "mup" and row["scale_shape"][0] / row["scale_shape"][1] == dout / din
+        elif row["role"] == "embedding":
+            assert (row["init_std"], row["lr"], row["update"]) == (pytest.approx(1.0), pytest.approx(ETA), "row_norm")
+        elif row["role"] == "readout":
+            assert row["init_std"] == pytest.approx(1 / width) and row["lr"] == pytest.approx(ETA / width)
+            assert row["update"] == "row_norm"
+        elif row["role"] == "gain":
+            assert (row["init_mean"], row["init_std"], row["update"]) == (1.0, 0.0, "sign")
+            assert row["lr"] == pytest.approx(ETA)
+
+
+def test_sp_is_constant_and_fanin_scales_init_only() -> None:
+    for width in (64, 512):
+        sp = plan_for("parametrization=sp", "optimizer=adamw", f"model.width={width}")
+        assert {r["init_std"] for r in sp.rows() if r["role"] != "gain"} == {0.02}
+        assert {r["lr"] for r in sp.rows()} == {ETA}
+        fanin = plan_for("parametrization=sp_fanin", "optimizer=adamw", f"model.width={width}")
+        assert first(fanin, "hidden")["init_std"] == pytest.approx(0.02 * math.sqrt(128 / width))
+        assert {r["lr"] for r in fanin.rows()} == {ETA}
+
+
+def test_ntk_adam_uses_multipliers() -> None:
+    plan = plan_for("parametrization=ntk", "optimizer=adamw", "model.width=512")
+    hid = first(plan, "hidden")
+    assert hid["multiplier"] == pytest.approx(0.5) and hid["lr"] == pytest.approx(ETA / 2)
+    assert hid["init_std"] == pytest.approx(0.02)
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "sgd", "muon"])
+def test_presets_agree_at_the_base_width(optimizer: str) -> None:
+    presets = ["sp", "sp_fanin", "mup"] + (["ntk"] if optimizer != "muon" else [])
+    tables = [plan_for(f"parametrization={p}", f"optimizer={optimizer}", "model.width=128").rows() for p in presets]
+    keys = ("name", "init_std", "init_mean", "multiplier", "lr", "update")
+    reference = [{k: row[k] for k in keys} for row in tables[0]]
+    for table in tables[1:]:
+        assert [{k: row[k] for k in keys} for row in table] == reference
+
+
+def test_base_value_rules() -> None:
+    assert base_value("1/sqrt(fan_in)", 10, 400) == pytest.approx(0.05)
+    assert base_value("1/fan_in", 10, 400) == pytest.approx(1 / 400)
+    assert base_value("spectral", 512, 128) == pytest.approx(2 / (math.sqrt(128) + math.sqrt(512)))
+    assert base_value("0.5", 1, 1) == 0.5
+
+
+def test_initial_weights_follow_the_plan_and_ignore_the_lr() -> None:
+    cfg = compose(["model.width=256", "optimizer=adamw", "train.seed=3"])
+    model, plan = build_model(cfg, 256)
+    other, _ = build_model(compose(["model.width=256", "optimizer=adamw", "train.seed=3", "optimizer.lr=0.5"]), 256)
+    for (name, p), (_, q) in zip(model.named_parameters(), other.named_parameters()):
+        assert torch.equal(p, q)
+        entry = plan.by_name()[name]
+        if entry.init_std > 0 and p.numel() > 1000:
+            assert p.std().item() == pytest.approx(entry.init_std, rel=0.05)
+
+
+def shifted(theta: float, sgd: bool = False, only: str = "abce") -> list[str]:
+    """Overrides that move every role of μP by (a+θ, b−θ, c−θ [c−2θ for SGD], eps+θ)."""
+    out = []
+    preset = compose(["parametrization=mup"]).parametrization
+    family = "sgd" if sgd else "adam"
+    for role in ("embedding", "hidden", "readout", "gain", "bias"):
+        row = getattr(preset.roles, role)
+        c = getattr(row.c, family)
+        if "a" in only:
+            out.append(f"parametrization.roles.{role}.a={row.a + theta}")
+        if "b" in only:
+            out.append(f"parametrization.roles.{role}.b={row.b - theta}")
+        if "c" in only:
+            out.append(f"parametrization.roles.{role}.c.{family}={c - (2 if sgd else 1) * theta}")
+        if "e" in only:
+            out.append(f"parametrization.roles.{role}.eps={row.eps + theta}")
+    return out
+
+
+def losses(tiny: list[str], *overrides: str) -> list[float]:
+    cfg = compose([*tiny, "model.width=64", "parametrization=mup", "train.eval_every=0", *overrides])
+    result, _ = train_model(cfg, load_corpus(cfg.data, cfg.train.seq_len))
+    return [row["train_loss"] for row in result.curve]
+
+
+def test_abc_symmetry_holds_under_adam_and_breaks_when_violated(tiny: list[str]) -> None:
+    adam = ["optimizer=adamw", "optimizer.lr=0.01", "optimizer.weight_decay=0", "optimizer.eps=1e-6"]
+    reference = losses(tiny, *adam)
+    for theta in (1.0, -1.0):
+        same = losses(tiny, *adam, *shifted(theta))
+        assert same == pytest.approx(reference, rel=1e-4, abs=1e-5)
+    no_eps = losses(tiny, *adam, *shifted(1.0, only="abc"))
+    broken = losses(tiny, *adam, *shifted(1.0, only="ab"))
+    assert max(abs(x - y) for x, y in zip(broken, reference)) > 1e-2
+    assert max(abs(x - y) for x, y in zip(no_eps, reference)) > 1e-6
+
+
+def test_abc_symmetry_under_sgd(tiny: list[str]) -> None:
+    sgd = ["optimizer=sgd", "optimizer.lr=0.05"]
+    reference = losses(tiny, *sgd)
+    assert losses(tiny, *sgd, *shifted(1.0, sgd=True, only="abc")) == pytest.approx(reference, rel=1e-4, abs=1e-5)
+    assert max(abs(x - y) for x, y in zip(losses(tiny, *sgd, *shifted(1.0, sgd=True, only="ab")), reference)) > 1e-3

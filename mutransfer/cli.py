@@ -141,5 +141,56 @@ def _report_run(result: Any, run_dir: Path) -> None:
     console.print(f"run directory: {run_dir}")
 
 
+def _split_spec(spec: Optional[str], overrides: Optional[List[str]]) -> tuple[str, list[str]]:
+    """``mutransfer sweep widths=[64]`` has no spec: the first word is an override, the spec is 'default'."""
+    words = list(overrides or [])
+    if spec is None:
+        return "default", words
+    if "=" in spec:
+        return "default", [spec, *words]
+    return spec, words
+
+
+@app.command()
+def sweep(
+    spec: Optional[str] = typer.Argument(None, help="Sweep spec: a YAML path or a shipped name (default, smoke, gpu)."),
+    overrides: Optional[List[str]] = typer.Argument(None, help="Spec keys (widths=[64,128]) or config overrides."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<spec name>)."),
+    storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage URL (default: a journal file in "
+                                          "the run directory; postgresql://USER:PASS@HOST/DB for several machines)."),
+    study: Optional[str] = typer.Option(None, "--study", help="Prefix of every study name (default: the spec name)."),
+    workers: int = typer.Option(1, "--workers", help="Local worker processes."),
+    threads: int = typer.Option(0, "--threads", help="Torch threads per worker (0: cores / workers)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and a measured time estimate; train nothing."),
+) -> None:
+    """Run an Optuna learning-rate sweep at several widths; write trials.csv, curves.csv, summary.json, plots."""
+
+    def body() -> None:
+        from .orchestrate import run_sweep_command
+
+        name, words = _split_spec(spec, overrides)
+        code = run_sweep_command(name, words, out, storage, study, workers, threads, dry_run)
+        if code:
+            raise typer.Exit(code)
+
+    _guarded(body)
+
+
+@app.command()
+def plot(
+    run_dirs: List[Path] = typer.Argument(..., help="One or more sweep run directories."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: the first run directory)."),
+) -> None:
+    """Draw transfer.png, lr_drift.png and curves.png from a sweep's CSVs (several runs: side by side)."""
+
+    def body() -> None:
+        from .report import draw
+
+        for path in draw(run_dirs, out):
+            typer.echo(f"wrote {path}")
+
+    _guarded(body)
+
+
 def main() -> None:
     app()

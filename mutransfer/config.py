@@ -24,7 +24,7 @@ MUON_SCALES = ("naive", "keller", "mup", "moonlight", "scheduled")
 SCALE_SHAPES = ("base", "actual")
 
 
-def _packaged_dir(name: str) -> Path:
+def packaged_dir(name: str) -> Path:
     """A top-level folder shipped inside the wheel (``mutransfer/<name>``) or next to the package in a checkout."""
     here = Path(__file__).resolve().parent
     for candidate in (here / name, here.parent / name):
@@ -34,7 +34,7 @@ def _packaged_dir(name: str) -> Path:
 
 
 def config_dir() -> Path:
-    return _packaged_dir("configs")
+    return packaged_dir("configs")
 
 
 def group_options(group: str) -> list[str]:

@@ -23,6 +23,9 @@ __all__ = [
     "write_json",
     "write_csv",
     "new_run_dir",
+    "claim_run_dir",
+    "SWEEP_FILES",
+    "PLOT_FILES",
 ]
 
 CONFIG_FILE = "config.yaml"
@@ -74,3 +77,24 @@ def new_run_dir(out: Optional[Path], kind: str, root: Path = Path("runs")) -> Pa
         raise UserError(f"--out {path} is an existing file", "give a directory path")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+SWEEP_FILES = {"trials": "trials.csv", "curves": "curves.csv", "summary": "summary.json", "verify": "verify.csv"}
+PLOT_FILES = ("transfer.png", "lr_drift.png", "curves.png")
+
+
+def claim_run_dir(run_dir: Path, fingerprint: str, text: str) -> None:
+    """Write the sweep's config.yaml, or refuse when the directory already holds a different sweep."""
+    import yaml
+
+    path = run_dir / CONFIG_FILE
+    if path.exists():
+        try:
+            existing = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError:
+            existing = {}
+        if not isinstance(existing, dict) or existing.get("fingerprint") != fingerprint:
+            raise UserError(f"{run_dir} holds a different sweep (its config.yaml differs from this spec and config)",
+                            "use a new --out directory, or rerun with the same spec and overrides to resume")
+        return
+    atomic_write_text(path, text)

@@ -1,0 +1,203 @@
+"""Pure pandas/numpy: the optimum per width with an interval, its drift across widths, and the verdict.
+
+Input is a tidy table with columns ``setup, width, seed, x, loss, status`` (x = the searched value in
+search units, log2(LR) for the learning rate; loss = final validation loss; status ok/diverged/...).
+
+Optimum per (setup, width): average the loss over seeds at each x, take the argmin, fit a parabola through
+the argmin and its finite neighbours (3 consecutive ok points) and keep its vertex inside their span.
+Interval: with ≥ 3 seeds, a seeded bootstrap over seeds (2.5–97.5 %). Otherwise the delta-method error of a
+three-point vertex, σ_x = σ_L / (√2 · 2 a h) (σ_L = the seed spread at the argmin, or ``noise_floor`` with one
+seed; a = curvature, h = grid step), as ±1.96 σ_x plus h/4 for the grid's own resolution.
+Diverged trials are censored: the smallest diverged x caps the interval from above.
+Drift: weighted least squares of x* against log2(width), weights 1/σ², with a 95 % normal interval
+(inflated by √(χ²/dof) when the points scatter more than their errors allow).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Thresholds", "WidthOptimum", "Drift", "optimum", "drift", "verdict", "analyze", "summarize", "Z95"]
+
+Z95 = 1.959964
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    transfer_slope: float = 0.25
+    transfer_halfwidth: float = 0.5
+    flat_tol: float = 0.01
+    noise_floor: float = 0.01
+    bootstrap: int = 400
+    seed: int = 0
+
+
+@dataclass
+class WidthOptimum:
+    width: int
+    x_star: float
+    ci: tuple[float, float]
+    best_loss: float
+    flags: list[str] = field(default_factory=list)
+    diverged_above: Optional[float] = None
+
+    @property
+    def sigma(self) -> float:
+        return max((self.ci[1] - self.ci[0]) / (2 * Z95), 1e-6)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"log2_lr_star": self.x_star, "ci": list(self.ci), "best_loss": self.best_loss, "flags": self.flags,
+                "diverged_above": self.diverged_above}
+
+
+@dataclass
+class Drift:
+    slope: float
+    ci: tuple[float, float]
+    intercept: float
+    verdict: str
+
+
+def _vertex(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float]:
+    """Vertex x and curvature a of the parabola through three points (a ≤ 0: no minimum)."""
+    a, b, _ = np.polyfit(xs, ys, 2)
+    if a <= 0:
+        return float(xs[np.argmin(ys)]), float(a)
+    return float(np.clip(-b / (2 * a), xs.min(), xs.max())), float(a)
+
+
+def _window(n: int, i: int) -> slice:
+    start = min(max(i - 1, 0), max(n - 3, 0))
+    return slice(start, start + 3)
+
+
+def _point_estimate(curve: pd.DataFrame) -> tuple[float, float, int]:
+    """(x*, curvature, argmin index) from a per-x mean curve sorted by x."""
+    xs, ys = curve["x"].to_numpy(float), curve["loss"].to_numpy(float)
+    i = int(np.argmin(ys))
+    if len(xs) < 3:
+        return float(xs[i]), 0.0, i
+    w = _window(len(xs), i)
+    x_star, a = _vertex(xs[w], ys[w])
+    return x_star, a, i
+
+
+def optimum(table: pd.DataFrame, width: int, step: float, th: Thresholds = Thresholds()) -> Optional[WidthOptimum]:
+    """The optimum at one width from rows of one setup (columns seed, x, loss, status)."""
+    ok = table[(table["status"] == "ok") & np.isfinite(table["loss"])]
+    diverged = table[table["status"] == "diverged"]
+    if ok.empty:
+        return None
+    curve = ok.groupby("x", as_index=False)["loss"].mean().sort_values("x").reset_index(drop=True)
+    x_star, a, i = _point_estimate(curve)
+    grid = sorted(table["x"].unique())
+    flags: list[str] = []
+    if len(curve) < 3:
+        flags.append("few_points")
+    div_above = float(diverged["x"].min()) if not diverged.empty else None
+    if curve["x"].iloc[i] == grid[0]:
+        flags.append("edge_of_grid:low")
+    if curve["x"].iloc[i] == grid[-1]:
+        flags.append("edge_of_grid:high")
+    curvature_loss = a * step**2
+    flat = len(curve) >= 3 and curvature_loss < th.flat_tol
+    if flat:
+        flags.append("flat")
+    seeds = sorted(ok["seed"].unique())
+    if flat or len(curve) < 3:
+        near = curve[curve["loss"] <= curve["loss"].min() + th.flat_tol]["x"]
+        lo, hi = float(near.min()) - step / 2, float(near.max()) + step / 2
+    elif len(seeds) >= 3:
+        lo, hi = _bootstrap(ok, seeds, th)
+    else:
+        at_min = ok[ok["x"] == curve["x"].iloc[i]]["loss"]
+        noise = float(at_min.std(ddof=1)) if len(at_min) > 1 else th.noise_floor
+        noise = max(noise, th.noise_floor)
+        sigma_x = noise / (math.sqrt(2) * 2 * a * step)
+        half = Z95 * sigma_x + step / 4
+        lo, hi = x_star - half, x_star + half
+    if div_above is not None:
+        hi = min(hi, div_above)
+        lo = min(lo, hi)
+    return WidthOptimum(width=width, x_star=x_star, ci=(lo, hi), best_loss=float(curve["loss"].min()), flags=flags,
+                        diverged_above=div_above)
+
+
+def _bootstrap(ok: pd.DataFrame, seeds: list[int], th: Thresholds) -> tuple[float, float]:
+    rng = np.random.default_rng(th.seed)
+    by_seed = {s: ok[ok["seed"] == s] for s in seeds}
+    draws = []
+    for _ in range(th.bootstrap):
+        pick = rng.choice(seeds, size=len(seeds), replace=True)
+        sample = pd.concat([by_seed[s] for s in pick])
+        curve = sample.groupby("x", as_index=False)["loss"].mean().sort_values("x").reset_index(drop=True)
+        draws.append(_point_estimate(curve)[0])
+    return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
+
+
+def verdict(slope: float, ci: tuple[float, float], th: Thresholds = Thresholds()) -> str:
+    half = (ci[1] - ci[0]) / 2
+    if abs(slope) <= th.transfer_slope and half <= th.transfer_halfwidth:
+        return "transfers"
+    if abs(slope) > th.transfer_slope and (ci[0] > 0 or ci[1] < 0):
+        return "drifts"
+    return "inconclusive"
+
+
+def drift(optima: list[WidthOptimum], th: Thresholds = Thresholds()) -> Optional[Drift]:
+    """Weighted least-squares slope of x* against log2(width), with its 95 % interval and the verdict."""
+    if len(optima) < 2:
+        return None
+    x = np.log2([o.width for o in optima])
+    y = np.array([o.x_star for o in optima])
+    w = 1.0 / np.array([o.sigma for o in optima]) ** 2
+    xm = np.sum(w * x) / np.sum(w)
+    sxx = np.sum(w * (x - xm) ** 2)
+    slope = float(np.sum(w * (x - xm) * (y - (np.sum(w * y) / np.sum(w)))) / sxx)
+    intercept = float(np.sum(w * y) / np.sum(w) - slope * xm)
+    se = math.sqrt(1.0 / sxx)
+    dof = len(optima) - 2
+    if dof > 0:
+        chi2 = float(np.sum(w * (y - intercept - slope * x) ** 2))
+        se *= math.sqrt(max(1.0, chi2 / dof))
+    ci = (slope - Z95 * se, slope + Z95 * se)
+    return Drift(slope=slope, ci=ci, intercept=intercept, verdict=verdict(slope, ci, th))
+
+
+def analyze(table: pd.DataFrame, step: float, th: Thresholds = Thresholds()) -> dict[str, Any]:
+    """``{setup: {slope, slope_ci, verdict, widths: {width: {...}}}}`` for one searched key."""
+    out: dict[str, Any] = {}
+    for setup, rows in table.groupby("setup", sort=False):
+        optima = [o for width, part in rows.groupby("width") if (o := optimum(part, int(width), step, th))]
+        fit = drift(optima, th)
+        out[str(setup)] = {
+            "slope": fit.slope if fit else None,
+            "slope_ci": list(fit.ci) if fit else None,
+            "intercept": fit.intercept if fit else None,
+            "verdict": fit.verdict if fit else "inconclusive",
+            "widths": {str(o.width): o.as_dict() for o in optima},
+        }
+    return out
+
+
+def summarize(trials: pd.DataFrame, steps: dict[str, float], th: Thresholds = Thresholds()) -> dict[str, Any]:
+    """summary.json: the learning rate under ``setups``, every other searched key under ``keys``."""
+    summary: dict[str, Any] = {"setups": {}, "keys": {}}
+    for key, part in trials.groupby("search_key", sort=False):
+        column = "log2_lr" if key == "optimizer.lr" else str(key)
+        x = part[column].astype(float)
+        if key != "optimizer.lr" and steps.get(f"{key}:scale") == "log2":
+            x = np.log2(x)
+        tidy = pd.DataFrame({"setup": part["setup"], "width": part["width"], "seed": part["seed"], "x": x,
+                             "loss": part["val_loss"].astype(float), "status": part["status"]})
+        result = analyze(tidy, steps[str(key)], th)
+        if key == "optimizer.lr":
+            summary["setups"] = result
+        else:
+            summary["keys"][str(key)] = {"setups": result}
+    return summary

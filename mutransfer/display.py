@@ -1,0 +1,65 @@
+"""Rich renderables for the CLI: sweep progress and the optimum/verdict table. Presentation only."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Optional
+
+from rich.console import Group
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+__all__ = ["SweepDisplay", "summary_table"]
+
+
+class SweepDisplay:
+    """Overall progress (trials done / total, ETA), the trials running now, the best loss per width so far."""
+
+    def __init__(self, total: int = 0) -> None:
+        self.progress = Progress(TextColumn("[bold]sweep"), BarColumn(), TextColumn("{task.completed}/{task.total} trials"),
+                                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+        self.task = self.progress.add_task("sweep", total=total)
+        self.running: list[str] = []
+        self.best: dict[tuple[str, int], float] = {}
+        self.started = time.monotonic()
+
+    def update(self, snap: Any) -> None:
+        self.progress.update(self.task, completed=snap.done, total=snap.total)
+        self.running, self.best = snap.running, snap.best
+
+    def __rich__(self) -> Group:
+        table = Table(title="best validation loss so far", show_edge=False, pad_edge=False)
+        setups = sorted({s for s, _ in self.best})
+        widths = sorted({w for _, w in self.best})
+        table.add_column("setup")
+        for w in widths:
+            table.add_column(f"w{w}", justify="right")
+        for setup in setups:
+            table.add_row(setup, *[f"{self.best[(setup, w)]:.4f}" if (setup, w) in self.best else "-" for w in widths])
+        running = "running: " + ("; ".join(self.running[:4]) if self.running else "-")
+        return Group(self.progress, running, table)
+
+
+def _ci(values: Optional[list[float]]) -> str:
+    return f"[{values[0]:+.2f}, {values[1]:+.2f}]" if values else "-"
+
+
+def summary_table(summary: dict[str, Any], title: str = "optimal learning rate per width") -> Table:
+    """setup × width → log2 LR*, interval, best loss, flags; then each setup's slope and verdict."""
+    table = Table(title=title)
+    for column in ("setup", "width", "log2 LR*", "95% interval", "best loss", "flags", "slope / doubling", "verdict"):
+        table.add_column(column, justify="right" if column not in ("setup", "flags", "verdict") else "left")
+    colors = {"transfers": "green", "drifts": "red", "inconclusive": "yellow"}
+    for setup, info in summary.get("setups", {}).items():
+        widths = sorted(info.get("widths", {}), key=int)
+        slope = info.get("slope")
+        slope_text = f"{slope:+.2f} {_ci(info.get('slope_ci'))}" if slope is not None and math.isfinite(slope) else "-"
+        verdict = info.get("verdict", "inconclusive")
+        for i, width in enumerate(widths):
+            opt = info["widths"][width]
+            table.add_row(setup if i == 0 else "", width, f"{opt['log2_lr_star']:.2f}", _ci(opt["ci"]),
+                          f"{opt['best_loss']:.4f}", ", ".join(opt["flags"]) or "-", slope_text if i == 0 else "",
+                          f"[{colors.get(verdict, 'white')}]{verdict}[/]" if i == 0 else "")
+        table.add_section()
+    return table

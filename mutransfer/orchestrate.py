@@ -1,0 +1,101 @@
+"""What ``mutransfer sweep`` does, step by step: validate everything, claim the run directory, run the
+workers with a live display, then write the tables, summary and plots (also after Ctrl-C)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from .errors import UserError
+from .runs import claim_run_dir
+from .spec import SweepSpec, load_spec
+
+__all__ = ["run_sweep_command", "finalize", "resolve_workers", "EXIT_INTERRUPTED"]
+
+EXIT_INTERRUPTED = 130
+
+
+def resolve_workers(workers: int, threads: int) -> tuple[int, int]:
+    if workers < 1:
+        raise UserError(f"--workers {workers} must be at least 1", "use --workers 1 or more")
+    if threads < 0:
+        raise UserError(f"--threads {threads} must be >= 0", "use 0 for cores / workers")
+    cores = os.cpu_count() or 1
+    return workers, threads or max(1, cores // workers)
+
+
+def _validate_trials(spec: SweepSpec) -> dict[str, Any]:
+    """Compose every (setup, width) config once so a bad override or width fails before any training."""
+    from .studies import study_keys
+    from .sweep import setup_configs, trial_config
+
+    for key in study_keys(spec):
+        trial_config(spec, key, key.search.grid()[0])
+    return setup_configs(spec)
+
+
+def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix: str) -> dict[str, Any]:
+    """Storage → trials.csv, curves.csv → summary.json → plots. Returns the summary."""
+    from .report import draw, write_summary, write_tables
+    from .results import collect
+    from .studies import open_storage
+
+    trials, curves = collect(spec, open_storage(storage_url, run_dir), prefix)
+    write_tables(run_dir, trials, curves)
+    if trials.empty:
+        return {"setups": {}, "keys": {}}
+    summary = write_summary(run_dir, trials)
+    draw([run_dir])
+    return summary
+
+
+def run_sweep_command(spec_name: str, overrides: list[str], out: Optional[Path], storage: Optional[str],
+                      study: Optional[str], workers: int, threads: int, dry_run: bool) -> int:
+    from rich.console import Console
+    from rich.live import Live
+
+    from .display import SweepDisplay, summary_table
+    from .sweep import SweepOptions, run_sweep
+
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    spec = load_spec(spec_name, overrides)
+    workers, threads = resolve_workers(workers, threads)
+    configs = _validate_trials(spec)
+    if dry_run:
+        from .dryrun import dry_run_table
+
+        console.print(dry_run_table(spec, workers, threads))
+        return 0
+    run_dir = out or Path("runs") / spec.name
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"--out {run_dir} is an existing file", "give a directory path")
+    record = {"kind": "sweep", "spec": spec.as_dict(), "setups": configs}
+    fingerprint = hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    opts = SweepOptions(run_dir=run_dir, storage=storage, prefix=study or spec.name, workers=workers, threads=threads)
+    if storage is not None:
+        from .studies import open_storage
+
+        open_storage(storage, run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    claim_run_dir(run_dir, fingerprint, yaml.safe_dump({"fingerprint": fingerprint, **record}, sort_keys=False))
+    console.print(f"sweep [bold]{spec.name}[/]: {len(spec.setups)} setups × {len(spec.widths)} widths × "
+                  f"{len(spec.seeds)} seeds · {workers} worker(s) × {threads} thread(s) · {run_dir}")
+    display = SweepDisplay()
+    interrupted = False
+    try:
+        with Live(display, console=console, refresh_per_second=2, transient=False):
+            run_sweep(spec, opts, on_progress=display.update)
+    except KeyboardInterrupt:
+        interrupted = True
+        console.print("[yellow]interrupted:[/] running trials are marked failed and re-run on resume")
+    summary = finalize(spec, run_dir, storage, opts.prefix)
+    if summary["setups"]:
+        console.print(summary_table(summary))
+    console.print(f"run directory: {run_dir} (trials.csv, curves.csv, summary.json, transfer.png, lr_drift.png)")
+    return EXIT_INTERRUPTED if interrupted else 0

@@ -1,0 +1,165 @@
+"""Figures from tidy tables only (trials.csv, curves.csv and the summary computed from them). No torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["transfer_figure", "drift_figure", "curves_figure", "verify_figure", "save"]
+
+LR = "optimizer.lr"
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _colors(widths: Sequence[int]) -> dict[int, Any]:
+    cmap = _pyplot().get_cmap("viridis")
+    ordered = sorted(widths)
+    span = max(1, len(ordered) - 1)
+    return {w: cmap(0.05 + 0.85 * i / span) for i, w in enumerate(ordered)}
+
+
+def _panels(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> list[tuple[str, str, pd.DataFrame, dict]]:
+    panels = []
+    for run, trials, summary in runs:
+        lr = trials[trials["search_key"] == LR]
+        for setup in lr["setup"].unique():
+            title = f"{setup}" if len(runs) == 1 else f"{run}: {setup}"
+            panels.append((title, setup, lr[lr["setup"] == setup], summary.get("setups", {}).get(setup, {})))
+    return panels
+
+
+def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> Any:
+    """Loss vs log2(LR), one line per width, one panel per setup (and per run), shared y axis."""
+    plt = _pyplot()
+    panels = _panels(runs)
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5.2 * max(1, len(panels)), 4.6), sharey=True,
+                             squeeze=False, layout="constrained")
+    ok_all = pd.concat([p[2] for p in panels]) if panels else pd.DataFrame()
+    ok_losses = ok_all[ok_all["status"] == "ok"]["val_loss"] if not ok_all.empty else pd.Series(dtype=float)
+    top = float(np.nanmax(ok_losses)) if len(ok_losses) else 1.0
+    bottom = float(np.nanmin(ok_losses)) if len(ok_losses) else 0.0
+    pad = 0.08 * (top - bottom if top > bottom else 1.0)
+    for ax, (title, setup, rows, info) in zip(axes[0], panels):
+        colors = _colors(rows["width"].unique())
+        for width, part in rows.groupby("width"):
+            ok = part[part["status"] == "ok"]
+            stats = ok.groupby("log2_lr")["val_loss"].agg(["mean", "min", "max"]).reset_index()
+            color = colors[int(width)]
+            ax.plot(stats["log2_lr"], stats["mean"], "-o", color=color, ms=3.5, lw=1.5, label=f"width {width}")
+            if ok["seed"].nunique() > 1:
+                ax.fill_between(stats["log2_lr"], stats["min"], stats["max"], color=color, alpha=0.18, lw=0)
+            div = part[part["status"] == "diverged"]["log2_lr"].unique()
+            if len(div):
+                ax.plot(div, np.full(len(div), top + 0.6 * pad), "x", color=color, ms=7, mew=2, clip_on=False)
+            opt = info.get("widths", {}).get(str(int(width)))
+            if opt:
+                y = opt["best_loss"] - 0.3 * pad
+                ax.errorbar([opt["log2_lr_star"]], [y], xerr=[[opt["log2_lr_star"] - opt["ci"][0]],
+                            [opt["ci"][1] - opt["log2_lr_star"]]], fmt="v", color=color, ms=7, capsize=3, lw=1.2)
+        verdict = info.get("verdict", "")
+        slope = info.get("slope")
+        extra = f"\n{verdict}: LR* {slope:+.2f} octaves / width doubling" if slope is not None else ""
+        ax.set_title(f"{title}{extra}", fontsize=10)
+        ax.set_xlabel("log2(base learning rate η)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+    axes[0][0].set_ylabel("validation loss (nats/token)")
+    axes[0][0].set_ylim(bottom - pad, top + pad)
+    fig.suptitle("Loss vs learning rate per width  (▼ LR* with interval, × diverged)", fontsize=11)
+    return fig
+
+
+def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> Any:
+    """log2(LR*) vs log2(width) with intervals and the fitted line, one series per setup."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.0, 4.6), layout="constrained")
+    cmap = plt.get_cmap("tab10")
+    index = 0
+    for run, _, summary in runs:
+        for setup, info in summary.get("setups", {}).items():
+            widths = sorted(int(w) for w in info.get("widths", {}))
+            if not widths:
+                continue
+            x = np.log2(widths)
+            opts = [info["widths"][str(w)] for w in widths]
+            y = np.array([o["log2_lr_star"] for o in opts])
+            err = np.array([[o["log2_lr_star"] - o["ci"][0] for o in opts], [o["ci"][1] - o["log2_lr_star"] for o in opts]])
+            label = setup if len(runs) == 1 else f"{run}: {setup}"
+            color = cmap(index % 10)
+            index += 1
+            slope = info.get("slope")
+            if slope is not None:
+                lo, hi = info["slope_ci"]
+                label += f" (slope {slope:+.2f} [{lo:+.2f}, {hi:+.2f}], {info['verdict']})"
+                ax.plot(x, info["intercept"] + slope * x, "--", color=color, lw=1)
+            ax.errorbar(x, y, yerr=err, fmt="o", color=color, capsize=3, label=label)
+    all_widths = sorted({int(w) for _, _, summary in runs for info in summary.get("setups", {}).values()
+                         for w in info.get("widths", {})})
+    if all_widths:
+        ax.set_xticks(np.log2(all_widths), [str(w) for w in all_widths])
+    ax.set_xlabel("width (log2 axis)")
+    ax.set_ylabel("log2(LR*)  (base learning rate η)")
+    ax.set_title("Optimal learning rate vs width")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def curves_figure(trials: pd.DataFrame, curves: pd.DataFrame, summary: dict[str, Any]) -> Any:
+    """Training loss curves at each width's best learning rate, one panel per setup."""
+    plt = _pyplot()
+    lr = trials[(trials["search_key"] == LR) & (trials["status"] == "ok")]
+    setups = list(lr["setup"].unique())
+    fig, axes = plt.subplots(1, max(1, len(setups)), figsize=(5.2 * max(1, len(setups)), 4.2), sharey=True,
+                             squeeze=False, layout="constrained")
+    for ax, setup in zip(axes[0], setups):
+        rows = lr[lr["setup"] == setup]
+        colors = _colors(rows["width"].unique())
+        for width, part in rows.groupby("width"):
+            best = part.loc[part["val_loss"].idxmin()]
+            curve = curves[(curves["trial"] == best["trial"]) & (curves["setup"] == setup) &
+                           (curves["width"] == width) & (curves["seed"] == best["seed"]) &
+                           (curves["search_key"] == LR)]
+            ax.plot(curve["step"], curve["train_loss"], color=colors[int(width)], lw=1.2,
+                    label=f"width {width}, log2 η={best['log2_lr']:.2f}")
+        ax.set_title(f"{setup}: training loss at each width's best LR", fontsize=10)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("training loss (nats/token)")
+    return fig
+
+
+def verify_figure(verify: pd.DataFrame) -> Any:
+    """Validation loss against the LR factor applied to the transferred η*, one line per verified width."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.6, 4.2), layout="constrained")
+    for width, part in verify.groupby("width"):
+        part = part.sort_values("factor")
+        ax.plot(np.log2(part["factor"]), part["val_loss"], "-o", label=f"width {width}")
+    ax.axvline(0.0, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("log2(factor × transferred η*)")
+    ax.set_ylabel("validation loss (nats/token)")
+    ax.set_title("Verification at the target width")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def save(fig: Any, path: Path, dpi: int = 120) -> None:
+    """Write atomically (temp file + rename) and close the figure."""
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=dpi)
+    _pyplot().close(fig)
+    tmp.replace(path)

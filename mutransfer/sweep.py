@@ -1,0 +1,315 @@
+"""Sweeps: run every study of a spec with local worker processes on one Optuna storage, then tabulate.
+
+A worker walks the studies in order and pops their queued grid points (or asks the sampler, for TPE/GP)
+until each study has its budget. Running the same command again resumes: finished trials are kept,
+trials of dead local workers are re-run, live workers' trials are left alone.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import optuna
+from optuna.trial import TrialState
+
+from .config import compose, to_dict
+from .data import Corpus, load_corpus
+from .errors import UserError
+from .schema import Config
+from .spec import LR_KEY, SweepSpec
+from .studies import (StudyKey, enqueue_missing, is_bookkeeping, load_study, open_storage, owner_of,
+                      process_identity, reap_abandoned, study_keys)
+from .train import train_model
+
+__all__ = ["SweepOptions", "Snapshot", "trial_config", "prepare", "run_worker", "run_sweep", "snapshot",
+           "refine_points", "setup_configs", "CURVE_POINTS", "LR_KEY"]
+
+CURVE_POINTS = 200
+EventCallback = Callable[[str, StudyKey, float], None]
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How to execute a spec (not part of what is computed: changing these never invalidates a sweep)."""
+
+    run_dir: Path
+    storage: Optional[str] = None
+    prefix: str = ""
+    workers: int = 1
+    threads: int = 0
+    device: Optional[str] = None
+
+
+@dataclass
+class Snapshot:
+    done: int = 0
+    total: int = 0
+    running: list[str] = field(default_factory=list)
+    best: dict[tuple[str, int], float] = field(default_factory=dict)
+
+
+def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...] = ()) -> Config:
+    """The config one trial trains: setup overrides, spec overrides, then width, seed and the searched value."""
+    setup = next(s for s in spec.setups if s.label == key.setup)
+    value = key.search.value(x)
+    return compose([*setup.overrides, *spec.overrides, f"model.width={key.width}", f"train.seed={key.seed}",
+                    f"{key.search.key}={value!r}", *extra])
+
+
+def refine_points(done: dict[float, float], step: float, low: float, high: float) -> list[float]:
+    """Finer points around the best finished point: ± step/2 and ± step/4, inside the range."""
+    if not done:
+        return []
+    best = min(done, key=lambda x: done[x])
+    points = [best + d * step for d in (-0.5, -0.25, 0.25, 0.5)]
+    return [round(x, 10) for x in points if low - 1e-9 <= x <= high + 1e-9]
+
+
+def _budget(key: StudyKey) -> int:
+    """Trials a study will hold when done (a refined grid adds four points around its optimum)."""
+    if key.search.sampler == "refine":
+        return len(key.search.grid()) + 4
+    return key.search.budget()
+
+
+def prepare(spec: SweepSpec, opts: SweepOptions) -> int:
+    """Create every study, reap dead local workers' trials and queue the missing grid points. Returns the total."""
+    storage = open_storage(opts.storage, opts.run_dir)
+    total = 0
+    for key in study_keys(spec):
+        study = load_study(storage, key, opts.prefix)
+        reap_abandoned(study)
+        if key.search.sampler in ("grid", "refine"):
+            enqueue_missing(study, key.search.column, key.search.grid())
+        total += _budget(key)
+    return total
+
+
+class _Heartbeat:
+    """Keeps an RDB trial's heartbeat fresh while it trains (Optuna only does this inside ``optimize``)."""
+
+    def __init__(self, storage: optuna.storages.BaseStorage, trial_id: int) -> None:
+        self.storage, self.trial_id, self.stop = storage, trial_id, threading.Event()
+        interval = getattr(storage, "heartbeat_interval", None)
+        self.thread = threading.Thread(target=self._beat, args=(interval,), daemon=True) if interval else None
+
+    def _beat(self, interval: int) -> None:
+        self.storage.record_heartbeat(self.trial_id)  # type: ignore[attr-defined]
+        while not self.stop.wait(interval):
+            self.storage.record_heartbeat(self.trial_id)  # type: ignore[attr-defined]
+
+    def __enter__(self) -> "_Heartbeat":
+        if self.thread:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+
+
+class _Worker:
+    def __init__(self, spec: SweepSpec, opts: SweepOptions, on_event: Optional[EventCallback]) -> None:
+        self.spec, self.opts, self.on_event = spec, opts, on_event
+        self.storage = open_storage(opts.storage, opts.run_dir)
+        self.corpora: dict[str, Corpus] = {}
+        self.extra = tuple(x for x in (f"train.threads={opts.threads}" if opts.threads else "",
+                                       f"train.device={opts.device}" if opts.device else "") if x)
+
+    def corpus(self, cfg: Config) -> Corpus:
+        tag = f"{cfg.data.kind}:{cfg.data.path}:{cfg.data.val_fraction}:{cfg.train.seq_len}"
+        if tag not in self.corpora:
+            self.corpora[tag] = load_corpus(cfg.data, cfg.train.seq_len)
+        return self.corpora[tag]
+
+    def run(self) -> None:
+        for key in study_keys(self.spec):
+            study = load_study(self.storage, key, self.opts.prefix)
+            if key.search.sampler in ("grid", "refine"):
+                self._drain_queue(study, key)
+            else:
+                self._sample(study, key)
+
+    def _waiting(self, study: optuna.Study) -> int:
+        return len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+
+    def _drain_queue(self, study: optuna.Study, key: StudyKey) -> None:
+        while True:
+            if hasattr(self.storage, "heartbeat_interval"):
+                optuna.storages.fail_stale_trials(study)
+            if not self._waiting(study) and not (key.search.sampler == "refine" and self._refine(study, key)):
+                return
+            trial = study.ask()
+            if not trial.user_attrs.get("grid"):
+                trial.set_user_attr("spurious", True)  # the queue emptied between our look and our ask
+                study.tell(trial, state=TrialState.FAIL)
+                return
+            self._process(study, key, trial)
+
+    def _refine(self, study: optuna.Study, key: StudyKey) -> bool:
+        trials = [t for t in study.get_trials(deepcopy=False) if not is_bookkeeping(t)]
+        if any(t.state == TrialState.RUNNING for t in trials):
+            return False
+        done = {t.params[key.search.column]: t.value for t in trials
+                if t.state == TrialState.COMPLETE and t.value is not None and math.isfinite(t.value)}
+        points = refine_points(done, key.search.step, key.search.min, key.search.max)
+        return enqueue_missing(study, key.search.column, points) > 0
+
+    def _sample(self, study: optuna.Study, key: StudyKey) -> None:
+        while True:
+            if hasattr(self.storage, "heartbeat_interval"):
+                optuna.storages.fail_stale_trials(study)
+            live = [t for t in study.get_trials(deepcopy=False) if not is_bookkeeping(t)
+                    and t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)]
+            if len(live) >= key.search.budget():
+                return
+            self._process(study, key, study.ask())
+
+    def _process(self, study: optuna.Study, key: StudyKey, trial: optuna.Trial) -> None:
+        search = key.search
+        x = trial.suggest_float(search.column, search.min, search.max)
+        for name, value in {**process_identity(), "setup": key.setup, "width": key.width, "seed": key.seed,
+                            "search_key": search.key}.items():
+            trial.set_user_attr(name, value)
+        if owner_of(study, trial.number, search.column, x) != trial.number:
+            trial.set_user_attr("duplicate", True)
+            study.tell(trial, state=TrialState.FAIL)
+            return
+        if self.on_event:
+            self.on_event("start", key, x)
+        try:
+            self._train(study, key, trial, x)
+        except KeyboardInterrupt:
+            trial.set_user_attr("status", "interrupted")
+            study.tell(trial, state=TrialState.FAIL)
+            raise
+        if self.on_event:
+            self.on_event("end", key, x)
+
+    def _train(self, study: optuna.Study, key: StudyKey, trial: optuna.Trial, x: float) -> None:
+        cfg = trial_config(self.spec, key, x, self.extra)
+        trial.set_user_attr("parametrization", cfg.parametrization.name)
+        trial.set_user_attr("optimizer", cfg.optimizer.name)
+        trial.set_user_attr("lr", cfg.optimizer.lr)
+        prune = key.search.pruner != "none"
+
+        def on_eval(step: int, val: float) -> bool:
+            trial.report(val, step)
+            return prune and trial.should_prune()
+
+        try:
+            with _Heartbeat(self.storage, trial._trial_id):
+                result, _ = train_model(cfg, self.corpus(cfg), on_eval=on_eval)
+        except (RuntimeError, ValueError, MemoryError) as exc:
+            trial.set_user_attr("status", "failed")
+            trial.set_user_attr("message", f"{type(exc).__name__}: {exc}"[:500])
+            study.tell(trial, state=TrialState.FAIL)
+            return
+        stride = max(1, math.ceil(len(result.curve) / CURVE_POINTS))
+        curve = [[row["step"], row["train_loss"]] for row in result.curve[::stride]]
+        if result.curve and curve[-1][0] != result.curve[-1]["step"]:
+            curve.append([result.curve[-1]["step"], result.curve[-1]["train_loss"]])
+        summary = result.summary()
+        status = {"stopped": "pruned"}.get(result.status, result.status)
+        for name, value in {**summary, "status": status, "curve": curve,
+                            "evals": [[e["step"], e["val_loss"]] for e in result.evals]}.items():
+            trial.set_user_attr(name, value if not (isinstance(value, float) and not math.isfinite(value)) else None)
+        if status == "pruned":
+            study.tell(trial, state=TrialState.PRUNED)
+        elif status == "diverged":
+            finite = result.train_loss if result.train_loss is not None else cfg.train.diverge_factor * math.log(256)
+            study.tell(trial, max(finite, result.initial_loss if math.isfinite(result.initial_loss) else 0.0))
+        else:
+            study.tell(trial, result.val_loss)
+
+
+def run_worker(spec: SweepSpec, opts: SweepOptions, on_event: Optional[EventCallback] = None) -> None:
+    """One worker: train queued/sampled trials of every study until the sweep is complete."""
+    _Worker(spec, opts, on_event).run()
+
+
+def _die_with_parent() -> None:
+    """Linux: a worker gets SIGKILL when the sweep process dies, so no orphan keeps training."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _worker_entry(spec: SweepSpec, opts: SweepOptions) -> None:
+    _die_with_parent()
+    try:
+        run_worker(spec, opts)
+    except KeyboardInterrupt:
+        os._exit(130)
+
+
+def snapshot(spec: SweepSpec, opts: SweepOptions, total: int) -> Snapshot:
+    storage = open_storage(opts.storage, opts.run_dir)
+    snap = Snapshot(total=total)
+    for key in study_keys(spec):
+        study = load_study(storage, key, opts.prefix)
+        for t in study.get_trials(deepcopy=False):
+            if is_bookkeeping(t):
+                continue
+            if t.state in (TrialState.COMPLETE, TrialState.PRUNED):
+                snap.done += 1
+                if t.state == TrialState.COMPLETE and t.user_attrs.get("status") == "ok" and t.value is not None:
+                    best = snap.best.get((key.setup, key.width), math.inf)
+                    snap.best[(key.setup, key.width)] = min(best, t.value)
+            elif t.state == TrialState.RUNNING:
+                snap.running.append(f"{key.setup} w{key.width} s{key.seed} {key.search.column}="
+                                    f"{t.params.get(key.search.column, float('nan')):g}")
+    return snap
+
+
+def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callable[[Snapshot], None]] = None,
+              poll_seconds: float = 1.0) -> None:
+    """Prepare the studies and run ``opts.workers`` workers (in this process when there is one)."""
+    total = prepare(spec, opts)
+    report = (lambda: on_progress(snapshot(spec, opts, total))) if on_progress else (lambda: None)
+    report()
+    if opts.workers == 1:
+        run_worker(spec, opts, on_event=lambda *_: report())
+        report()
+        return
+    context = multiprocessing.get_context("spawn")
+    procs = [context.Process(target=_worker_entry, args=(spec, opts), daemon=False) for _ in range(opts.workers)]
+    for proc in procs:
+        proc.start()
+    try:
+        while any(proc.is_alive() for proc in procs):
+            time.sleep(poll_seconds)
+            report()
+    except KeyboardInterrupt:
+        for proc in procs:
+            if proc.is_alive() and proc.pid:
+                os.kill(proc.pid, signal.SIGINT)
+        for proc in procs:
+            proc.join(timeout=30)
+        raise
+    report()
+    failed = [proc.exitcode for proc in procs if proc.exitcode not in (0, None)]
+    if failed:
+        raise UserError(f"{len(failed)} sweep worker(s) exited with codes {failed}", "see the messages above; "
+                        "run the same command again to resume")
+
+
+def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:
+    """Each setup's resolved config at the first width and seed, with the searched keys at their base values."""
+    out = {}
+    for setup in spec.setups:
+        cfg = compose([*setup.overrides, *spec.overrides, f"model.width={spec.widths[0]}",
+                       f"train.seed={spec.seeds[0]}"])
+        out[setup.label] = to_dict(cfg)
+    return out
+

@@ -93,16 +93,22 @@ def show(
 def train(
     overrides: Optional[List[str]] = OVERRIDES,
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/train-<time>)."),
+    config: Optional[Path] = typer.Option(None, "--config", help="Train exactly this saved config or transfer file "
+                                          "(overrides: plain key=value)."),
 ) -> None:
     """Train one model and write config.yaml, metrics.csv and result.json into a run directory."""
 
     def body() -> None:
-        from .config import compose, to_dict, to_yaml
+        from .config import compose, load_config_file, to_dict, to_yaml
         from .data import load_corpus
         from .runs import CONFIG_FILE, METRICS_COLUMNS, METRICS_FILE, RESULT_FILE, atomic_write_text, new_run_dir, \
             write_csv, write_json
 
-        cfg = compose(overrides or [])
+        if config is not None:
+            cfg = load_config_file(config, overrides or [])
+            _warn_horizon(load_config_file(config), cfg)
+        else:
+            cfg = compose(overrides or [])
         corpus = load_corpus(cfg.data, cfg.train.seq_len)
         run_dir = new_run_dir(out, "train")
         atomic_write_text(run_dir / CONFIG_FILE, to_yaml(cfg))
@@ -113,6 +119,14 @@ def train(
         _report_run(result, run_dir)
 
     _guarded(body)
+
+
+def _warn_horizon(saved: Any, cfg: Any) -> None:
+    changed = [f"train.{k}: {getattr(saved.train, k)} → {getattr(cfg.train, k)}" for k in ("steps", "batch_size", "seq_len")
+               if getattr(saved.train, k) != getattr(cfg.train, k)]
+    if changed:
+        typer.echo(f"warning: {', '.join(changed)}; learning rates are not known to transfer across training horizon or "
+                   "batch size without further evidence", err=True)
 
 
 def _train_with_progress(cfg: Any, corpus: Any) -> tuple[Any, Any, dict[str, Any]]:
@@ -188,6 +202,81 @@ def plot(
 
         for path in draw(run_dirs, out):
             typer.echo(f"wrote {path}")
+
+    _guarded(body)
+
+
+@app.command()
+def transfer(
+    width: int = typer.Option(..., "--width", help="Target width."),
+    source: Optional[Path] = typer.Option(None, "--from", help="Sweep run directory (default: the latest in runs/)."),
+    setup: Optional[str] = typer.Option(None, "--setup", help="Setup label (default: the best one that transfers)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output file (default RUN_DIR/transfer_w<N>.yaml)."),
+    fmt: str = typer.Option("yaml", "--format", help="yaml or json."),
+    correct_drift: bool = typer.Option(False, "--correct-drift", help="Apply the fitted drift LR* ∝ width^slope."),
+) -> None:
+    """Write the config for width N: η* from the sweep and every parameter's init std, multiplier and LR."""
+
+    def body() -> None:
+        from rich.console import Console
+        from rich.table import Table
+
+        from .transfer import latest_run, make_transfer, write_transfer
+
+        if fmt not in ("yaml", "json"):
+            raise UserError(f"--format {fmt} is not supported", "use yaml or json")
+        run_dir = source or latest_run()
+        result = make_transfer(run_dir, width, setup, correct_drift)
+        path = out or run_dir / f"transfer_w{width}.{'json' if fmt == 'json' else 'yaml'}"
+        write_transfer(result, path, fmt)
+        doc = result.document
+        console = Console(width=None if sys.stdout.isatty() else 140)
+        src = doc["source"]
+        table = Table(title=f"{src['setup']} at width {width}: η* = 2^{doc['log2_lr']:.2f} = {doc['lr']:.4g}")
+        for column in ("parameter", "role", "shape", "init std", "multiplier", "lr", "update"):
+            table.add_column(column, justify="left" if column in ("parameter", "role", "update") else "right")
+        for row in doc["param_groups"]:
+            table.add_row(row["name"], row["role"], "×".join(map(str, row["shape"])), f"{row['init_std']:.4g}",
+                          f"{row['multiplier']:.4g}", f"{row['lr']:.4g}", row["update"])
+        console.print(table)
+        ci = src["slope_ci"]
+        console.print(f"from {src['run_dir']} (widths {src['swept_widths']}): verdict [bold]{src['verdict']}[/], "
+                      f"slope {src['slope']:+.2f} octaves/doubling" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "") +
+                      f"; implied error at width {width}: {doc['implied_error_octaves']:.2f} octaves"
+                      + (" (drift corrected)" if correct_drift else ""))
+        for warning in result.warnings:
+            console.print(f"[bold red]warning:[/] {warning}")
+        console.print(f"wrote {path}")
+
+    _guarded(body)
+
+
+@app.command()
+def verify(
+    width: int = typer.Option(..., "--width", help="Width to verify at (e.g. 4× the largest swept width)."),
+    source: Optional[Path] = typer.Option(None, "--from", help="Sweep run directory (default: the latest in runs/)."),
+    factors: str = typer.Option("0.5,1,2", "--factors", help="Multiples of the transferred η* to train."),
+    setup: Optional[str] = typer.Option(None, "--setup", help="Setup label (default as in transfer)."),
+    overrides: Optional[List[str]] = typer.Argument(None, help="Plain key=value overrides, e.g. train.device=cpu"),
+) -> None:
+    """Train width N at η*·factor for each factor and report whether the transferred η* wins."""
+
+    def body() -> None:
+        from .report import draw
+        from .transfer import latest_run
+        from .verify import parse_factors
+        from .verify import verify as run_verify
+
+        run_dir = source or latest_run()
+        parsed = parse_factors(factors)
+        result = run_verify(run_dir, width, parsed, setup, overrides or [],
+                            on_trial=lambda f: typer.echo(f"training width {width} at {f:g} × η*", err=True))
+        for row in result["rows"].itertuples():
+            typer.echo(f"factor {row.factor:>6g}  log2 lr {row.log2_lr:7.2f}  val_loss {row.val_loss:.4f}  {row.status}")
+        verdict = "wins" if result["middle_wins"] else "does not win"
+        typer.echo(f"η* × {result['middle']:g} {verdict} at width {width} (margin {result['margin']:+.4f} nats over "
+                   f"the best other factor); appended to {run_dir / 'verify.csv'}")
+        draw([run_dir])
 
     _guarded(body)
 

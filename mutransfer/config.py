@@ -11,7 +11,8 @@ from typing import Any, Sequence
 from .errors import UserError
 from .schema import FAMILIES, INIT_RULES, OPTIMIZER_FAMILY, ROLES, Config, family_of
 
-__all__ = ["config_dir", "compose", "load_config_file", "to_yaml", "to_dict", "validate", "GROUPS"]
+__all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "to_yaml", "to_dict",
+           "validate", "GROUPS"]
 
 GROUPS: tuple[str, ...] = ("model", "parametrization", "optimizer", "data", "train")
 VERSION_BASE = "1.3"
@@ -125,16 +126,24 @@ def _refuse_unknown_keys(tree: Any, schema: Any, prefix: str) -> None:
             _refuse_unknown_keys(value, sub, where)
 
 
-def load_config_file(path: Path) -> Config:
-    """Load a saved ``config.yaml`` (e.g. a run's) back into a validated ``Config``."""
+def config_from_dict(data: Any, overrides: Sequence[str] = (), where: str = "config") -> Config:
+    """A saved config (e.g. a run's config.yaml or a transfer file's ``config``) plus plain key=value overrides.
+
+    Group switches (``optimizer=adamw``) are not available here: the saved config is already resolved."""
     from omegaconf import OmegaConf
 
-    if not path.is_file():
-        raise UserError(f"config file not found: {path}", "pass the path of a config.yaml written by mutransfer")
+    if not isinstance(data, dict):
+        raise UserError(f"{where} is not a config mapping", "pass a config.yaml or transfer file written by mutransfer")
+    for item in overrides:
+        if "=" not in item or item.startswith(("-", "+")):
+            raise UserError(f"override '{item}' is not key=value", "with --config, write plain key=value overrides")
+        if item.split("=", 1)[0] in GROUPS:
+            raise UserError(f"override '{item}' switches a config group",
+                            "with --config only single keys can change, e.g. train.steps=300")
     try:
-        loaded = OmegaConf.load(path)
-        _refuse_unknown_keys(OmegaConf.to_container(loaded), Config, "")
-        merged = OmegaConf.merge(OmegaConf.structured(Config), loaded)
+        _refuse_unknown_keys(data, Config, "")
+        merged = OmegaConf.merge(OmegaConf.structured(Config), data, OmegaConf.from_dotlist(list(overrides)))
+        _refuse_unknown_keys(OmegaConf.to_container(merged), Config, "")
         obj = OmegaConf.to_object(merged)
     except UserError:
         raise
@@ -143,6 +152,21 @@ def load_config_file(path: Path) -> Config:
     assert isinstance(obj, Config)
     validate(obj)
     return obj
+
+
+def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
+    """Load a saved ``config.yaml``, or the ``config`` section of a transfer file (YAML or JSON)."""
+    import yaml
+
+    if not path.is_file():
+        raise UserError(f"config file not found: {path}", "pass the path of a file written by mutransfer")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError:
+        raise UserError(f"{path} is not valid YAML or JSON", "pass a file written by mutransfer") from None
+    if isinstance(data, dict) and isinstance(data.get("config"), dict):
+        data = data["config"]
+    return config_from_dict(data, overrides, str(path))
 
 
 def to_dict(cfg: Config) -> dict[str, Any]:

@@ -1,0 +1,201 @@
+"""Sweeps through the real CLI and a real Optuna journal: tables, resume, divergence, workers, dedup."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import pandas as pd
+import pytest
+import yaml
+from optuna.trial import TrialState
+from typer.testing import CliRunner
+
+import mutransfer.sweep as sweep_module
+from conftest import invoke
+from mutransfer.spec import load_spec
+from mutransfer.studies import JOURNAL_FILE, is_bookkeeping, load_study, open_storage, study_keys
+from mutransfer.sweep import SweepOptions, run_sweep
+
+
+@pytest.fixture()
+def spec_file(tmp_path: Path, text_file: Path) -> Path:
+    """2 setups × 2 widths × 3 LRs of a tiny model on a small real corpus."""
+    spec = {
+        "name": "tiny",
+        "setups": {"sp_adamw": {"overrides": ["parametrization=sp", "optimizer=adamw"],
+                                "search": {"log2_min": -9, "log2_max": -5}},
+                   "mup_muon": {"overrides": ["parametrization=mup", "optimizer=muon"],
+                                "search": {"log2_min": -6, "log2_max": -2}}},
+        "widths": [32, 64],
+        "seeds": [0],
+        "search": {"key": "optimizer.lr", "step": 2, "sampler": "grid"},
+        "overrides": ["model.depth=1", "parametrization.base_width=32", "train.steps=8", "train.batch_size=4",
+                      "train.seq_len=32", "train.eval_every=4", "train.eval_batches=2", "data=text",
+                      f"data.path={text_file}"],
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+class Counter:
+    """Counts trainings by wrapping the sweep's train_model (in-process workers only)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, interrupt_at: int | None = None) -> None:
+        self.calls: list[float] = []
+        original = sweep_module.train_model
+
+        def counted(cfg, corpus, **kwargs):  # noqa: ANN001, ANN202
+            self.calls.append(cfg.optimizer.lr)
+            if interrupt_at is not None and len(self.calls) == interrupt_at:
+                raise KeyboardInterrupt
+            return original(cfg, corpus, **kwargs)
+
+        monkeypatch.setattr(sweep_module, "train_model", counted)
+
+
+def storage_trials(run_dir: Path) -> list[optuna.trial.FrozenTrial]:
+    storage = open_storage(None, run_dir)
+    return [t for name in optuna.get_all_study_names(storage)
+            for t in optuna.load_study(study_name=name, storage=storage).get_trials()]
+
+
+def test_sweep_writes_tables_matching_the_storage(runner: CliRunner, spec_file: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "run"
+    counter = Counter(monkeypatch)
+    result = invoke(runner, "sweep", str(spec_file), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert len(counter.calls) == 12
+    trials = pd.read_csv(out / "trials.csv")
+    for column in ("setup", "parametrization", "optimizer", "width", "seed", "log2_lr", "lr", "val_loss", "train_loss",
+                   "status", "steps", "seconds", "tokens_per_s", "optimizer_fraction", "peak_memory_mb"):
+        assert column in trials.columns
+    assert len(trials) == 12 and set(trials["status"]) == {"ok"}
+    assert sorted(trials[trials["setup"] == "mup_muon"]["log2_lr"].unique()) == [-6.0, -4.0, -2.0]
+    stored = [t for t in storage_trials(out) if not is_bookkeeping(t)]
+    assert sorted((t.params["log2_lr"], t.user_attrs["width"], t.value) for t in stored) == \
+        sorted(zip(trials["log2_lr"], trials["width"], trials["val_loss"]))
+    curves = pd.read_csv(out / "curves.csv")
+    assert set(curves["trial"]) == set(trials["trial"]) and curves["step"].max() == 8
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["setups"]) == {"sp_adamw", "mup_muon"}
+    assert set(summary["setups"]["mup_muon"]["widths"]) == {"32", "64"}
+    for name in ("transfer.png", "lr_drift.png", "curves.png", "config.yaml", JOURNAL_FILE):
+        assert (out / name).is_file()
+
+    again = Counter(monkeypatch)
+    result = invoke(runner, "sweep", str(spec_file), "--out", str(out))
+    assert result.exit_code == 0 and again.calls == []
+    assert len(pd.read_csv(out / "trials.csv")) == 12
+
+
+def test_interrupted_sweep_resumes_without_retraining(runner: CliRunner, spec_file: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "run"
+    first = Counter(monkeypatch, interrupt_at=5)
+    result = invoke(runner, "sweep", str(spec_file), "--out", str(out))
+    assert result.exit_code == 130
+    done = pd.read_csv(out / "trials.csv")
+    finished = done[done["status"] == "ok"]
+    assert len(finished) == 4 and (done["status"] == "interrupted").sum() == 1
+    second = Counter(monkeypatch)
+    result = invoke(runner, "sweep", str(spec_file), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert len(second.calls) == 12 - 4
+    trials = pd.read_csv(out / "trials.csv")
+    ok = trials[trials["status"] == "ok"]
+    assert len(ok) == 12 and not ok.duplicated(["setup", "width", "log2_lr"]).any()
+    kept = ok.merge(finished, on=["setup", "width", "log2_lr"], suffixes=("", "_before"))
+    assert len(kept) == 4 and (kept["val_loss"] == kept["val_loss_before"]).all()
+
+
+def test_huge_lr_is_recorded_as_diverged(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = invoke(runner, "sweep", str(spec_file), "--out", str(out), "setups.mup_muon.search.log2_max=12",
+                    "setups.mup_muon.search.log2_min=8", "widths=[32]", "train.warmup_frac=0")
+    assert result.exit_code == 0, result.output
+    trials = pd.read_csv(out / "trials.csv")
+    mup = trials[trials["setup"] == "mup_muon"]
+    assert "diverged" in set(mup["status"]), mup[["log2_lr", "status", "train_loss"]]
+    diverged = mup[mup["status"] == "diverged"]
+    assert diverged["val_loss"].isna().all() and diverged["train_loss"].notna().all()
+    stored = [t for t in storage_trials(out) if t.user_attrs.get("status") == "diverged"]
+    assert stored and all(t.state == TrialState.COMPLETE and t.value >= 1.5 * t.user_attrs["initial_loss"] - 1e-6
+                          for t in stored)
+    assert (trials[trials["setup"] == "sp_adamw"]["status"] == "ok").all()
+
+
+def test_different_spec_in_same_directory_is_refused(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert invoke(runner, "sweep", str(spec_file), "--out", str(out), "widths=[32]").exit_code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    result = invoke(runner, "sweep", str(spec_file), "--out", str(out), "widths=[32]", "train.steps=9")
+    assert result.exit_code == 2 and "holds a different sweep" in result.output
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_duplicate_grid_points_from_two_machines_train_once(spec_file: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = load_spec(str(spec_file), ["widths=[32]"])
+    opts = SweepOptions(run_dir=tmp_path, prefix="p")
+    storage = open_storage(None, tmp_path)
+    for key in study_keys(spec):
+        study = load_study(storage, key, "p")
+        for x in key.search.grid() * 2:  # a second machine enqueued the same grid
+            study.enqueue_trial({key.search.column: x}, user_attrs={"grid": True})
+    counter = Counter(monkeypatch)
+    run_sweep(spec, opts)
+    assert len(counter.calls) == 6
+    trials = storage_trials(tmp_path)
+    assert sum(1 for t in trials if t.user_attrs.get("duplicate")) == 6
+    assert sum(1 for t in trials if t.state == TrialState.COMPLETE) == 6
+
+
+def test_abandoned_trials_rerun_and_live_ones_are_left_alone(spec_file: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = load_spec(str(spec_file), ["widths=[32]"])
+    storage = open_storage(None, tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    keys = study_keys(spec)
+    for key, pid in ((keys[0], dead.pid), (keys[1], os.getppid())):
+        study = load_study(storage, key, "p")
+        study.enqueue_trial({key.search.column: key.search.grid()[0]}, user_attrs={"grid": True})
+        trial = study.ask()
+        trial.suggest_float(key.search.column, key.search.min, key.search.max)
+        trial.set_user_attr("host", socket.gethostname())
+        trial.set_user_attr("pid", pid)
+    counter = Counter(monkeypatch)
+    run_sweep(spec, SweepOptions(run_dir=tmp_path, prefix="p"))
+    assert len(counter.calls) == 3 + 2
+    first = load_study(storage, keys[0], "p").get_trials()
+    assert first[0].state == TrialState.FAIL and first[0].user_attrs["status"] == "abandoned"
+    second = load_study(storage, keys[1], "p").get_trials()
+    assert second[0].state == TrialState.RUNNING
+
+
+def test_two_worker_processes_train_each_point_once(spec_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "mutransfer", "sweep", str(spec_file), "--out", str(out),
+                           "--workers", "2"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    trials = pd.read_csv(out / "trials.csv")
+    assert len(trials) == 12 and (trials["status"] == "ok").all()
+    assert not trials.duplicated(["setup", "width", "log2_lr"]).any()
+    completed = [t for t in storage_trials(out) if t.state == TrialState.COMPLETE]
+    assert len(completed) == 12
+
+
+def test_dry_run_trains_nothing_and_writes_nothing(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = invoke(runner, "sweep", str(spec_file), "--out", str(out), "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "12 trials" in result.output and "estimated wall time" in result.output
+    assert not out.exists()

@@ -1,0 +1,154 @@
+"""transfer / train --config / verify / plot on a real (tiny) sweep directory."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from conftest import invoke
+from mutransfer.build import build_model, gpt_plan
+from mutransfer.config import load_config_file
+from mutransfer.parametrization import build_optimizer
+from mutransfer.plots import transfer_figure
+from mutransfer.report import read_summary, read_tables
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory: pytest.TempPathFactory, text_file: Path) -> Path:
+    root = tmp_path_factory.mktemp("sweep")
+    spec_path = root / "tiny.yaml"
+    spec_path.write_text(yaml.safe_dump({
+        "name": "tiny",
+        "setups": {"sp_adamw": {"overrides": ["parametrization=sp", "optimizer=adamw"],
+                                "search": {"log2_min": -10, "log2_max": -4}},
+                   "mup_muon": {"overrides": ["parametrization=mup", "optimizer=muon"],
+                                "search": {"log2_min": -6, "log2_max": 0}}},
+        "widths": [32, 64], "search": {"step": 2},
+        "overrides": ["model.depth=1", "parametrization.base_width=32", "train.steps=10", "train.batch_size=4",
+                      "train.seq_len=32", "train.eval_every=5", "train.eval_batches=2", "data=text",
+                      f"data.path={text_file}"]}))
+    run_dir = root / "run"
+    result = CliRunner().invoke(__import__("mutransfer.cli").cli.app, ["sweep", str(spec_path), "--out", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    return run_dir
+
+
+@pytest.mark.parametrize("setup", ["sp_adamw", "mup_muon"])
+def test_transfer_file_equals_the_model_at_width_n(runner: CliRunner, sweep_dir: Path, tmp_path: Path,
+                                                   setup: str) -> None:
+    out = tmp_path / "t.yaml"
+    result = invoke(runner, "transfer", "--width", "256", "--from", str(sweep_dir), "--setup", setup, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    doc = yaml.safe_load(out.read_text())
+    assert doc["width"] == 256 and doc["model"]["width"] == 256 and doc["source"]["setup"] == setup
+    assert doc["lr"] == pytest.approx(2 ** doc["log2_lr"])
+    cfg = load_config_file(out)
+    plan = gpt_plan(cfg, 256)
+    assert [g["name"] for g in doc["param_groups"]] == [p.name for p in plan.params]
+    for group, entry in zip(doc["param_groups"], plan.params):
+        assert group["init_std"] == pytest.approx(entry.init_std)
+        assert group["multiplier"] == pytest.approx(entry.multiplier)
+        assert group["lr"] == pytest.approx(plan.lr * entry.lr_factor)
+        assert group["shape"] == list(entry.shape)
+    model, plan = build_model(cfg, 256)
+    optimizer = build_optimizer(model.named_parameters(), plan, cfg.optimizer)
+    by_name = {g["name"]: g for g in doc["param_groups"]}
+    for group in optimizer.param_groups:
+        assert group["lr"] == pytest.approx(by_name[group["name"]]["lr"])
+    weight = dict(model.named_parameters())["blocks.0.mlp.up.weight"]
+    assert weight.std().item() == pytest.approx(by_name["blocks.0.mlp.up.weight"]["init_std"], rel=0.03)
+    summary = read_summary(sweep_dir)["setups"][setup]
+    xs = [w["log2_lr_star"] for w in summary["widths"].values()]
+    assert min(xs) - 1e-9 <= doc["log2_lr"] <= max(xs) + 1e-9
+
+
+def test_transfer_defaults_json_and_drift_correction(runner: CliRunner, sweep_dir: Path) -> None:
+    result = invoke(runner, "transfer", "--width", "8192", "--from", str(sweep_dir), "--format", "json")
+    assert result.exit_code == 0, result.output
+    path = sweep_dir / "transfer_w8192.json"
+    doc = json.loads(path.read_text())
+    assert doc["config"]["model"]["width"] == 8192 and doc["param_groups"][0]["shape"] == [256, 8192]
+    assert "more than 64×" in result.output
+    corrected = invoke(runner, "transfer", "--width", "4096", "--from", str(sweep_dir), "--setup", doc["source"]["setup"],
+                       "--correct-drift", "--out", str(sweep_dir / "c.yaml"))
+    assert corrected.exit_code == 0
+    fixed = yaml.safe_load((sweep_dir / "c.yaml").read_text())
+    slope = fixed["source"]["slope"]
+    info = read_summary(sweep_dir)["setups"][fixed["source"]["setup"]]
+    assert fixed["correct_drift"] is True
+    assert fixed["log2_lr"] == pytest.approx(info["intercept"] + slope * math.log2(4096))
+
+
+def test_train_from_transfer_file_warns_on_horizon_change(runner: CliRunner, sweep_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t.yaml"
+    assert invoke(runner, "transfer", "--width", "64", "--from", str(sweep_dir), "--out", str(out)).exit_code == 0
+    result = invoke(runner, "train", "--config", str(out), "train.steps=4", "--out", str(tmp_path / "run"))
+    assert result.exit_code == 0, result.output
+    assert "train.steps: 10 → 4" in result.output
+    saved = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert saved["optimizer"]["lr"] == pytest.approx(yaml.safe_load(out.read_text())["lr"])
+    assert saved["train"]["steps"] == 4
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--width", "0"], "--width 0"),
+    (["--width", "48"], "not divisible"),
+    (["--width", "64", "--setup", "nope"], "unknown setup 'nope'"),
+    (["--width", "64", "--format", "toml"], "--format toml"),
+])
+def test_bad_transfer_input(runner: CliRunner, sweep_dir: Path, args: list[str], needle: str) -> None:
+    before = sorted(p.name for p in sweep_dir.iterdir())
+    result = invoke(runner, "transfer", "--from", str(sweep_dir), *args)
+    assert result.exit_code == 2 and needle in result.output and result.output.count("\n") == 1
+    assert sorted(p.name for p in sweep_dir.iterdir()) == before
+
+
+def test_transfer_without_a_sweep(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = invoke(runner, "transfer", "--width", "64")
+    assert result.exit_code == 2 and "no sweep found" in result.output
+    (tmp_path / "empty").mkdir()
+    result = invoke(runner, "transfer", "--width", "64", "--from", str(tmp_path / "empty"))
+    assert result.exit_code == 2 and "not a sweep run directory" in result.output
+
+
+def test_verify_appends_rows_and_plots(runner: CliRunner, sweep_dir: Path, tmp_path: Path) -> None:
+    run = tmp_path / "copy"
+    shutil.copytree(sweep_dir, run)
+    result = invoke(runner, "verify", "--width", "64", "--from", str(run), "--factors", "0.25,1,4")
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(run / "verify.csv")
+    assert sorted(table["factor"]) == [0.25, 1.0, 4.0] and (table["width"] == 64).all()
+    assert "η* × 1" in result.output and ("wins" in result.output)
+    assert (run / "verify.png").is_file()
+    bad = invoke(runner, "verify", "--width", "64", "--from", str(run), "--factors", "1")
+    assert bad.exit_code == 2 and "two or more" in bad.output
+
+
+def test_plots_from_csvs_alone(runner: CliRunner, sweep_dir: Path, tmp_path: Path) -> None:
+    csv_only = tmp_path / "csv_only"
+    csv_only.mkdir()
+    for name in ("trials.csv", "curves.csv"):
+        shutil.copy(sweep_dir / name, csv_only / name)
+    result = invoke(runner, "plot", str(csv_only))
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in csv_only.glob("*.png")} == {"transfer.png", "lr_drift.png", "curves.png"}
+    trials, _ = read_tables(csv_only)
+    fig = transfer_figure([("run", trials, read_summary(csv_only))])
+    titles = [ax.get_title() for ax in fig.axes]
+    assert len(fig.axes) == 2 and any("mup_muon" in t for t in titles) and any("sp_adamw" in t for t in titles)
+    compare = tmp_path / "compare"
+    result = invoke(runner, "plot", str(csv_only), str(sweep_dir), "--out", str(compare))
+    assert result.exit_code == 0 and (compare / "transfer.png").is_file()
+
+
+def test_plot_on_empty_directory_is_refused(runner: CliRunner, tmp_path: Path) -> None:
+    result = invoke(runner, "plot", str(tmp_path))
+    assert result.exit_code == 2 and "has no trials.csv" in result.output

@@ -176,6 +176,8 @@ def sweep(
     workers: int = typer.Option(1, "--workers", help="Local worker processes."),
     threads: int = typer.Option(0, "--threads", help="Torch threads per worker (0: cores / workers)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and a measured time estimate; train nothing."),
+    heartbeat: int = typer.Option(10, "--heartbeat", help="Database storages: seconds between worker heartbeats "
+                                  "(a trial silent for 3 heartbeats is retried by another worker)."),
 ) -> None:
     """Run an Optuna learning-rate sweep at several widths; write trials.csv, curves.csv, summary.json, plots."""
 
@@ -183,9 +185,27 @@ def sweep(
         from .orchestrate import run_sweep_command
 
         name, words = _split_spec(spec, overrides)
-        code = run_sweep_command(name, words, out, storage, study, workers, threads, dry_run)
+        code = run_sweep_command(name, words, out, storage, study, workers, threads, dry_run, heartbeat)
         if code:
             raise typer.Exit(code)
+
+    _guarded(body)
+
+
+@app.command()
+def export(
+    storage: str = typer.Option(..., "--storage", help="The sweep's Optuna storage URL (or journal file path)."),
+    study: str = typer.Option(..., "--study", help="The sweep's study prefix (its --study, default the spec name)."),
+    out: Path = typer.Option(..., "--out", help="Run directory to write."),
+) -> None:
+    """Write a sweep's run directory (config.yaml, trials.csv, curves.csv, summary.json, plots) from its storage."""
+
+    def body() -> None:
+        from .orchestrate import run_export
+
+        summary = run_export(storage, study, out)
+        typer.echo(f"exported {sum(len(v['widths']) for v in summary['setups'].values())} optima of "
+                   f"{len(summary['setups'])} setups to {out}")
 
     _guarded(body)
 
@@ -236,7 +256,8 @@ def transfer(
         for column in ("parameter", "role", "shape", "init std", "multiplier", "lr", "update"):
             table.add_column(column, justify="left" if column in ("parameter", "role", "update") else "right")
         for row in doc["param_groups"]:
-            table.add_row(row["name"], row["role"], "×".join(map(str, row["shape"])), f"{row['init_std']:.4g}",
+            init = f"const {row['init_mean']:.4g}" if row["role"] == "gain" else f"{row['init_std']:.4g}"
+            table.add_row(row["name"], row["role"], "×".join(map(str, row["shape"])), init,
                           f"{row['multiplier']:.4g}", f"{row['lr']:.4g}", row["update"])
         console.print(table)
         ci = src["slope_ci"]
@@ -277,6 +298,28 @@ def verify(
         typer.echo(f"η* × {result['middle']:g} {verdict} at width {width} (margin {result['margin']:+.4f} nats over "
                    f"the best other factor); appended to {run_dir / 'verify.csv'}")
         draw([run_dir])
+
+    _guarded(body)
+
+
+@app.command("coord-check")
+def coord_check(
+    overrides: Optional[List[str]] = OVERRIDES,
+    widths: str = typer.Option("32,64,128,256", "--widths", help="Comma-separated widths."),
+    steps: int = typer.Option(5, "--steps", help="Training steps after the initial measurement."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="Base LR η (default: the optimizer's default)."),
+    seeds: int = typer.Option(2, "--seeds", help="Seeds per width (the slope bands widen by their spread)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default runs/coord-check-<time>)."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 when any module is not stable."),
+) -> None:
+    """Measure forward, update and dependency stability per module across widths, and judge each module."""
+
+    def body() -> None:
+        from .coordcheck_run import run_coord_check
+
+        code = run_coord_check(overrides or [], widths, steps, lr, seeds, out, strict)
+        if code:
+            raise typer.Exit(code)
 
     _guarded(body)
 

@@ -16,7 +16,7 @@ from .errors import UserError
 from .runs import claim_run_dir
 from .spec import SweepSpec, load_spec
 
-__all__ = ["run_sweep_command", "finalize", "resolve_workers", "EXIT_INTERRUPTED"]
+__all__ = ["run_sweep_command", "run_export", "finalize", "resolve_workers", "EXIT_INTERRUPTED"]
 
 EXIT_INTERRUPTED = 130
 
@@ -56,7 +56,7 @@ def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix:
 
 
 def run_sweep_command(spec_name: str, overrides: list[str], out: Optional[Path], storage: Optional[str],
-                      study: Optional[str], workers: int, threads: int, dry_run: bool) -> int:
+                      study: Optional[str], workers: int, threads: int, dry_run: bool, heartbeat: int = 10) -> int:
     from rich.console import Console
     from rich.live import Live
 
@@ -77,11 +77,14 @@ def run_sweep_command(spec_name: str, overrides: list[str], out: Optional[Path],
         raise UserError(f"--out {run_dir} is an existing file", "give a directory path")
     record = {"kind": "sweep", "spec": spec.as_dict(), "setups": configs}
     fingerprint = hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    opts = SweepOptions(run_dir=run_dir, storage=storage, prefix=study or spec.name, workers=workers, threads=threads)
+    if heartbeat < 1:
+        raise UserError(f"--heartbeat {heartbeat} must be at least 1 second", "e.g. --heartbeat 10")
+    opts = SweepOptions(run_dir=run_dir, storage=storage, prefix=study or spec.name, workers=workers, threads=threads,
+                        heartbeat=heartbeat, record={"fingerprint": fingerprint, **record})
     if storage is not None:
         from .studies import open_storage
 
-        open_storage(storage, run_dir)
+        open_storage(storage, run_dir, heartbeat)
     run_dir.mkdir(parents=True, exist_ok=True)
     claim_run_dir(run_dir, fingerprint, yaml.safe_dump({"fingerprint": fingerprint, **record}, sort_keys=False))
     console.print(f"sweep [bold]{spec.name}[/]: {len(spec.setups)} setups × {len(spec.widths)} widths × "
@@ -99,3 +102,25 @@ def run_sweep_command(spec_name: str, overrides: list[str], out: Optional[Path],
         console.print(summary_table(summary))
     console.print(f"run directory: {run_dir} (trials.csv, curves.csv, summary.json, transfer.png, lr_drift.png)")
     return EXIT_INTERRUPTED if interrupted else 0
+
+
+def run_export(storage_url: str, prefix: str, out: Path) -> dict[str, Any]:
+    """A run directory (config.yaml, tables, summary, plots) rebuilt from a storage alone."""
+    import optuna
+
+    from .spec import spec_from_dict
+    from .studies import RECORD_ATTR, open_storage, prefixed_studies
+
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is an existing file", "give a directory path")
+    storage = open_storage(storage_url, out if out.is_dir() else Path("."))
+    names = prefixed_studies(storage, prefix)
+    if not names:
+        raise UserError(f"no studies named '{prefix}.*' in {storage_url}", "check --study (the sweep's study prefix)")
+    record = optuna.load_study(study_name=names[0], storage=storage).user_attrs.get(RECORD_ATTR)
+    if not isinstance(record, dict):
+        raise UserError(f"study {names[0]} was not written by `mutransfer sweep`", "export a mutransfer sweep")
+    spec = spec_from_dict(record["spec"])
+    out.mkdir(parents=True, exist_ok=True)
+    claim_run_dir(out, record["fingerprint"], yaml.safe_dump(record, sort_keys=False))
+    return finalize(spec, out, storage_url, prefix)

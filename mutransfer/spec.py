@@ -18,7 +18,8 @@ import yaml
 
 from .errors import UserError
 
-__all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "load_spec", "spec_dir", "SAMPLERS", "PRUNERS", "LR_KEY"]
+__all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "load_spec", "spec_from_dict", "spec_dir", "SAMPLERS", "PRUNERS",
+           "LR_KEY"]
 
 LR_KEY = "optimizer.lr"
 SAMPLERS = ("grid", "tpe", "gp", "refine")
@@ -244,3 +245,12 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     return SweepSpec(name=data["name"], setups=tuple(setups), widths=_int_list("widths", data["widths"], True),
                      seeds=_int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=int(batch_trials), source=source)
+
+
+def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
+    """The inverse of ``SweepSpec.as_dict`` (a spec stored with a sweep's studies)."""
+    setups = tuple(SetupSpec(label=s["label"], overrides=tuple(s["overrides"]),
+                             search=tuple(SearchSpec(**x) for x in s["search"])) for s in data["setups"])
+    return SweepSpec(name=data["name"], setups=setups, widths=tuple(data["widths"]), seeds=tuple(data["seeds"]),
+                     overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
+                     batch_trials=int(data.get("batch_trials", 1)))

@@ -22,9 +22,10 @@ from .errors import UserError
 from .spec import SearchSpec, SweepSpec
 
 __all__ = ["StudyKey", "open_storage", "study_keys", "load_study", "enqueue_missing", "reap_abandoned",
-           "owner_of", "process_identity", "is_bookkeeping", "JOURNAL_FILE", "LIVE"]
+           "owner_of", "process_identity", "is_bookkeeping", "prefixed_studies", "heartbeat_of", "JOURNAL_FILE", "LIVE", "RECORD_ATTR"]
 
 JOURNAL_FILE = "optuna.journal"
+RECORD_ATTR = "mutransfer_record"
 LIVE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 BOOKKEEPING = ("duplicate", "spurious")
 
@@ -46,10 +47,15 @@ def study_keys(spec: SweepSpec) -> list[StudyKey]:
 
 
 def open_storage(url: Optional[str], run_dir: Path, heartbeat: int = 10) -> optuna.storages.BaseStorage:
-    """A journal file in the run directory by default; any Optuna RDB URL otherwise (with a heartbeat)."""
+    """A journal file in the run directory by default (or at a path given as URL); any Optuna RDB URL
+    otherwise, with a heartbeat so a dead worker's trial is retried by another."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    if url is None:
-        backend = optuna.storages.journal.JournalFileBackend(str(run_dir / JOURNAL_FILE))
+    if url is None or "://" not in url:
+        path = run_dir / JOURNAL_FILE if url is None else Path(url)
+        if not path.parent.is_dir():
+            raise UserError(f"--storage {url}: folder {path.parent} does not exist", "give a journal file path in an "
+                            "existing folder, or a database URL such as postgresql://user:pass@host/db")
+        backend = optuna.storages.journal.JournalFileBackend(str(path))
         return optuna.storages.JournalStorage(backend)
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
@@ -158,3 +164,13 @@ def owner_of(study: optuna.Study, number: int, column: str, x: float) -> int:
     live = [t for t in study.get_trials(deepcopy=False, states=LIVE) if not is_bookkeeping(t)]
     owners = [t.number for t, point in zip(live, _points(live, column)) if _same(point, x)]
     return min(owners, default=number)
+
+
+def prefixed_studies(storage: optuna.storages.BaseStorage, prefix: str) -> list[str]:
+    return sorted(name for name in optuna.get_all_study_names(storage) if name.startswith(f"{prefix}."))
+
+
+def heartbeat_of(storage: optuna.storages.BaseStorage) -> Optional[int]:
+    """The storage's heartbeat interval in seconds (database storages), or None (journal files)."""
+    getter = getattr(storage, "get_heartbeat_interval", None)
+    return getter() if callable(getter) else None

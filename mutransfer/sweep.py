@@ -25,8 +25,8 @@ from .data import Corpus, load_corpus
 from .errors import UserError
 from .schema import Config
 from .spec import LR_KEY, SweepSpec
-from .studies import (StudyKey, enqueue_missing, is_bookkeeping, load_study, open_storage, owner_of,
-                      process_identity, reap_abandoned, study_keys)
+from .studies import (RECORD_ATTR, StudyKey, enqueue_missing, heartbeat_of, is_bookkeeping, load_study, open_storage,
+                      owner_of, process_identity, reap_abandoned, study_keys)
 from .train import train_model
 
 __all__ = ["SweepOptions", "Snapshot", "trial_config", "prepare", "run_worker", "run_sweep", "snapshot",
@@ -46,6 +46,8 @@ class SweepOptions:
     workers: int = 1
     threads: int = 0
     device: Optional[str] = None
+    heartbeat: int = 10
+    record: Optional[dict[str, Any]] = None
 
 
 @dataclass
@@ -82,10 +84,12 @@ def _budget(key: StudyKey) -> int:
 
 def prepare(spec: SweepSpec, opts: SweepOptions) -> int:
     """Create every study, reap dead local workers' trials and queue the missing grid points. Returns the total."""
-    storage = open_storage(opts.storage, opts.run_dir)
+    storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
     total = 0
     for key in study_keys(spec):
         study = load_study(storage, key, opts.prefix)
+        if opts.record is not None and RECORD_ATTR not in study.user_attrs:
+            study.set_user_attr(RECORD_ATTR, opts.record)
         reap_abandoned(study)
         if key.search.sampler in ("grid", "refine"):
             enqueue_missing(study, key.search.column, key.search.grid())
@@ -98,7 +102,7 @@ class _Heartbeat:
 
     def __init__(self, storage: optuna.storages.BaseStorage, trial_id: int) -> None:
         self.storage, self.trial_id, self.stop = storage, trial_id, threading.Event()
-        interval = getattr(storage, "heartbeat_interval", None)
+        interval = heartbeat_of(storage)
         self.thread = threading.Thread(target=self._beat, args=(interval,), daemon=True) if interval else None
 
     def _beat(self, interval: int) -> None:
@@ -118,7 +122,7 @@ class _Heartbeat:
 class _Worker:
     def __init__(self, spec: SweepSpec, opts: SweepOptions, on_event: Optional[EventCallback]) -> None:
         self.spec, self.opts, self.on_event = spec, opts, on_event
-        self.storage = open_storage(opts.storage, opts.run_dir)
+        self.storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
         self.corpora: dict[str, Corpus] = {}
         self.extra = tuple(x for x in (f"train.threads={opts.threads}" if opts.threads else "",
                                        f"train.device={opts.device}" if opts.device else "") if x)
@@ -130,19 +134,37 @@ class _Worker:
         return self.corpora[tag]
 
     def run(self) -> None:
-        for key in study_keys(self.spec):
+        keys = study_keys(self.spec)
+        while True:
+            for key in keys:
+                study = load_study(self.storage, key, self.opts.prefix)
+                if key.search.sampler in ("grid", "refine"):
+                    self._drain_queue(study, key)
+                else:
+                    self._sample(study, key)
+            if not self._others_running(keys):
+                return
+            time.sleep(self.opts.heartbeat)
+
+    def _others_running(self, keys: list[StudyKey]) -> bool:
+        """With a database storage, stay while other workers' trials run: if one of them dies its heartbeat
+        goes stale, its trial is failed and re-queued, and this worker trains it."""
+        if heartbeat_of(self.storage) is None:
+            return False
+        busy = False
+        for key in keys:
             study = load_study(self.storage, key, self.opts.prefix)
-            if key.search.sampler in ("grid", "refine"):
-                self._drain_queue(study, key)
-            else:
-                self._sample(study, key)
+            optuna.storages.fail_stale_trials(study)
+            states = {t.state for t in study.get_trials(deepcopy=False) if not is_bookkeeping(t)}
+            busy = busy or bool(states & {TrialState.RUNNING, TrialState.WAITING})
+        return busy
 
     def _waiting(self, study: optuna.Study) -> int:
         return len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
 
     def _drain_queue(self, study: optuna.Study, key: StudyKey) -> None:
         while True:
-            if hasattr(self.storage, "heartbeat_interval"):
+            if heartbeat_of(self.storage) is not None:
                 optuna.storages.fail_stale_trials(study)
             if not self._waiting(study) and not (key.search.sampler == "refine" and self._refine(study, key)):
                 return
@@ -164,7 +186,7 @@ class _Worker:
 
     def _sample(self, study: optuna.Study, key: StudyKey) -> None:
         while True:
-            if hasattr(self.storage, "heartbeat_interval"):
+            if heartbeat_of(self.storage) is not None:
                 optuna.storages.fail_stale_trials(study)
             live = [t for t in study.get_trials(deepcopy=False) if not is_bookkeeping(t)
                     and t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)]
@@ -254,7 +276,7 @@ def _worker_entry(spec: SweepSpec, opts: SweepOptions) -> None:
 
 
 def snapshot(spec: SweepSpec, opts: SweepOptions, total: int) -> Snapshot:
-    storage = open_storage(opts.storage, opts.run_dir)
+    storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
     snap = Snapshot(total=total)
     for key in study_keys(spec):
         study = load_study(storage, key, opts.prefix)

@@ -63,13 +63,14 @@ def show(
 
         from .build import gpt_plan
         from .config import compose, to_yaml
+        from .data import vocab_size
 
         cfg = compose(overrides or [])
         console = Console(width=None if sys.stdout.isatty() else 160)
         if print_config:
             console.print(to_yaml(cfg), markup=False, highlight=False)
             return
-        plan = gpt_plan(cfg, vocab_size=256)
+        plan = gpt_plan(cfg, vocab_size(cfg.data))
         title = (f"{plan.preset} + {plan.optimizer} at width {plan.width} (base {plan.base_width}, "
                  f"m={plan.ratio:g}), base lr {_fmt(plan.lr)}")
         table = Table(title=title)

@@ -17,7 +17,7 @@ __all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_
 GROUPS: tuple[str, ...] = ("model", "parametrization", "optimizer", "data", "train")
 VERSION_BASE = "1.3"
 SCHEMA_NAME = "mutransfer_schema"
-DATA_KINDS = ("stdlib", "text")
+DATA_KINDS = ("stdlib", "text", "tokens")
 DEVICES = ("auto", "cpu", "cuda")
 SCHEDULES = ("linear", "cosine", "constant")
 NS_DTYPES = ("auto", "float32", "bfloat16")
@@ -251,6 +251,8 @@ def validate(cfg: Config) -> None:
             raise UserError(f"model.tie_embeddings=true is refused under preset '{p.name}' with optimizer '{o.name}': "
                             "the embedding and readout roles scale and step differently",
                             "set model.tie_embeddings=false")
-    if cfg.data.kind == "text" and not cfg.data.path:
-        raise UserError("data=text needs data.path", "add data.path=FILE")
+    if cfg.data.kind in ("text", "tokens") and not cfg.data.path:
+        raise UserError(f"data={cfg.data.kind} needs data.path", "add data.path=FILE")
+    if cfg.data.kind == "tokens" and cfg.data.vocab_size is None:
+        raise UserError("data=tokens needs data.vocab_size", "add data.vocab_size=V (e.g. 50257 for GPT-2 tokens)")
     assert set(FAMILIES) == set(OPTIMIZER_FAMILY.values())

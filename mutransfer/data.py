@@ -1,4 +1,8 @@
-"""Corpora (bytes, vocabulary 256) and the seeded batch sampler. No downloads, ever."""
+"""Corpora and the seeded batch sampler. No downloads, ever.
+
+``stdlib`` and ``text`` are bytes (vocabulary 256); ``tokens`` is a flat file of uint16 token ids in
+nanoGPT's ``.bin`` format, memory-mapped, with ``data.vocab_size``.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,16 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from .errors import UserError
 from .schema import DataConfig
 
-__all__ = ["Corpus", "load_corpus", "stdlib_files", "Batches", "fixed_batches"]
+__all__ = ["Corpus", "load_corpus", "stdlib_files", "vocab_size", "Batches", "fixed_batches", "BYTE_VOCAB"]
+
+BYTE_VOCAB = 256
 
 SKIP_DIRS = frozenset({"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"})
 
@@ -22,8 +29,8 @@ SKIP_DIRS = frozenset({"site-packages", "dist-packages", "test", "tests", "idle_
 class Corpus:
     """Token ids split into a training part and a held-out validation tail."""
 
-    train: Tensor  # (N_train,) uint8 / int64
-    val: Tensor  # (N_val,)
+    train: Tensor | np.ndarray  # (N_train,) uint8 tensor, or a uint16 memmap for token files
+    val: Tensor | np.ndarray  # (N_val,)
     vocab_size: int
     source: str
     size_bytes: int
@@ -52,8 +59,45 @@ def _read_bytes(cfg: DataConfig) -> tuple[bytes, str]:
     return path.read_bytes(), str(path.resolve())
 
 
+def vocab_size(cfg: DataConfig) -> int:
+    """The model's vocabulary, known from the data config without reading the data."""
+    return int(cfg.vocab_size) if cfg.kind == "tokens" and cfg.vocab_size else BYTE_VOCAB
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _load_tokens(cfg: DataConfig, min_tokens: int) -> Corpus:
+    path = Path(str(cfg.path)).expanduser()
+    if not path.is_file():
+        raise UserError(f"data.path={cfg.path} does not exist or is not a file", "give a uint16 .bin token file")
+    if path.stat().st_size % 2:
+        raise UserError(f"data file {path} has an odd number of bytes", "give a flat file of uint16 token ids")
+    ids = np.memmap(path, dtype=np.uint16, mode="r")
+    if len(ids) == 0:
+        raise UserError(f"data file {path} is empty", "give a file with token ids in it")
+    vocab = vocab_size(cfg)
+    top = int(ids.max())
+    if top >= vocab:
+        raise UserError(f"data file {path} holds token id {top} >= data.vocab_size={vocab}",
+                        f"set data.vocab_size to at least {top + 1}")
+    n_val = int(len(ids) * cfg.val_fraction)
+    if n_val < min_tokens + 1 or len(ids) - n_val < min_tokens + 1:
+        raise UserError(f"data file {path} is too short ({len(ids)} tokens) for sequences of {min_tokens} tokens",
+                        "give a longer file or lower train.seq_len")
+    return Corpus(train=ids[: len(ids) - n_val], val=ids[len(ids) - n_val :], vocab_size=vocab,
+                  source=str(path.resolve()), size_bytes=path.stat().st_size, sha256=_file_digest(path))
+
+
 def load_corpus(cfg: DataConfig, min_tokens: int) -> Corpus:
     """Read the corpus; both splits must hold at least ``min_tokens`` + 1 tokens (one training sequence)."""
+    if cfg.kind == "tokens":
+        return _load_tokens(cfg, min_tokens)
     raw, source = _read_bytes(cfg)
     if not raw:
         raise UserError(f"data file {source} is empty", "give a file with text in it")
@@ -64,20 +108,23 @@ def load_corpus(cfg: DataConfig, min_tokens: int) -> Corpus:
                         f"give at least {int(need / min(cfg.val_fraction, 1 - cfg.val_fraction)) + 1} bytes "
                         "or lower train.seq_len")
     tokens = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
-    return Corpus(train=tokens[: len(raw) - n_val], val=tokens[len(raw) - n_val :], vocab_size=256, source=source,
+    return Corpus(train=tokens[: len(raw) - n_val], val=tokens[len(raw) - n_val :], vocab_size=BYTE_VOCAB, source=source,
                   size_bytes=len(raw), sha256=hashlib.sha256(raw).hexdigest())
 
 
-def _gather(tokens: Tensor, starts: Tensor, seq_len: int) -> tuple[Tensor, Tensor]:
+def _gather(tokens: Tensor | np.ndarray, starts: Tensor, seq_len: int) -> tuple[Tensor, Tensor]:
     index = starts[:, None] + torch.arange(seq_len + 1)[None, :]  # (B, T+1)
-    window = tokens[index].long()
+    if isinstance(tokens, np.ndarray):
+        window = torch.from_numpy(tokens[index.numpy()].astype(np.int64))
+    else:
+        window = tokens[index].long()
     return window[:, :-1], window[:, 1:]
 
 
 class Batches:
     """Random (x, y) windows from a seeded generator: the same seed gives the same batches in the same order."""
 
-    def __init__(self, tokens: Tensor, batch_size: int, seq_len: int, seed: int, device: torch.device) -> None:
+    def __init__(self, tokens: Tensor | np.ndarray, batch_size: int, seq_len: int, seed: int, device: torch.device) -> None:
         self.tokens, self.batch_size, self.seq_len, self.device = tokens, batch_size, seq_len, device
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -88,7 +135,7 @@ class Batches:
         return x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
 
 
-def fixed_batches(tokens: Tensor, batch_size: int, seq_len: int, n: int, seed: int,
+def fixed_batches(tokens: Tensor | np.ndarray, batch_size: int, seq_len: int, n: int, seed: int,
                   device: torch.device) -> list[tuple[Tensor, Tensor]]:
     """``n`` held-out batches, identical for every run with the same shapes and seed."""
     sampler = Batches(tokens, batch_size, seq_len, seed, device)

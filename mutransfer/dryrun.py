@@ -8,6 +8,7 @@ import torch
 from rich.table import Table
 
 from .build import build_model
+from .data import vocab_size
 from .parametrization import build_optimizer
 from .spec import SweepSpec
 from .studies import study_keys
@@ -22,9 +23,10 @@ def measure_step(cfg, steps: int = 3) -> float:  # noqa: ANN001 - a Config
     device = resolve_device(cfg.train.device)
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
-    model, plan = build_model(cfg, 256, device)
+    vocab = vocab_size(cfg.data)
+    model, plan = build_model(cfg, vocab, device)
     optimizer = build_optimizer(model.named_parameters(), plan, cfg.optimizer)
-    x = torch.randint(0, 256, (cfg.train.batch_size, cfg.train.seq_len), device=device)
+    x = torch.randint(0, vocab, (cfg.train.batch_size, cfg.train.seq_len), device=device)
     elapsed = 0.0
     for i in range(steps + 1):
         if device.type == "cuda":
@@ -57,7 +59,7 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Table:
         trials = sum(_budget(k) for k in group)
         cfg = trial_config(spec, key, key.search.grid()[len(key.search.grid()) // 2],
                            (f"train.threads={threads}",))
-        _, plan = build_model(cfg, 256, "meta")
+        _, plan = build_model(cfg, vocab_size(cfg.data), "meta")
         tokens = cfg.train.steps * cfg.train.batch_size * cfg.train.seq_len
         matmul = sum(p.shape[0] * p.shape[1] for p in plan.params if p.role in ("hidden", "readout"))
         flops = 6 * matmul * tokens + 12 * cfg.model.depth * cfg.train.seq_len * cfg.model.width * tokens

@@ -32,12 +32,35 @@ def resolve_workers(workers: int, threads: int) -> tuple[int, int]:
 
 def _validate_trials(spec: SweepSpec) -> dict[str, Any]:
     """Compose every (setup, width) config once so a bad override or width fails before any training."""
+    from .data import load_corpus
     from .studies import study_keys
     from .sweep import setup_configs, trial_config
 
+    checked: set[str] = set()
     for key in study_keys(spec):
-        trial_config(spec, key, key.search.grid()[0])
+        cfg = trial_config(spec, key, key.search.grid()[0])
+        tag = repr((cfg.data, cfg.train.seq_len))
+        if tag not in checked:
+            load_corpus(cfg.data, cfg.train.seq_len)
+            checked.add(tag)
     return setup_configs(spec)
+
+
+def precheck(spec: SweepSpec, steps: int = 3) -> dict[str, list[str]]:
+    """``coord_check: true`` in a spec: a short coordinate check of every setup across the spec's widths."""
+    from .config import compose
+    from .coordcheck import coord_check
+    from .coordcheck_run import judge
+    from .data import load_corpus
+
+    unstable: dict[str, list[str]] = {}
+    for setup in spec.setups:
+        cfg = compose([*setup.overrides, *spec.overrides, f"model.width={spec.widths[0]}"])
+        table = coord_check(cfg, load_corpus(cfg.data, cfg.train.seq_len), spec.widths, steps, cfg.optimizer.lr,
+                            [spec.seeds[0]])
+        modules = judge(table)["modules"] if len(spec.widths) > 1 else {}
+        unstable[setup.label] = [m for m, e in modules.items() if e["verdict"] != "stable"]
+    return unstable
 
 
 def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix: str) -> dict[str, Any]:
@@ -87,6 +110,13 @@ def run_sweep_command(spec_name: str, overrides: list[str], out: Optional[Path],
         open_storage(storage, run_dir, heartbeat)
     run_dir.mkdir(parents=True, exist_ok=True)
     claim_run_dir(run_dir, fingerprint, yaml.safe_dump({"fingerprint": fingerprint, **record}, sort_keys=False))
+    if spec.coord_check:
+        for label, unstable in precheck(spec).items():
+            if unstable:
+                console.print(f"[bold red]warning:[/] coord check of setup '{label}': not stable: {', '.join(unstable)} "
+                              "— its optimum may not transfer (see `mutransfer coord-check`)")
+            else:
+                console.print(f"coord check of setup '{label}': every module stable")
     console.print(f"sweep [bold]{spec.name}[/]: {len(spec.setups)} setups × {len(spec.widths)} widths × "
                   f"{len(spec.seeds)} seeds · {workers} worker(s) × {threads} thread(s) · {run_dir}")
     display = SweepDisplay()

@@ -145,6 +145,7 @@ class DataConfig:
     kind: str = "stdlib"
     path: Optional[str] = None
     val_fraction: float = field(default=0.1, metadata=rng(0.0, 0.5, low_open=True))
+    vocab_size: Optional[int] = field(default=None, metadata=rng(2, 65536))
 
 
 @dataclass

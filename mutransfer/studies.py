@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import os
 import socket
+import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -59,17 +61,26 @@ def open_storage(url: Optional[str], run_dir: Path, heartbeat: int = 10) -> optu
         return optuna.storages.JournalStorage(backend)
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
-    try:
-        return optuna.storages.RDBStorage(
-            url, heartbeat_interval=heartbeat, grace_period=3 * heartbeat,
-            failed_trial_callback=optuna.storages.RetryFailedTrialCallback(max_retry=3),
-            engine_kwargs={"connect_args": {"connect_timeout": 5}} if url.startswith("postgresql") else None)
-    except ModuleNotFoundError as exc:
-        raise UserError(f"--storage {url}: the driver '{exc.name}' is not installed",
-                        "pip install 'mutransfer[postgres]'") from None
-    except Exception as exc:  # SQLAlchemy raises many types for a bad or unreachable URL.
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"cannot open --storage {url}: {first[:200]}", "check the URL, server and credentials") from None
+    for attempt in range(4):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(
+                    url, heartbeat_interval=heartbeat, grace_period=3 * heartbeat,
+                    heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=3),
+                    engine_kwargs={"connect_args": {"connect_timeout": 5}} if url.startswith("postgresql") else None)
+        except ModuleNotFoundError as exc:
+            raise UserError(f"--storage {url}: the driver '{exc.name}' is not installed",
+                            "pip install 'mutransfer[postgres]'") from None
+        except Exception as exc:  # SQLAlchemy raises many types for a bad or unreachable URL.
+            text = str(exc)
+            if attempt < 3 and ("already exists" in text or "UniqueViolation" in text or "duplicate key" in text):
+                time.sleep(0.5 + attempt)  # another worker is creating Optuna's tables at this moment
+                continue
+            first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+            raise UserError(f"cannot open --storage {url}: {first[:200]}",
+                            "check the URL, server and credentials") from None
+    raise AssertionError("unreachable")
 
 
 def load_study(storage: optuna.storages.BaseStorage, key: StudyKey, prefix: str) -> optuna.Study:

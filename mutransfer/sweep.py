@@ -21,7 +21,7 @@ import optuna
 from optuna.trial import TrialState
 
 from .config import compose, to_dict
-from .data import Corpus, load_corpus
+from .data import Corpus, load_corpus, vocab_size
 from .errors import UserError
 from .schema import Config
 from .spec import LR_KEY, SweepSpec
@@ -246,7 +246,7 @@ class _Worker:
         if status == "pruned":
             study.tell(trial, state=TrialState.PRUNED)
         elif status == "diverged":
-            finite = result.train_loss if result.train_loss is not None else cfg.train.diverge_factor * math.log(256)
+            finite = result.train_loss if result.train_loss is not None else cfg.train.diverge_factor * math.log(vocab_size(cfg.data))
             study.tell(trial, max(finite, result.initial_loss if math.isfinite(result.initial_loss) else 0.0))
         else:
             study.tell(trial, result.val_loss)

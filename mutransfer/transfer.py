@@ -13,6 +13,7 @@ import yaml
 
 from .build import gpt_plan
 from .config import config_from_dict, to_dict
+from .data import vocab_size
 from .errors import UserError
 from .report import read_summary
 from .runs import CONFIG_FILE, atomic_write_text
@@ -100,7 +101,7 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         warnings.append(f"the optimum sat at the edge of the LR grid ({', '.join(edges)}): extend the grid and resweep")
     if width > FAR_FACTOR * widths[-1]:
         warnings.append(f"width {width} is more than {FAR_FACTOR}× the largest swept width {widths[-1]}")
-    plan = gpt_plan(cfg, vocab_size=256)
+    plan = gpt_plan(cfg, vocab_size(cfg.data))
     document = {
         "mutransfer_transfer": 1,
         "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.get("verdict"), "slope": slope,

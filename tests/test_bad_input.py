@@ -1,0 +1,126 @@
+"""Bad input, tried as a new user would: exit code 2, one line naming the problem and the fix, no
+traceback, and nothing already in the run directory changed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from mutransfer.cli import app
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, text_file: Path) -> dict[str, Path]:
+    """A finished tiny sweep, its spec, and a few broken files next to it."""
+    root = tmp_path_factory.mktemp("bad")
+    spec = root / "spec.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": "bad", "setups": {"mup_muon": {"overrides": ["optimizer=muon"], "search": {"log2_min": -5,
+                                                                                            "log2_max": -3}}},
+        "widths": [32, 64], "search": {"step": 1},
+        "overrides": ["model.depth=1", "parametrization.base_width=32", "train.steps=4", "train.batch_size=2",
+                      "train.seq_len=16", "train.eval_every=0", "train.eval_batches=1", "data=text",
+                      f"data.path={text_file}"]}))
+    run = root / "run"
+    result = CliRunner().invoke(app, ["sweep", str(spec), "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    (root / "not_yaml.yaml").write_text("name: [unclosed\n")
+    (root / "no_name.yaml").write_text("setups: {a: [optimizer=adamw]}\nwidths: [32]\n")
+    (root / "empty.txt").write_bytes(b"")
+    (root / "small.txt").write_bytes(b"x" * 40)
+    (root / "ids.bin").write_bytes(bytes(range(0, 200)) * 50)
+    empty_dir = root / "empty_dir"
+    empty_dir.mkdir()
+    unfinished = root / "unfinished"
+    unfinished.mkdir()
+    (unfinished / "config.yaml").write_text((run / "config.yaml").read_text())
+    header = (run / "trials.csv").read_text().splitlines()[0]
+    row = (run / "trials.csv").read_text().splitlines()[1].replace(",ok,", ",failed,")
+    (unfinished / "trials.csv").write_text(f"{header}\n{row}\n")
+    (root / "a_file").write_text("x")
+    return {"root": root, "spec": spec, "run": run, "empty_dir": empty_dir, "unfinished": unfinished}
+
+
+def cases(w: dict[str, Path]) -> list[tuple[list[str], str]]:
+    spec, run, root = str(w["spec"]), str(w["run"]), w["root"]
+    sweep = ["sweep", spec, "--out", run]
+    return [
+        (["sweep", spec, "--out", run, "--bogus"], "No such option"),
+        (["frobnicate"], "No such command"),
+        ([*sweep, "model.widht=3"], "model.widht"),
+        ([*sweep, "+typo=1"], "typo"),
+        ([*sweep, "train.steps=abc"], "train.steps"),
+        ([*sweep, "train.steps=0"], "train.steps=0"),
+        ([*sweep, "train.steps=-5"], "train.steps=-5"),
+        ([*sweep, "train.batch_size=0"], "train.batch_size=0"),
+        ([*sweep, "train.seq_len=0"], "train.seq_len=0"),
+        ([*sweep, "widths=[0]"], "widths=0"),
+        ([*sweep, "widths=[-64]"], "widths=-64"),
+        ([*sweep, "widths=[48]"], "model.width=48"),
+        ([*sweep, "setups.mup_muon.search.log2_min=0"], "min 0"),
+        ([*sweep, "search.step=0"], "step=0"),
+        ([*sweep, "setups.mup_muon.overrides=[optimizer=nope]"], "optimizer 'nope'"),
+        ([*sweep, "parametrization=nope"], "parametrization 'nope'"),
+        ([*sweep, "search.sampler=magic"], "sampler 'magic'"),
+        ([*sweep, "data=web"], "data 'web'"),
+        (["sweep", "no_such_spec", "--out", run], "no sweep spec named 'no_such_spec'"),
+        (["sweep", str(root / "not_yaml.yaml"), "--out", run], "not valid YAML"),
+        (["sweep", str(root / "no_name.yaml"), "--out", run], "missing 'name'"),
+        ([*sweep, f"data.path={root / 'missing.txt'}"], "does not exist"),
+        ([*sweep, f"data.path={root / 'empty.txt'}"], "is empty"),
+        ([*sweep, f"data.path={root / 'small.txt'}"], "too short"),
+        ([*sweep, "data=tokens", f"data.path={root / 'ids.bin'}", "data.vocab_size=100"], ">= data.vocab_size=100"),
+        ([*sweep, "--workers", "0"], "--workers 0"),
+        ([*sweep, "--storage", "postgresql://u:p@127.0.0.1:1/db"], "cannot open --storage"),
+        (["sweep", spec, "--out", str(root / "a_file")], "is an existing file"),
+        ([*sweep, "train.steps=5"], "holds a different sweep"),
+        (["transfer", "--width", "64", "--from", str(w["empty_dir"])], "not a sweep run directory"),
+        (["transfer", "--width", "64", "--from", str(w["unfinished"])], "no finished trials"),
+        (["transfer", "--width", "0", "--from", run], "--width 0"),
+        (["transfer", "--width", "-32", "--from", run], "--width -32"),
+        (["transfer", "--width", "100", "--from", run], "not divisible"),
+        (["plot", str(w["empty_dir"])], "has no trials.csv"),
+        (["verify", "--width", "64", "--from", run, "--factors", "x"], "comma-separated numbers"),
+        (["export", "--storage", str(w["run"] / "optuna.journal"), "--study", "nope", "--out", str(root / "exp")],
+         "no studies named 'nope.*'"),
+    ]
+
+
+def snapshot(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_at_least_25_cases(world: dict[str, Path]) -> None:
+    assert len(cases(world)) >= 25
+
+
+@pytest.mark.parametrize("index", range(37))
+def test_bad_input_in_process(world: dict[str, Path], index: int) -> None:
+    args, needle = cases(world)[index]
+    before = snapshot(world["run"])
+    started = time.monotonic()
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, (args, result.output)
+    assert needle in result.output, (args, result.output)
+    assert "Traceback" not in result.output
+    if not needle.startswith("No such"):
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert snapshot(world["run"]) == before
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("index", [3, 11, 26])
+def test_bad_input_as_a_real_subprocess(world: dict[str, Path], index: int) -> None:
+    args, needle = cases(world)[index]
+    before = snapshot(world["run"])
+    proc = subprocess.run([sys.executable, "-m", "mutransfer", *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr + proc.stdout
+    assert snapshot(world["run"]) == before

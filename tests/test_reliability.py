@@ -1,0 +1,175 @@
+"""Sweeps that survive: PostgreSQL across processes, SIGKILL and resume, SIGINT, determinism."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import optuna
+import pandas as pd
+import pytest
+import yaml
+from optuna.trial import TrialState
+
+from mutransfer.studies import open_storage, prefixed_studies
+
+CLI = [sys.executable, "-m", "mutransfer"]
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> str:
+    url = os.environ.get("MUTRANSFER_TEST_POSTGRES")
+    if url:
+        return url
+    message = ("no PostgreSQL server for the distributed-sweep tests: run "
+               "`eval \"$(bash scripts/postgres_test_server.sh)\"` (as .ci/run does) to start one")
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def write_spec(tmp_path: Path, text_file: Path, steps: int = 8, name: str = "rel") -> Path:
+    spec = {"name": name,
+            "setups": {"mup_muon": {"overrides": ["parametrization=mup", "optimizer=muon"],
+                                    "search": {"log2_min": -7, "log2_max": -1}}},
+            "widths": [32, 64], "search": {"step": 1},
+            "overrides": ["model.depth=1", "parametrization.base_width=32", f"train.steps={steps}",
+                          "train.batch_size=4", "train.seq_len=32", "train.eval_every=0", "train.eval_batches=2",
+                          "data=text", f"data.path={text_file}"]}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+GRID = 7 * 2  # 7 learning rates × 2 widths
+
+
+def completed(storage_url: str | None, run_dir: Path, prefix: str) -> list[optuna.trial.FrozenTrial]:
+    storage = open_storage(storage_url, run_dir)
+    return [t for name in prefixed_studies(storage, prefix)
+            for t in optuna.load_study(study_name=name, storage=storage).get_trials()
+            if t.state == TrialState.COMPLETE]
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def one_row_per_point(trials: pd.DataFrame) -> None:
+    done = trials[trials["status"].isin(["ok", "diverged"])]
+    assert len(done) == GRID and not done.duplicated(["setup", "width", "log2_lr"]).any()
+
+
+def test_two_machines_share_postgres_and_train_each_point_once(pg_url: str, tmp_path: Path, text_file: Path) -> None:
+    spec = write_spec(tmp_path, text_file)
+    study = f"t{uuid.uuid4().hex[:8]}"
+    procs = [subprocess.Popen([*CLI, "sweep", str(spec), "--storage", pg_url, "--study", study, "--heartbeat", "1",
+                               "--out", str(tmp_path / f"m{i}")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True) for i in range(2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+    done = completed(pg_url, tmp_path, study)
+    assert len(done) == GRID
+    assert len({(t.user_attrs["width"], t.params["log2_lr"]) for t in done}) == GRID
+    out = tmp_path / "exported"
+    export = subprocess.run([*CLI, "export", "--storage", pg_url, "--study", study, "--out", str(out)],
+                            capture_output=True, text=True, timeout=120)
+    assert export.returncode == 0, export.stderr
+    one_row_per_point(pd.read_csv(out / "trials.csv"))
+    assert (out / "summary.json").is_file() and (out / "transfer.png").is_file()
+    transfer = subprocess.run([*CLI, "transfer", "--width", "256", "--from", str(out)], capture_output=True, text=True)
+    assert transfer.returncode == 0, transfer.stderr
+
+
+def test_killed_worker_trial_is_finished_by_the_other(pg_url: str, tmp_path: Path, text_file: Path) -> None:
+    spec = write_spec(tmp_path, text_file, steps=150)
+    study = f"k{uuid.uuid4().hex[:8]}"
+    command = [*CLI, "sweep", str(spec), "--storage", pg_url, "--study", study, "--heartbeat", "1", "--threads", "1"]
+    victim = subprocess.Popen([*command, "--out", str(tmp_path / "a")], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    storage = open_storage(pg_url, tmp_path)
+
+    def victim_running() -> bool:
+        return any(t.state == TrialState.RUNNING and t.user_attrs.get("pid") == victim.pid
+                   for name in prefixed_studies(storage, study)
+                   for t in optuna.load_study(study_name=name, storage=storage).get_trials())
+
+    wait_for(victim_running, 120, "the first worker to start a trial")
+    survivor = subprocess.Popen([*command, "--out", str(tmp_path / "b")], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    victim.kill()
+    victim.wait()
+    _, err = survivor.communicate(timeout=600)
+    assert survivor.returncode == 0, err[-2000:]
+    done = completed(pg_url, tmp_path, study)
+    points = {(t.user_attrs["width"], t.params["log2_lr"]) for t in done}
+    assert len(points) == GRID and len(done) == GRID
+    failed = [t for name in prefixed_studies(storage, study)
+              for t in optuna.load_study(study_name=name, storage=storage).get_trials()
+              if t.state == TrialState.FAIL and t.user_attrs.get("pid") == victim.pid]
+    assert failed, "the killed trial should be marked failed"
+    assert {(t.user_attrs["width"], t.params["log2_lr"]) for t in failed} <= points
+
+
+def test_sigkill_then_resume_finishes_without_retraining(tmp_path: Path, text_file: Path) -> None:
+    spec = write_spec(tmp_path, text_file, steps=60)
+    out = tmp_path / "run"
+    command = [*CLI, "sweep", str(spec), "--out", str(out), "--workers", "2"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: (out / "optuna.journal").exists() and len(completed(None, out, "rel")) >= 3, 180,
+             "three finished trials")
+    proc.kill()
+    proc.wait()
+    time.sleep(0.5)
+    before = {(t.user_attrs["width"], t.params["log2_lr"]): (t.number, t.value) for t in completed(None, out, "rel")}
+    assert 3 <= len(before) < GRID
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    one_row_per_point(pd.read_csv(out / "trials.csv"))
+    after = completed(None, out, "rel")
+    assert len(after) == GRID
+    by_point = {(t.user_attrs["width"], t.params["log2_lr"]): (t.number, t.value) for t in after}
+    for point, kept in before.items():
+        assert by_point[point] == kept
+
+
+def test_sigint_stops_cleanly_with_130_and_resumes(tmp_path: Path, text_file: Path) -> None:
+    spec = write_spec(tmp_path, text_file, steps=60)
+    out = tmp_path / "run"
+    command = [*CLI, "sweep", str(spec), "--out", str(out), "--workers", "2"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: (out / "optuna.journal").exists() and len(completed(None, out, "rel")) >= 2, 180,
+             "two finished trials")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
+    partial = pd.read_csv(out / "trials.csv")
+    assert (partial["status"] == "ok").sum() >= 2
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    one_row_per_point(pd.read_csv(out / "trials.csv"))
+
+
+def test_two_workers_reproduce_one_worker_bit_for_bit(tmp_path: Path, text_file: Path) -> None:
+    spec = write_spec(tmp_path, text_file)
+    tables = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        run = subprocess.run([*CLI, "sweep", str(spec), "--out", str(out), "--workers", str(workers), "--threads", "1"],
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        tables.append(pd.read_csv(out / "trials.csv").set_index(["width", "log2_lr"])["val_loss"].sort_index())
+    pd.testing.assert_series_equal(tables[0], tables[1], check_exact=True)

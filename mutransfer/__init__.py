@@ -8,12 +8,14 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["Config", "Plan", "ParamPlan", "GPT", "SteepestDescent", "msign", "compose", "build_model", "train_model",
-           "UserError", "__version__"]
+__all__ = ["parametrize", "Config", "Plan", "ParamPlan", "GPT", "SteepestDescent", "msign", "compose", "build_model",
+           "train_model", "attach_multipliers", "UserError", "__version__"]
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "parametrize": "api",
+    "attach_multipliers": "parametrization",
     "Config": "schema",
     "Plan": "parametrization",
     "ParamPlan": "parametrization",

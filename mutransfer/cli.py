@@ -61,7 +61,7 @@ def show(
         from rich.console import Console
         from rich.table import Table
 
-        from .build import gpt_plan
+        from .build import model_plan
         from .config import compose, to_yaml
         from .data import vocab_size
 
@@ -70,8 +70,8 @@ def show(
         if print_config:
             console.print(to_yaml(cfg), markup=False, highlight=False)
             return
-        plan = gpt_plan(cfg, vocab_size(cfg.data))
-        title = (f"{plan.preset} + {plan.optimizer} at width {plan.width} (base {plan.base_width}, "
+        plan = model_plan(cfg, vocab_size(cfg.data))
+        title = (f"{plan.preset} + {plan.optimizer_name} at width {plan.width} (base {plan.base_width}, "
                  f"m={plan.ratio:g}), base lr {_fmt(plan.lr)}")
         table = Table(title=title)
         for column in ("parameter", "role", "shape", "init std", "init mean", "multiplier", "lr", "update"):

@@ -6,13 +6,13 @@ import dataclasses
 import math
 import re
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from .errors import UserError
 from .schema import FAMILIES, INIT_RULES, OPTIMIZER_FAMILY, ROLES, Config, family_of
 
-__all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "to_yaml", "to_dict",
-           "validate", "GROUPS"]
+__all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "compose_parametrization",
+           "to_yaml", "to_dict", "validate", "GROUPS"]
 
 GROUPS: tuple[str, ...] = ("model", "parametrization", "optimizer", "data", "train")
 VERSION_BASE = "1.3"
@@ -85,8 +85,9 @@ def _store_schema() -> None:
     ConfigStore.instance().store(name=SCHEMA_NAME, node=Config)
 
 
-def compose(overrides: Sequence[str] = ()) -> Config:
-    """Compose ``configs/config.yaml`` with Hydra overrides and return a validated ``Config``."""
+def compose(overrides: Sequence[str] = (), extra: Optional[dict[str, Any]] = None) -> Config:
+    """Compose ``configs/config.yaml`` with Hydra overrides (then an ``extra`` tree, e.g. a spec's ``model``
+    mapping) and return a validated ``Config``."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from omegaconf import OmegaConf
@@ -101,6 +102,9 @@ def compose(overrides: Sequence[str] = ()) -> Config:
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base=VERSION_BASE):
             cfg = hydra_compose(config_name="config", overrides=overrides)
+        if extra:
+            OmegaConf.set_struct(cfg, False)  # new keys under typed dicts (model.roles); typos are caught below
+            cfg = OmegaConf.merge(cfg, extra)
         _refuse_unknown_keys(OmegaConf.to_container(cfg), Config, "")
         obj = OmegaConf.to_object(cfg)
     except UserError:
@@ -152,6 +156,14 @@ def config_from_dict(data: Any, overrides: Sequence[str] = (), where: str = "con
     assert isinstance(obj, Config)
     validate(obj)
     return obj
+
+
+def compose_parametrization(preset: str, optimizer: str, base_width: int,
+                            overrides: Sequence[str] = ()) -> tuple[Any, Any]:
+    """(ParametrizationConfig, OptimizerConfig) for a model that is not the built-in GPT (no head_dim rule)."""
+    cfg = compose([f"parametrization={preset}", f"optimizer={optimizer}", f"parametrization.base_width={base_width}",
+                   "model.head_dim=1", f"model.width={base_width}", *overrides])
+    return cfg.parametrization, cfg.optimizer
 
 
 def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
@@ -232,7 +244,7 @@ def validate(cfg: Config) -> None:
     if len(o.ns_coeffs) != 3 or not all(math.isfinite(x) for x in o.ns_coeffs):
         raise UserError(f"optimizer.ns_coeffs={o.ns_coeffs} needs three finite numbers", "e.g. [3.4445,-4.7750,2.0315]")
     for name, width in (("model.width", m.width), ("parametrization.base_width", p.base_width)):
-        if width % m.head_dim:
+        if m.factory is None and width % m.head_dim:
             raise UserError(f"{name}={width} is not divisible by model.head_dim={m.head_dim}",
                             f"use a multiple of {m.head_dim} (heads = width / head_dim)")
     family = family_of(o.name)
@@ -251,6 +263,9 @@ def validate(cfg: Config) -> None:
             raise UserError(f"model.tie_embeddings=true is refused under preset '{p.name}' with optimizer '{o.name}': "
                             "the embedding and readout roles scale and step differently",
                             "set model.tie_embeddings=false")
+    if m.factory is not None and (":" not in m.factory or not m.roles):
+        raise UserError(f"model.factory='{m.factory}' needs the form 'package.module:function' and model.roles",
+                        "e.g. model: {factory: 'mypkg.models:make', roles: {'*': hidden}}")
     if cfg.data.kind in ("text", "tokens") and not cfg.data.path:
         raise UserError(f"data={cfg.data.kind} needs data.path", "add data.path=FILE")
     if cfg.data.kind == "tokens" and cfg.data.vocab_size is None:

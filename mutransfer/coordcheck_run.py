@@ -48,6 +48,8 @@ def run_coord_check(overrides: Sequence[str], widths_text: str, steps: int, lr: 
     from .runs import atomic_write_text, new_run_dir, write_json
 
     cfg = compose(overrides)
+    if cfg.model.factory:
+        raise UserError("coord-check measures the built-in GPT's modules", "drop model.factory for coord-check")
     widths = parse_widths(widths_text, cfg.model.head_dim)
     if steps < 1:
         raise UserError(f"--steps {steps} must be at least 1", "e.g. --steps 5")

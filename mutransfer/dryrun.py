@@ -13,7 +13,7 @@ from .parametrization import build_optimizer
 from .spec import SweepSpec
 from .studies import study_keys
 from .sweep import _budget, trial_config
-from .train import resolve_device
+from .train import loss_of, resolve_device
 
 __all__ = ["dry_run_table", "measure_step"]
 
@@ -33,7 +33,7 @@ def measure_step(cfg, steps: int = 3) -> float:  # noqa: ANN001 - a Config
             torch.cuda.synchronize(device)
         start = time.perf_counter()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            _, loss = model(x, x)
+            loss = loss_of(model, x, x)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

@@ -13,7 +13,7 @@ from typing import Any, Optional
 import yaml
 
 from .errors import UserError
-from .runs import claim_run_dir
+from .runs import claim_run_dir, dump_yaml
 from .spec import SweepSpec, load_spec
 
 __all__ = ["run_sweep_command", "run_export", "finalize", "resolve_workers", "EXIT_INTERRUPTED"]
@@ -54,6 +54,8 @@ def precheck(spec: SweepSpec, steps: int = 3) -> dict[str, list[str]]:
     from .data import load_corpus
 
     unstable: dict[str, list[str]] = {}
+    if spec.model:
+        return unstable
     for setup in spec.setups:
         cfg = compose([*setup.overrides, *spec.overrides, f"model.width={spec.widths[0]}"])
         table = coord_check(cfg, load_corpus(cfg.data, cfg.train.seq_len), spec.widths, steps, cfg.optimizer.lr,
@@ -109,7 +111,7 @@ def run_sweep_command(spec_name: str, overrides: list[str], out: Optional[Path],
 
         open_storage(storage, run_dir, heartbeat)
     run_dir.mkdir(parents=True, exist_ok=True)
-    claim_run_dir(run_dir, fingerprint, yaml.safe_dump({"fingerprint": fingerprint, **record}, sort_keys=False))
+    claim_run_dir(run_dir, fingerprint, dump_yaml({"fingerprint": fingerprint, **record}))
     if spec.coord_check:
         for label, unstable in precheck(spec).items():
             if unstable:
@@ -152,5 +154,5 @@ def run_export(storage_url: str, prefix: str, out: Path) -> dict[str, Any]:
         raise UserError(f"study {names[0]} was not written by `mutransfer sweep`", "export a mutransfer sweep")
     spec = spec_from_dict(record["spec"])
     out.mkdir(parents=True, exist_ok=True)
-    claim_run_dir(out, record["fingerprint"], yaml.safe_dump(record, sort_keys=False))
+    claim_run_dir(out, record["fingerprint"], dump_yaml(record))
     return finalize(spec, out, storage_url, prefix)

@@ -12,8 +12,11 @@ Gains are initialised to the constant σ·m^-b (std 0); every other parameter is
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import torch
@@ -21,13 +24,19 @@ from torch import nn
 
 from .schema import (
     INIT_RULES,
+    ROLES,
     UPDATE_BY_FAMILY,
     OptimizerConfig,
     ParametrizationConfig,
+    RoleFloats,
+    RoleRules,
     family_of,
 )
 
-__all__ = ["ParamPlan", "Plan", "make_plan", "matrix_dims", "base_value", "init_parameters", "build_optimizer"]
+__all__ = ["ParamPlan", "Plan", "make_plan", "matrix_dims", "base_value", "init_parameters", "build_optimizer",
+           "match_roles", "refuse_tied", "attach_multipliers", "PLAN_FORMAT"]
+
+PLAN_FORMAT = 1
 
 Shape = tuple[int, ...]
 
@@ -55,11 +64,12 @@ class Plan:
     """A parametrization evaluated for one model: a ``ParamPlan`` per parameter, in model order."""
 
     preset: str
-    optimizer: str
+    optimizer_name: str
     width: int
     base_width: int
     lr: float
     params: tuple[ParamPlan, ...] = field(default_factory=tuple)
+    optimizer_config: Optional[OptimizerConfig] = field(default=None, compare=False)
 
     @property
     def ratio(self) -> float:
@@ -86,6 +96,126 @@ class Plan:
             row["lr"] = self.lr * p.lr_factor
             rows.append(row)
         return rows
+
+    def with_lr(self, lr: float) -> "Plan":
+        return replace(self, lr=lr, optimizer_config=replace(self.optimizer_config, lr=lr)
+                       if self.optimizer_config else None)
+
+    def to_document(self) -> dict[str, Any]:
+        """The file format shared by ``Plan.save`` and ``mutransfer transfer``: one entry per parameter."""
+        groups = []
+        for row in self.rows():
+            entry = {k: row[k] for k in ("name", "role", "shape", "base_shape", "init_std", "init_mean", "multiplier",
+                                         "lr", "lr_factor", "update")}
+            entry.update({k: row[k] for k in ("eps", "scale_rule", "scale_shape") if row[k] is not None})
+            groups.append(entry)
+        optimizer = asdict(self.optimizer_config) if self.optimizer_config else {"name": self.optimizer_name, "lr": self.lr}
+        return {"mutransfer_plan": PLAN_FORMAT, "preset": self.preset, "width": self.width,
+                "base_width": self.base_width, "lr": self.lr, "log2_lr": math.log2(self.lr), "optimizer": optimizer,
+                "param_groups": groups}
+
+    def save(self, path: Path | str) -> None:
+        """Write the plan as YAML (or JSON for a ``.json`` path), atomically."""
+        from .runs import atomic_write_text, dump_yaml
+
+        path = Path(path)
+        doc = self.to_document()
+        atomic_write_text(path, json.dumps(doc, indent=2) + "\n" if path.suffix == ".json" else dump_yaml(doc))
+
+    @classmethod
+    def load(cls, path: Path | str) -> "Plan":
+        """Read a file written by ``Plan.save`` or ``mutransfer transfer``."""
+        import yaml
+
+        text = Path(path).read_text()
+        doc = json.loads(text) if Path(path).suffix == ".json" else yaml.safe_load(text)
+        if not isinstance(doc, dict) or "param_groups" not in doc:
+            raise ValueError(f"{path} is not a plan or transfer file (no param_groups)")
+        opt = doc.get("optimizer") or {}
+        config = _optimizer_from_dict(opt) if "init" in opt else None
+        params = tuple(ParamPlan(name=g["name"], role=g["role"], shape=tuple(g["shape"]),
+                                 base_shape=tuple(g.get("base_shape", g["shape"])), init_mean=g["init_mean"],
+                                 init_std=g["init_std"], multiplier=g["multiplier"],
+                                 lr_factor=g.get("lr_factor", g["lr"] / doc["lr"]), update=g["update"], eps=g.get("eps"),
+                                 scale_rule=g.get("scale_rule"),
+                                 scale_shape=tuple(g["scale_shape"]) if g.get("scale_shape") else None)
+                       for g in doc["param_groups"])
+        name = opt.get("name", "muon")
+        return cls(preset=doc.get("preset") or doc.get("parametrization", {}).get("name", ""), optimizer_name=name,
+                   width=int(doc["width"]), base_width=int(doc.get("base_width") or
+                                                          doc.get("parametrization", {}).get("base_width", 0)),
+                   lr=float(doc["lr"]), params=params, optimizer_config=config)
+
+    def initialize(self, model: nn.Module, seed: int = 0) -> None:
+        """Re-initialise ``model`` by the plan from one seeded generator (in parameter order)."""
+        init_parameters(model.named_parameters(), self, torch.Generator().manual_seed(seed))
+
+    def optimizer(self, model: nn.Module, lr: Optional[float] = None, **overrides: Any) -> torch.optim.Optimizer:
+        """The planned optimizer over ``model``'s parameters, with per-parameter LRs (η = ``lr`` or the plan's)."""
+        config = self.optimizer_config or OptimizerConfig(name=self.optimizer_name, lr=self.lr)
+        plan = self.with_lr(lr) if lr is not None else self
+        return build_optimizer(model.named_parameters(), plan, replace(config, lr=plan.lr, **overrides))
+
+    def attach(self, model: nn.Module) -> list[Any]:
+        """Apply the forward multipliers with forward hooks (see ``attach_multipliers``)."""
+        return attach_multipliers(model, self.multipliers)
+
+
+def _optimizer_from_dict(data: Mapping[str, Any]) -> OptimizerConfig:
+    fields = dict(data)
+    fields["init"] = RoleRules(**fields["init"])
+    fields["multiplier"] = RoleFloats(**fields["multiplier"])
+    fields["lr_mult"] = RoleRules(**fields["lr_mult"])
+    fields["ns_coeffs"] = list(fields["ns_coeffs"])
+    return OptimizerConfig(**fields)
+
+
+def match_roles(names: Sequence[str], patterns: Mapping[str, str]) -> dict[str, str]:
+    """Role of each parameter name: the first glob pattern that matches wins; unmatched names are an error."""
+    for pattern, role in patterns.items():
+        if role not in ROLES:
+            raise ValueError(f"roles['{pattern}'] = '{role}' is not a role; use one of: {', '.join(ROLES)}")
+    roles, unmatched = {}, []
+    for name in names:
+        role = next((r for pattern, r in patterns.items() if fnmatch.fnmatchcase(name, pattern)), None)
+        if role is None:
+            unmatched.append(name)
+        else:
+            roles[name] = role
+    if unmatched:
+        raise ValueError(f"no role pattern matches: {', '.join(unmatched)}; add patterns for them (e.g. '*': 'hidden')")
+    return roles
+
+
+def refuse_tied(model: nn.Module) -> None:
+    """Tied parameters (one tensor under two names) would take two roles that scale differently."""
+    seen: dict[int, str] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        if id(param) in seen:
+            raise ValueError(f"parameters '{seen[id(param)]}' and '{name}' are tied (one tensor): their roles scale "
+                             "differently under width scaling; untie them")
+        seen[id(param)] = name
+
+
+def attach_multipliers(model: nn.Module, multipliers: Mapping[str, float]) -> list[Any]:
+    """Forward hooks that multiply a module's output by its weight's multiplier (for weights that enter
+    linearly: Linear/Embedding without bias, norm gains). Returns the hook handles."""
+    modules = dict(model.named_modules())
+    grouped: dict[str, dict[str, float]] = {}
+    for name, value in multipliers.items():
+        module_name, _, param_name = name.rpartition(".")
+        grouped.setdefault(module_name, {})[param_name] = value
+    handles = []
+    for module_name, values in grouped.items():
+        factors = set(values.values())
+        if factors == {1.0}:
+            continue
+        if len(factors) > 1:
+            raise ValueError(f"module '{module_name}' has parameters with different multipliers {values}; "
+                             "apply them inside its forward instead of with a hook")
+        factor = factors.pop()
+        handles.append(modules[module_name].register_forward_hook(lambda _m, _i, out, f=factor: out * f))
+    return handles
 
 
 def matrix_dims(role: str, shape: Sequence[int]) -> tuple[int, int]:
@@ -153,8 +283,8 @@ def make_plan(
                 scale_shape=scale_shape,
             )
         )
-    return Plan(preset=preset.name, optimizer=opt.name, width=width, base_width=preset.base_width, lr=opt.lr,
-                params=tuple(plans))
+    return Plan(preset=preset.name, optimizer_name=opt.name, width=width, base_width=preset.base_width, lr=opt.lr,
+                params=tuple(plans), optimizer_config=opt)
 
 
 @torch.no_grad()

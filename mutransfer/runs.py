@@ -20,6 +20,7 @@ __all__ = [
     "RESULT_FILE",
     "METRICS_COLUMNS",
     "atomic_write_text",
+    "dump_yaml",
     "write_json",
     "write_csv",
     "new_run_dir",
@@ -32,6 +33,26 @@ CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.csv"
 RESULT_FILE = "result.json"
 METRICS_COLUMNS = ("step", "train_loss", "lr", "tokens", "seconds")
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML whose floats read back as floats under YAML 1.1 too (PyYAML reads ``1e-08`` as a string)."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def represent_float(dumper: yaml.SafeDumper, value: float) -> Any:
+        text = repr(value)
+        if "e" in text and "." not in text.split("e")[0]:
+            mantissa, exponent = text.split("e")
+            text = f"{mantissa}.0e{exponent}"
+        if not math.isfinite(value):
+            return dumper.represent_float(value)
+        return dumper.represent_scalar("tag:yaml.org,2002:float", text)
+
+    Dumper.add_representer(float, represent_float)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -7,7 +7,7 @@ Numeric fields carry their valid range in ``metadata["range"]`` as ``(low, high,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 __all__ = [
     "ROLES",
@@ -109,6 +109,8 @@ class ModelConfig:
     tie_embeddings: bool = False
     rope_base: float = field(default=10000.0, metadata=rng(1.0, low_open=True))
     norm_eps: float = field(default=1e-6, metadata=rng(0.0, 1.0, low_open=True))
+    factory: Optional[str] = None
+    roles: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -24,7 +24,7 @@ __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "load_spec", "spec_from_dict"
 LR_KEY = "optimizer.lr"
 SAMPLERS = ("grid", "tpe", "gp", "refine")
 PRUNERS = ("none", "median", "halving")
-SPEC_KEYS = ("name", "setups", "widths", "seeds", "search", "overrides", "coord_check", "batch_trials")
+SPEC_KEYS = ("name", "setups", "widths", "seeds", "search", "overrides", "coord_check", "batch_trials", "model")
 SEARCH_KEYS = ("key", "scale", "log2_min", "log2_max", "min", "max", "step", "sampler", "n_trials", "pruner")
 
 
@@ -74,7 +74,12 @@ class SweepSpec:
     overrides: tuple[str, ...] = ()
     coord_check: bool = False
     batch_trials: int = 1
+    model: Optional[dict[str, Any]] = None
     source: str = field(default="", compare=False)
+
+    def extra(self) -> Optional[dict[str, Any]]:
+        """Config tree merged into every trial's config (a user model: ``{model: {factory, roles}}``)."""
+        return {"model": self.model} if self.model else None
 
     def as_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -137,7 +142,10 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
         if "=" not in item:
             raise UserError(f"override '{item}' has no '='", "write overrides as key=value, e.g. widths=[64,128]")
         key, raw = item.split("=", 1)
-        if key.split(".")[0] in SPEC_KEYS and key != "overrides":
+        head = key.split(".")[0]
+        spec_key = head in SPEC_KEYS and key != "overrides" and (
+            head != "model" or key == "model" or key.startswith(("model.factory", "model.roles")))
+        if spec_key:
             try:
                 value = yaml.safe_load(raw)
             except yaml.YAMLError:
@@ -242,9 +250,15 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
         raise UserError("overrides must be a list of key=value strings", "e.g. overrides: [train.steps=100]")
     batch_trials = data.get("batch_trials", 1)
     _number("batch_trials", batch_trials, integer=True, positive=True)
+    model = data.get("model")
+    if model is not None and (not isinstance(model, dict) or set(model) - {"factory", "roles"} or
+                              not isinstance(model.get("roles"), dict) or ":" not in str(model.get("factory", ""))):
+        raise UserError("model must be {factory: 'package.module:function', roles: {pattern: role}}",
+                        "see scripts/own_model_example.py")
     return SweepSpec(name=data["name"], setups=tuple(setups), widths=_int_list("widths", data["widths"], True),
                      seeds=_int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
-                     coord_check=bool(data.get("coord_check", False)), batch_trials=int(batch_trials), source=source)
+                     coord_check=bool(data.get("coord_check", False)), batch_trials=int(batch_trials), model=model,
+                     source=source)
 
 
 def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
@@ -253,4 +267,4 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
                              search=tuple(SearchSpec(**x) for x in s["search"])) for s in data["setups"])
     return SweepSpec(name=data["name"], setups=setups, widths=tuple(data["widths"]), seeds=tuple(data["seeds"]),
                      overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
-                     batch_trials=int(data.get("batch_trials", 1)))
+                     batch_trials=int(data.get("batch_trials", 1)), model=data.get("model"))

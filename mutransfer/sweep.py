@@ -63,7 +63,7 @@ def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...
     setup = next(s for s in spec.setups if s.label == key.setup)
     value = key.search.value(x)
     return compose([*setup.overrides, *spec.overrides, f"model.width={key.width}", f"train.seed={key.seed}",
-                    f"{key.search.key}={value!r}", *extra])
+                    f"{key.search.key}={value!r}", *extra], spec.extra())
 
 
 def refine_points(done: dict[float, float], step: float, low: float, high: float) -> list[float]:
@@ -331,7 +331,7 @@ def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:
     out = {}
     for setup in spec.setups:
         cfg = compose([*setup.overrides, *spec.overrides, f"model.width={spec.widths[0]}",
-                       f"train.seed={spec.seeds[0]}"])
+                       f"train.seed={spec.seeds[0]}"], spec.extra())
         out[setup.label] = to_dict(cfg)
     return out
 

@@ -11,13 +11,14 @@ from importlib import metadata
 from typing import Any, Callable, Optional
 
 import torch
+import torch.nn.functional as F
 
 from .build import build_model
 from .data import Batches, Corpus, fixed_batches
 from .parametrization import Plan, build_optimizer
 from .schema import Config, TrainConfig
 
-__all__ = ["TrainResult", "resolve_device", "lr_factor", "train_model", "environment", "EVAL_SEED"]
+__all__ = ["TrainResult", "resolve_device", "lr_factor", "train_model", "environment", "loss_of", "EVAL_SEED"]
 
 EVAL_SEED = 2_147_483_647
 StepCallback = Callable[[int, float], None]
@@ -67,13 +68,20 @@ def lr_factor(step: int, cfg: TrainConfig) -> float:
     return cfg.min_lr_frac + (1.0 - cfg.min_lr_frac) * shape
 
 
+def loss_of(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy; the model returns logits (B, T, V) or a tuple starting with them."""
+    out = model(x)
+    logits = out[0] if isinstance(out, tuple) else out
+    return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), y.reshape(-1))
+
+
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]], autocast: bool) -> float:
     model.eval()
     total = 0.0
     for x, y in batches:
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
-            _, loss = model(x, y)
+            loss = loss_of(model, x, y)
         total += float(loss)
     model.train()
     return total / len(batches)
@@ -140,8 +148,7 @@ def train_model(
             optimizer.set_progress(step / t.steps)
         x, y = batches.next()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda):
-            _, loss = model(x, y)
-        assert loss is not None
+            loss = loss_of(model, x, y)
         loss.backward()
         if t.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)

@@ -11,12 +11,12 @@ from typing import Any, Optional
 
 import yaml
 
-from .build import gpt_plan
+from .build import model_plan
 from .config import config_from_dict, to_dict
 from .data import vocab_size
 from .errors import UserError
 from .report import read_summary
-from .runs import CONFIG_FILE, atomic_write_text
+from .runs import CONFIG_FILE, atomic_write_text, dump_yaml
 from .schema import Config
 
 __all__ = ["Transfer", "latest_run", "make_transfer", "write_transfer", "transferred_lr", "FAR_FACTOR"]
@@ -101,26 +101,18 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         warnings.append(f"the optimum sat at the edge of the LR grid ({', '.join(edges)}): extend the grid and resweep")
     if width > FAR_FACTOR * widths[-1]:
         warnings.append(f"width {width} is more than {FAR_FACTOR}× the largest swept width {widths[-1]}")
-    plan = gpt_plan(cfg, vocab_size(cfg.data))
+    plan = model_plan(cfg, vocab_size(cfg.data))
     document = {
         "mutransfer_transfer": 1,
         "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.get("verdict"), "slope": slope,
                    "slope_ci": info.get("slope_ci"), "swept_widths": widths,
                    "log2_lr_star": {w: o["log2_lr_star"] for w, o in info["widths"].items()}},
-        "width": width,
         "correct_drift": correct_drift,
         "implied_error_octaves": implied,
-        "log2_lr": log2_lr,
-        "lr": cfg.optimizer.lr,
+        **plan.to_document(),
         "model": to_dict(cfg)["model"],
-        "optimizer": {"name": cfg.optimizer.name, "lr": cfg.optimizer.lr, "weight_decay": cfg.optimizer.weight_decay},
         "parametrization": {"name": cfg.parametrization.name, "base_width": cfg.parametrization.base_width},
         "train": to_dict(cfg)["train"],
-        "param_groups": [{"name": r["name"], "role": r["role"], "shape": r["shape"], "init_std": r["init_std"],
-                          "init_mean": r["init_mean"], "multiplier": r["multiplier"], "lr": r["lr"],
-                          "update": r["update"], **({"eps": r["eps"]} if r["eps"] is not None else {}),
-                          **({"scale_rule": r["scale_rule"], "scale_shape": r["scale_shape"]}
-                             if r["scale_rule"] else {})} for r in plan.rows()],
         "warnings": warnings,
         "config": to_dict(cfg),
     }
@@ -130,6 +122,5 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
 def write_transfer(transfer: Transfer, path: Path, fmt: str = "yaml") -> None:
     if fmt not in ("yaml", "json"):
         raise UserError(f"--format {fmt} is not supported", "use yaml or json")
-    text = json.dumps(transfer.document, indent=2) + "\n" if fmt == "json" else \
-        yaml.safe_dump(transfer.document, sort_keys=False)
+    text = json.dumps(transfer.document, indent=2) + "\n" if fmt == "json" else dump_yaml(transfer.document)
     atomic_write_text(path, text)

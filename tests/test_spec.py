@@ -73,3 +73,10 @@ def test_missing_spec_names_the_shipped_ones(tmp_path: Path) -> None:
         load_spec("nonexistent")
     with pytest.raises(UserError, match="not found"):
         load_spec(str(tmp_path / "missing.yaml"))
+
+
+def test_model_config_overrides_stay_config_overrides() -> None:
+    spec = load_spec("smoke", ["model.depth=3", "model.factory=pkg.mod:make", "model.roles={'*': hidden}"])
+    assert "model.depth=3" in spec.overrides
+    assert spec.model == {"factory": "pkg.mod:make", "roles": {"*": "hidden"}}
+    assert spec.extra() == {"model": spec.model}

@@ -1,0 +1,71 @@
+"""Bring your own model: the abc table and the built-in optimizer applied to any ``nn.Module``.
+
+    plan = mutransfer.parametrize(model, {"embed.weight": "embedding", "head.weight": "readout",
+                                          "*norm*": "gain", "*": "hidden"},
+                                  preset="mup", optimizer="muon", width=1024, base_width=128,
+                                  factory=lambda w: MyModel(width=w))
+    plan.attach(model)                       # forward multipliers (all 1 under muP with a = 0)
+    opt = plan.optimizer(model, lr=2**-5)    # per-parameter learning rates and update rules
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Optional, Sequence
+
+import torch
+from torch import nn
+
+from .config import compose_parametrization
+from .errors import UserError
+from .parametrization import Plan, make_plan, match_roles, refuse_tied
+
+__all__ = ["parametrize"]
+
+
+def parametrize(
+    model: nn.Module,
+    roles: Mapping[str, str],
+    preset: str = "mup",
+    optimizer: str = "muon",
+    *,
+    width: int,
+    base_width: int,
+    base_model: Optional[nn.Module] = None,
+    factory: Optional[Callable[[int], nn.Module]] = None,
+    lr: Optional[float] = None,
+    seed: int = 0,
+    overrides: Sequence[str] = (),
+) -> Plan:
+    """Re-initialise ``model`` by the preset's table at ``width`` and return its plan.
+
+    ``roles`` maps parameter-name glob patterns to roles, tried in order (first match wins). The base-width
+    shapes come from ``base_model``, or from ``factory(base_width)`` built on the meta device (no memory),
+    or — only when ``width == base_width`` — from ``model`` itself. ``overrides`` are config overrides
+    (``optimizer.weight_decay=0.1``, ``parametrization.roles.readout.c.adam=0.5``).
+    """
+    if width <= 0 or base_width <= 0:
+        raise UserError(f"width={width} and base_width={base_width} must be positive", "give the model's widths")
+    try:
+        refuse_tied(model)
+        names = [name for name, _ in model.named_parameters()]
+        assigned = match_roles(names, roles)
+    except ValueError as exc:
+        raise UserError(str(exc), "fix the roles mapping or the model") from None
+    if base_model is None and factory is not None:
+        with torch.device("meta"):
+            base_model = factory(base_width)
+    if base_model is None:
+        if width != base_width:
+            raise UserError(f"width={width} differs from base_width={base_width} but no base_model or factory was "
+                            "given", "pass factory=lambda w: MyModel(w) (or base_model=) to get the base shapes")
+        base_model = model
+    base_shapes = {name: tuple(p.shape) for name, p in base_model.named_parameters()}
+    missing = sorted(set(names) - set(base_shapes))
+    if missing:
+        raise UserError(f"the base-width model has no parameters named {missing}", "build both from the same class")
+    extra = [*overrides, *([f"optimizer.lr={lr!r}"] if lr is not None else [])]
+    preset_cfg, opt_cfg = compose_parametrization(preset, optimizer, base_width, extra)
+    shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
+    plan = make_plan(shapes, base_shapes, assigned, width, preset_cfg, opt_cfg)
+    plan.initialize(model, seed)
+    return plan

@@ -15,9 +15,10 @@ from typing import Callable, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
+from .build import module_plan
 from .config import compose_parametrization
 from .errors import UserError
-from .parametrization import Plan, make_plan, match_roles, refuse_tied
+from .parametrization import Plan
 
 __all__ = ["parametrize"]
 
@@ -45,12 +46,6 @@ def parametrize(
     """
     if width <= 0 or base_width <= 0:
         raise UserError(f"width={width} and base_width={base_width} must be positive", "give the model's widths")
-    try:
-        refuse_tied(model)
-        names = [name for name, _ in model.named_parameters()]
-        assigned = match_roles(names, roles)
-    except ValueError as exc:
-        raise UserError(str(exc), "fix the roles mapping or the model") from None
     if base_model is None and factory is not None:
         with torch.device("meta"):
             base_model = factory(base_width)
@@ -59,13 +54,8 @@ def parametrize(
             raise UserError(f"width={width} differs from base_width={base_width} but no base_model or factory was "
                             "given", "pass factory=lambda w: MyModel(w) (or base_model=) to get the base shapes")
         base_model = model
-    base_shapes = {name: tuple(p.shape) for name, p in base_model.named_parameters()}
-    missing = sorted(set(names) - set(base_shapes))
-    if missing:
-        raise UserError(f"the base-width model has no parameters named {missing}", "build both from the same class")
     extra = [*overrides, *([f"optimizer.lr={lr!r}"] if lr is not None else [])]
     preset_cfg, opt_cfg = compose_parametrization(preset, optimizer, base_width, extra)
-    shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
-    plan = make_plan(shapes, base_shapes, assigned, width, preset_cfg, opt_cfg)
+    plan = module_plan(model, base_model, roles, width, preset_cfg, opt_cfg)
     plan.initialize(model, seed)
     return plan

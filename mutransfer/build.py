@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Mapping
 
 import torch
 from torch import nn
@@ -16,7 +16,7 @@ from torch import nn
 from .errors import UserError
 from .model import GPT
 from .parametrization import Plan, attach_multipliers, init_parameters, make_plan, match_roles, refuse_tied
-from .schema import Config
+from .schema import Config, OptimizerConfig, ParametrizationConfig
 
 __all__ = ["gpt_plan", "model_plan", "build_model", "load_factory", "module_plan"]
 
@@ -43,7 +43,8 @@ def load_factory(path: str) -> Callable[[int], nn.Module]:
     return fn
 
 
-def module_plan(model: nn.Module, base_model: nn.Module, roles: dict[str, str], cfg: Config) -> Plan:
+def module_plan(model: nn.Module, base_model: nn.Module, roles: Mapping[str, str], width: int,
+                preset: ParametrizationConfig, opt: OptimizerConfig) -> Plan:
     """The plan of any module, given the same module at the base width and role patterns."""
     try:
         refuse_tied(model)
@@ -57,7 +58,7 @@ def module_plan(model: nn.Module, base_model: nn.Module, roles: dict[str, str], 
         raise UserError(f"the base-width model lacks parameters {missing}", "the factory must give the same names "
                         "at every width")
     shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
-    return make_plan(shapes, base_shapes, assigned, cfg.model.width, cfg.parametrization, cfg.optimizer)
+    return make_plan(shapes, base_shapes, assigned, width, preset, opt)
 
 
 def _factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
@@ -66,7 +67,7 @@ def _factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
     model = fn(cfg.model.width)
     with torch.device("meta"):
         base = fn(cfg.parametrization.base_width)
-    return model, module_plan(model, base, dict(cfg.model.roles), cfg)
+    return model, module_plan(model, base, cfg.model.roles, cfg.model.width, cfg.parametrization, cfg.optimizer)
 
 
 def model_plan(cfg: Config, vocab_size: int) -> Plan:

@@ -114,11 +114,17 @@ def process_identity() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _start_time(os.getpid())}
 
 
-def _start_time(pid: int) -> Optional[str]:
+def _stat(pid: int) -> Optional[list[str]]:
+    """The fields of /proc/<pid>/stat after the command name (state first), or None where there is no /proc."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
+
+
+def _start_time(pid: int) -> Optional[str]:
+    fields = _stat(pid)
+    return fields[19] if fields and len(fields) > 19 else None
 
 
 def _alive(attrs: dict[str, Any]) -> bool:
@@ -131,6 +137,9 @@ def _alive(attrs: dict[str, Any]) -> bool:
         return False
     except PermissionError:
         return True
+    fields = _stat(pid)
+    if fields and fields[0] in ("Z", "X"):
+        return False  # a killed worker nobody has reaped yet
     recorded = attrs.get("proc_start")
     return recorded is None or _start_time(pid) in (None, recorded)
 

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import optuna
@@ -199,3 +200,17 @@ def test_dry_run_trains_nothing_and_writes_nothing(runner: CliRunner, spec_file:
     assert result.exit_code == 0, result.output
     assert "12 trials" in result.output and "estimated wall time" in result.output
     assert not out.exists()
+
+
+def test_an_unreaped_killed_worker_counts_as_dead() -> None:
+    from mutransfer.studies import _alive
+
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert not _alive({"host": socket.gethostname(), "pid": zombie.pid})
+    assert _alive({"host": socket.gethostname(), "pid": os.getpid()})
+    assert _alive({"host": "another-machine", "pid": zombie.pid})
+    zombie.wait()

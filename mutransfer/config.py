@@ -236,7 +236,8 @@ def validate(cfg: Config) -> None:
     m, p, o, t = cfg.model, cfg.parametrization, cfg.optimizer, cfg.train
     _check_choice("optimizer", o.name, tuple(OPTIMIZER_FAMILY))
     _check_choice("data.kind", cfg.data.kind, DATA_KINDS)
-    _check_choice("train.device", t.device, DEVICES)
+    if not re.fullmatch(r"cuda:\d+", t.device):
+        _check_choice("train.device", t.device, DEVICES)
     _check_choice("train.schedule", t.schedule, SCHEDULES)
     _check_choice("optimizer.ns_dtype", o.ns_dtype, NS_DTYPES)
     _check_choice("optimizer.muon_scale", o.muon_scale, MUON_SCALES)

@@ -58,6 +58,7 @@ def dump_yaml(data: Any) -> str:
 def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, 0o644)  # mkstemp makes the file private; outputs are meant to be shared like any other file
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

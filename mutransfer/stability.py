@@ -44,7 +44,13 @@ def requirement(quantity: str, module: str, step: int, tol: float = DEFAULT_TOL,
 def fit_slopes(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (quantity, module, step): slope, its standard error and the widths used."""
     rows = []
+    blown = table[~np.isfinite(table["value"])]
+    for (quantity, module, step), _ in blown.groupby(["quantity", "module", "step"], sort=False):
+        rows.append({"quantity": quantity, "module": module, "step": int(step), "slope": math.inf, "stderr": 0.0,
+                     "widths": sorted(int(w) for w in table["width"].unique())})
     usable = table[(table["value"] > 0) & np.isfinite(table["value"])]
+    usable = usable.merge(blown[["quantity", "module", "step"]].drop_duplicates(), how="left", indicator=True)
+    usable = usable[usable["_merge"] == "left_only"].drop(columns="_merge")
     for (quantity, module, step), part in usable.groupby(["quantity", "module", "step"], sort=False):
         per_width = part.assign(logv=np.log2(part["value"])).groupby("width")["logv"]
         means = per_width.mean()

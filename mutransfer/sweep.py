@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -267,6 +267,16 @@ def _die_with_parent() -> None:
         pass
 
 
+def _worker_options(opts: SweepOptions, index: int) -> SweepOptions:
+    """With several GPUs visible, worker i trains on GPU i mod count; otherwise the options as given."""
+    import torch
+
+    gpus = torch.cuda.device_count()
+    if gpus > 1 and opts.device in (None, "auto", "cuda"):
+        return replace(opts, device=f"cuda:{index % gpus}")
+    return opts
+
+
 def _worker_entry(spec: SweepSpec, opts: SweepOptions) -> None:
     _die_with_parent()
     try:
@@ -305,7 +315,8 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callabl
         report()
         return
     context = multiprocessing.get_context("spawn")
-    procs = [context.Process(target=_worker_entry, args=(spec, opts), daemon=False) for _ in range(opts.workers)]
+    procs = [context.Process(target=_worker_entry, args=(spec, _worker_options(opts, i)), daemon=False)
+             for i in range(opts.workers)]
     for proc in procs:
         proc.start()
     try:

@@ -49,7 +49,7 @@ class TrainResult:
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
+    if name.startswith("cuda") and not torch.cuda.is_available():
         from .errors import UserError
 
         raise UserError("train.device=cuda but no CUDA device is available", "use train.device=cpu or auto")

@@ -214,3 +214,61 @@ def test_an_unreaped_killed_worker_counts_as_dead() -> None:
     assert _alive({"host": socket.gethostname(), "pid": os.getpid()})
     assert _alive({"host": "another-machine", "pid": zombie.pid})
     zombie.wait()
+
+
+@pytest.mark.parametrize("search", [
+    {"sampler": "tpe", "n_trials": 4},
+    {"sampler": "gp", "n_trials": 4},
+    {"sampler": "refine"},
+    {"sampler": "grid", "pruner": "median"},
+])
+def test_samplers_and_pruners(runner: CliRunner, spec_file: Path, tmp_path: Path, search: dict) -> None:
+    out = tmp_path / "run"
+    words = [f"search.{k}={v}" for k, v in search.items()]
+    result = invoke(runner, "sweep", str(spec_file), "--out", str(out), "widths=[32]", *words)
+    assert result.exit_code == 0, result.output
+    trials = pd.read_csv(out / "trials.csv")
+    for setup, rows in trials.groupby("setup"):
+        if search["sampler"] in ("tpe", "gp"):
+            assert len(rows) == 4
+        elif search["sampler"] == "refine":
+            coarse = {-9.0, -7.0, -5.0} if setup == "sp_adamw" else {-6.0, -4.0, -2.0}
+            extra = set(rows["log2_lr"]) - coarse
+            assert coarse <= set(rows["log2_lr"]) and 1 <= len(extra) <= 4
+            best = rows[rows["log2_lr"].isin(coarse)].sort_values("val_loss")["log2_lr"].iloc[0]
+            assert all(abs(x - best) <= 1.0 for x in extra)
+        else:
+            assert len(rows) == 3 and set(rows["status"]) <= {"ok", "pruned"}
+    assert json_summary_has_widths(out)
+
+
+def json_summary_has_widths(out: Path) -> bool:
+    summary = json.loads((out / "summary.json").read_text())
+    return all(info["widths"] for info in summary["setups"].values())
+
+
+def test_other_keys_are_searched_one_at_a_time(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    spec = yaml.safe_load(spec_file.read_text())
+    spec["search"] = [spec["search"], {"key": "optimizer.weight_decay", "scale": "linear", "min": 0.0, "max": 0.2,
+                                       "step": 0.1}]
+    spec["setups"] = {"mup_muon": spec["setups"]["mup_muon"]}
+    path = tmp_path / "multi.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = invoke(runner, "sweep", str(path), "--out", str(out), "widths=[32,64]")
+    assert result.exit_code == 0, result.output
+    trials = pd.read_csv(out / "trials.csv")
+    wd = trials[trials["search_key"] == "optimizer.weight_decay"]
+    assert sorted(wd["optimizer.weight_decay"].unique()) == [0.0, 0.1, 0.2]
+    assert wd["lr"].nunique() == 1 and len(wd) == 6
+    assert trials[trials["search_key"] == "optimizer.lr"]["optimizer.weight_decay"].isna().all()
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["keys"]["optimizer.weight_decay"]["setups"]["mup_muon"]["widths"]) == {"32", "64"}
+
+
+def test_spec_can_ask_for_a_coord_check_first(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
+    result = invoke(runner, "sweep", str(spec_file), "--out", str(tmp_path / "run"), "widths=[32,64]",
+                    "coord_check=true")
+    assert result.exit_code == 0, result.output
+    assert "coord check of setup 'mup_muon'" in result.output
+    assert "coord check of setup 'sp_adamw': not stable" in result.output

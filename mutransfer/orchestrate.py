@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
 
 from .errors import UserError
 from .runs import claim_run_dir, dump_yaml

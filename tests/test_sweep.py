@@ -102,7 +102,7 @@ def test_interrupted_sweep_resumes_without_retraining(runner: CliRunner, spec_fi
     out = tmp_path / "run"
     first = Counter(monkeypatch, interrupt_at=5)
     result = invoke(runner, "sweep", str(spec_file), "--out", str(out))
-    assert result.exit_code == 130
+    assert result.exit_code == 130 and len(first.calls) == 5
     done = pd.read_csv(out / "trials.csv")
     finished = done[done["status"] == "ok"]
     assert len(finished) == 4 and (done["status"] == "interrupted").sum() == 1

@@ -174,7 +174,8 @@ def sweep(
     storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage URL (default: a journal file in "
                                           "the run directory; postgresql://USER:PASS@HOST/DB for several machines)."),
     study: Optional[str] = typer.Option(None, "--study", help="Prefix of every study name (default: the spec name)."),
-    workers: int = typer.Option(1, "--workers", help="Local worker processes."),
+    workers: str = typer.Option("1", "--workers", help="Local worker processes, or 'auto' (measure workers × threads "
+                                "layouts on this machine and use the fastest)."),
     threads: int = typer.Option(0, "--threads", help="Torch threads per worker (0: cores / workers)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and a measured time estimate; train nothing."),
     heartbeat: int = typer.Option(10, "--heartbeat", help="Database storages: seconds between worker heartbeats "

@@ -20,13 +20,22 @@ __all__ = ["run_sweep_command", "run_export", "finalize", "resolve_workers", "EX
 EXIT_INTERRUPTED = 130
 
 
-def resolve_workers(workers: int, threads: int) -> tuple[int, int]:
-    if workers < 1:
-        raise UserError(f"--workers {workers} must be at least 1", "use --workers 1 or more")
+def resolve_workers(workers: str, threads: int) -> tuple[Optional[int], int]:
+    """``--workers N`` (N ≥ 1) or ``auto`` (None: measured later); threads default to cores / workers."""
+    if workers == "auto":
+        if threads < 0:
+            raise UserError(f"--threads {threads} must be >= 0", "use 0 for cores / workers")
+        return None, threads
+    try:
+        count = int(workers)
+    except ValueError:
+        raise UserError(f"--workers {workers} is not a number", "use --workers N (N >= 1) or --workers auto") from None
+    if count < 1:
+        raise UserError(f"--workers {count} must be at least 1", "use --workers 1 or more, or --workers auto")
     if threads < 0:
         raise UserError(f"--threads {threads} must be >= 0", "use 0 for cores / workers")
     cores = os.cpu_count() or 1
-    return workers, threads or max(1, cores // workers)
+    return count, threads or max(1, cores // count)
 
 
 def _validate_trials(spec: SweepSpec) -> dict[str, Any]:
@@ -80,7 +89,7 @@ def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix:
 
 
 def run_sweep_command(spec_name: str, overrides: list[str], out: Optional[Path], storage: Optional[str],
-                      study: Optional[str], workers: int, threads: int, dry_run: bool, heartbeat: int = 10) -> int:
+                      study: Optional[str], workers_text: str, threads: int, dry_run: bool, heartbeat: int = 10) -> int:
     from rich.console import Console
     from rich.live import Live
 
@@ -89,8 +98,13 @@ def run_sweep_command(spec_name: str, overrides: list[str], out: Optional[Path],
 
     console = Console(width=None if sys.stdout.isatty() else 140)
     spec = load_spec(spec_name, overrides)
-    workers, threads = resolve_workers(workers, threads)
+    workers, threads = resolve_workers(workers_text, threads)
     configs = _validate_trials(spec)
+    if workers is None:
+        from .threads import choose_layout
+
+        workers, threads, message = choose_layout(spec)
+        console.print(f"--workers auto: {message}")
     if dry_run:
         from .dryrun import dry_run_table
 

@@ -77,6 +77,7 @@ def cases(w: dict[str, Path]) -> list[tuple[list[str], str]]:
         ([*sweep, f"data.path={root / 'small.txt'}"], "too short"),
         ([*sweep, "data=tokens", f"data.path={root / 'ids.bin'}", "data.vocab_size=100"], ">= data.vocab_size=100"),
         ([*sweep, "--workers", "0"], "--workers 0"),
+        ([*sweep, "--workers", "many"], "--workers many"),
         ([*sweep, "--storage", "postgresql://u:p@127.0.0.1:1/db"], "cannot open --storage"),
         (["sweep", spec, "--out", str(root / "a_file")], "is an existing file"),
         ([*sweep, "train.steps=5"], "holds a different sweep"),
@@ -100,7 +101,7 @@ def test_at_least_25_cases(world: dict[str, Path]) -> None:
     assert len(cases(world)) >= 25
 
 
-@pytest.mark.parametrize("index", range(37))
+@pytest.mark.parametrize("index", range(38))
 def test_bad_input_in_process(world: dict[str, Path], index: int) -> None:
     args, needle = cases(world)[index]
     before = snapshot(world["run"])
@@ -116,7 +117,7 @@ def test_bad_input_in_process(world: dict[str, Path], index: int) -> None:
     assert time.monotonic() - started < 30
 
 
-@pytest.mark.parametrize("index", [3, 11, 26])
+@pytest.mark.parametrize("index", [3, 11, 27])
 def test_bad_input_as_a_real_subprocess(world: dict[str, Path], index: int) -> None:
     args, needle = cases(world)[index]
     before = snapshot(world["run"])

@@ -272,3 +272,14 @@ def test_spec_can_ask_for_a_coord_check_first(runner: CliRunner, spec_file: Path
     assert result.exit_code == 0, result.output
     assert "coord check of setup 'mup_muon'" in result.output
     assert "coord check of setup 'sp_adamw': not stable" in result.output
+
+
+def test_workers_auto_measures_the_layouts(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
+    from mutransfer.threads import layouts
+
+    assert layouts(2) == [(1, 2), (2, 1)] and layouts(4) == [(1, 4), (2, 2), (4, 1)]
+    result = invoke(runner, "sweep", str(spec_file), "--out", str(tmp_path / "run"), "--workers", "auto",
+                    "widths=[32]")
+    assert result.exit_code == 0, result.output
+    assert "--workers auto: measured at width 32" in result.output and "steps/s" in result.output
+    assert len(pd.read_csv(tmp_path / "run" / "trials.csv")) == 6

@@ -246,8 +246,9 @@ class _Worker:
         if status == "pruned":
             study.tell(trial, state=TrialState.PRUNED)
         elif status == "diverged":
-            finite = result.train_loss if result.train_loss is not None else cfg.train.diverge_factor * math.log(vocab_size(cfg.data))
-            study.tell(trial, max(finite, result.initial_loss if math.isfinite(result.initial_loss) else 0.0))
+            fallback = cfg.train.diverge_factor * math.log(vocab_size(cfg.data))  # a loss of NaN from step 1
+            last = result.train_loss if result.train_loss is not None else fallback
+            study.tell(trial, max(last, result.initial_loss if math.isfinite(result.initial_loss) else 0.0))
         else:
             study.tell(trial, result.val_loss)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import replace
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Optional
 
 import torch
 from torch import nn
@@ -78,15 +78,21 @@ def model_plan(cfg: Config, vocab_size: int) -> Plan:
     return gpt_plan(cfg, vocab_size)
 
 
-def build_model(cfg: Config, vocab_size: int, device: torch.device | str = "cpu") -> tuple[nn.Module, Plan]:
-    """The model initialised by its plan from ``train.seed`` (same weights whatever the learning rate)."""
+def build_model(cfg: Config, vocab_size: int, device: torch.device | str = "cpu",
+                trials: Optional[int] = None) -> tuple[nn.Module, Plan]:
+    """The model initialised by its plan from ``train.seed`` (same weights whatever the learning rate).
+
+    ``trials=K`` builds K stacked copies of the GPT, each with the same initial weights.
+    """
     if cfg.model.factory:
+        if trials is not None:
+            raise UserError("trial batching needs the built-in GPT, not model.factory", "set batch_trials=1")
         model, plan = _factory_model(cfg)
         init_parameters(model.named_parameters(), plan, torch.Generator().manual_seed(cfg.train.seed))
         attach_multipliers(model, plan.multipliers)
         return model.to(device), plan
     plan = gpt_plan(cfg, vocab_size)
-    gpt = GPT(cfg.model, vocab_size)
+    gpt = GPT(cfg.model, vocab_size, trials=trials)
     init_parameters(gpt.named_parameters(), plan, torch.Generator().manual_seed(cfg.train.seed))
     gpt.set_multipliers(plan.multipliers)
     return gpt.to(device), plan

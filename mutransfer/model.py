@@ -3,6 +3,11 @@
 Every weight is a plain parameter applied through ``dense``; each module declares the role of each of its
 parameters, and ``GPT.roles`` collects them by parameter name. Forward multipliers (the abc table's m^-a)
 are plain floats in each module's ``multipliers`` dict, set by ``GPT.set_multipliers``.
+
+``GPT(..., trials=K)`` stacks K independent copies of every parameter along a leading trial dimension
+(K learning-rate trials trained as one model): activations then carry that leading dimension, matmuls are
+batched, embeddings gather per trial and attention folds the trials into its batch. ``trials=None`` is the
+ordinary model with ordinary parameter shapes.
 """
 
 from __future__ import annotations
@@ -15,11 +20,27 @@ from torch import Tensor, nn
 
 from .schema import ModelConfig
 
-__all__ = ["GPT", "dense", "check_roles"]
+__all__ = ["GPT", "dense", "check_roles", "next_token_loss"]
+
+
+def _stacked(trials: Optional[int], *shape: int) -> tuple[int, ...]:
+    return shape if trials is None else (trials, *shape)
 
 
 def dense(x: Tensor, weight: Tensor, bias: Optional[Tensor], mult: float = 1.0, bias_mult: float = 1.0) -> Tensor:
-    """y = mult · x Wᵀ + bias_mult · b, with W in torch layout (dout, din)."""
+    """y = mult · x Wᵀ + bias_mult · b, with W in torch layout (dout, din).
+
+    A stacked weight (K, dout, din) takes x of shape (K, ..., din) and a bias of shape (K, dout).
+    """
+    if weight.ndim == 3:
+        K, dout, din = weight.shape
+        x2 = x.reshape(K, -1, din)
+        if bias is None:
+            y = torch.bmm(x2, weight.mT)
+            y = y * mult if mult != 1.0 else y
+        else:
+            y = torch.baddbmm(bias.unsqueeze(1), x2, weight.mT, beta=bias_mult, alpha=mult)
+        return y.reshape(*x.shape[:-1], dout)
     y = F.linear(x, weight)
     if mult != 1.0:
         y = y * mult
@@ -29,10 +50,11 @@ def dense(x: Tensor, weight: Tensor, bias: Optional[Tensor], mult: float = 1.0, 
 
 
 class Dense(nn.Module):
-    def __init__(self, din: int, dout: int, bias: bool, role: str, device: Optional[torch.device]) -> None:
+    def __init__(self, din: int, dout: int, bias: bool, role: str, device: Optional[torch.device],
+                 trials: Optional[int]) -> None:
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(dout, din, device=device))
-        self.bias = nn.Parameter(torch.zeros(dout, device=device)) if bias else None
+        self.weight = nn.Parameter(torch.empty(_stacked(trials, dout, din), device=device))
+        self.bias = nn.Parameter(torch.zeros(_stacked(trials, dout), device=device)) if bias else None
         self.param_roles = {"weight": role, "bias": "bias"} if bias else {"weight": role}
         self.multipliers = {name: 1.0 for name in self.param_roles}
 
@@ -41,27 +63,36 @@ class Dense(nn.Module):
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float, device: Optional[torch.device]) -> None:
+    def __init__(self, dim: int, eps: float, device: Optional[torch.device], trials: Optional[int]) -> None:
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim, device=device))
+        self.weight = nn.Parameter(torch.ones(_stacked(trials, dim), device=device))
         self.eps = eps
         self.param_roles = {"weight": "gain"}
         self.multipliers = {"weight": 1.0}
 
     def forward(self, x: Tensor) -> Tensor:
         gain = self.weight * self.multipliers["weight"] if self.multipliers["weight"] != 1.0 else self.weight
-        return F.rms_norm(x, (x.shape[-1],), gain, self.eps)
+        if gain.ndim == 1:
+            return F.rms_norm(x, (x.shape[-1],), gain, self.eps)
+        K, C = gain.shape
+        return F.rms_norm(x, (C,), None, self.eps) * gain.view(K, *(1,) * (x.ndim - 2), C)
 
 
 class Embedding(nn.Module):
-    def __init__(self, vocab: int, dim: int, device: Optional[torch.device]) -> None:
+    def __init__(self, vocab: int, dim: int, device: Optional[torch.device], trials: Optional[int]) -> None:
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(vocab, dim, device=device))
+        self.weight = nn.Parameter(torch.empty(_stacked(trials, vocab, dim), device=device))
         self.param_roles = {"weight": "embedding"}
         self.multipliers = {"weight": 1.0}
 
     def forward(self, idx: Tensor) -> Tensor:
-        out = F.embedding(idx, self.weight)
+        """Token ids (B, T) → (B, T, C), or (K, B, T, C) for a stacked table (K, V, C)."""
+        if self.weight.ndim == 3:
+            K, V, C = self.weight.shape
+            offsets = torch.arange(K, device=idx.device).view(K, *(1,) * idx.ndim) * V
+            out = F.embedding(idx.unsqueeze(0) + offsets, self.weight.reshape(K * V, C))
+        else:
+            out = F.embedding(idx, self.weight)
         return out * self.multipliers["weight"] if self.multipliers["weight"] != 1.0 else out
 
 
@@ -76,41 +107,43 @@ def rope(x: Tensor, base: float) -> Tensor:
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig, device: Optional[torch.device]) -> None:
+    def __init__(self, cfg: ModelConfig, device: Optional[torch.device], trials: Optional[int]) -> None:
         super().__init__()
         d = cfg.width
         self.n_head, self.head_dim, self.rope_base = d // cfg.head_dim, cfg.head_dim, cfg.rope_base
-        self.q = Dense(d, d, cfg.bias, "hidden", device)
-        self.k = Dense(d, d, cfg.bias, "hidden", device)
-        self.v = Dense(d, d, cfg.bias, "hidden", device)
-        self.o = Dense(d, d, cfg.bias, "hidden", device)
+        self.q = Dense(d, d, cfg.bias, "hidden", device, trials)
+        self.k = Dense(d, d, cfg.bias, "hidden", device, trials)
+        self.v = Dense(d, d, cfg.bias, "hidden", device, trials)
+        self.o = Dense(d, d, cfg.bias, "hidden", device, trials)
 
     def forward(self, x: Tensor) -> Tensor:
-        B, T, C = x.shape
-        q, k, v = (lin(x).view(B, T, self.n_head, self.head_dim).transpose(1, 2) for lin in (self.q, self.k, self.v))
-        q, k = rope(q, self.rope_base), rope(k, self.rope_base)  # (B, nh, T, hs)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
-        return self.o(y.transpose(1, 2).reshape(B, T, C))
+        """(..., T, C) → (..., T, C); leading dims (batch, or trials × batch) are folded into SDPA's batch."""
+        *lead, T, C = x.shape
+        q, k, v = (lin(x).reshape(-1, T, self.n_head, self.head_dim).transpose(1, 2)
+                   for lin in (self.q, self.k, self.v))
+        q, k = rope(q, self.rope_base), rope(k, self.rope_base)  # (N, nh, T, hs)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (N, nh, T, hs)
+        return self.o(y.transpose(1, 2).reshape(*lead, T, C))
 
 
 class MLP(nn.Module):
-    def __init__(self, cfg: ModelConfig, device: Optional[torch.device]) -> None:
+    def __init__(self, cfg: ModelConfig, device: Optional[torch.device], trials: Optional[int]) -> None:
         super().__init__()
         hidden = cfg.mlp_ratio * cfg.width
-        self.up = Dense(cfg.width, hidden, cfg.bias, "hidden", device)
-        self.down = Dense(hidden, cfg.width, cfg.bias, "hidden", device)
+        self.up = Dense(cfg.width, hidden, cfg.bias, "hidden", device, trials)
+        self.down = Dense(hidden, cfg.width, cfg.bias, "hidden", device, trials)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.down(F.gelu(self.up(x)))
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig, device: Optional[torch.device]) -> None:
+    def __init__(self, cfg: ModelConfig, device: Optional[torch.device], trials: Optional[int]) -> None:
         super().__init__()
-        self.attn_norm = RMSNorm(cfg.width, cfg.norm_eps, device)
-        self.attn = Attention(cfg, device)
-        self.mlp_norm = RMSNorm(cfg.width, cfg.norm_eps, device)
-        self.mlp = MLP(cfg, device)
+        self.attn_norm = RMSNorm(cfg.width, cfg.norm_eps, device, trials)
+        self.attn = Attention(cfg, device, trials)
+        self.mlp_norm = RMSNorm(cfg.width, cfg.norm_eps, device, trials)
+        self.mlp = MLP(cfg, device, trials)
 
     def forward(self, x: Tensor) -> Tensor:
         x = x + self.attn(self.attn_norm(x))
@@ -118,16 +151,23 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    """Token embedding → depth × pre-norm blocks (RoPE attention, 4× GELU MLP) → RMSNorm → untied LM head."""
+    """Token embedding → depth × pre-norm blocks (RoPE attention, 4× GELU MLP) → RMSNorm → untied LM head.
 
-    def __init__(self, cfg: ModelConfig, vocab_size: int, device: Optional[torch.device | str] = None) -> None:
+    ``trials=K`` stacks K independent models along a leading dimension: token ids (B, T) in, logits
+    (K, B, T, V) out.
+    """
+
+    def __init__(self, cfg: ModelConfig, vocab_size: int, device: Optional[torch.device | str] = None,
+                 trials: Optional[int] = None) -> None:
         super().__init__()
+        if trials is not None and trials < 1:
+            raise ValueError(f"trials must be a positive number of stacked models or None, got {trials}")
         device = torch.device(device) if device is not None else None
         self.config, self.vocab_size = cfg, vocab_size
-        self.embed = Embedding(vocab_size, cfg.width, device)
-        self.blocks = nn.ModuleList(Block(cfg, device) for _ in range(cfg.depth))
-        self.final_norm = RMSNorm(cfg.width, cfg.norm_eps, device)
-        self.lm_head = None if cfg.tie_embeddings else Dense(cfg.width, vocab_size, False, "readout", device)
+        self.embed = Embedding(vocab_size, cfg.width, device, trials)
+        self.blocks = nn.ModuleList(Block(cfg, device, trials) for _ in range(cfg.depth))
+        self.final_norm = RMSNorm(cfg.width, cfg.norm_eps, device, trials)
+        self.lm_head = None if cfg.tie_embeddings else Dense(cfg.width, vocab_size, False, "readout", device, trials)
         self.roles: dict[str, str] = {
             f"{mod_name}.{p_name}" if mod_name else p_name: role
             for mod_name, mod in self.named_modules()
@@ -143,7 +183,7 @@ class GPT(nn.Module):
             modules[mod_name].multipliers[p_name] = float(value)
 
     def hidden_states(self, idx: Tensor) -> Tensor:
-        x = self.embed(idx)  # (B, T, C)
+        x = self.embed(idx)  # (B, T, C) or (K, B, T, C)
         for block in self.blocks:
             x = block(x)
         return self.final_norm(x)
@@ -151,13 +191,23 @@ class GPT(nn.Module):
     def forward(self, idx: Tensor, targets: Optional[Tensor] = None) -> tuple[Tensor, Optional[Tensor]]:
         h = self.hidden_states(idx)
         if self.lm_head is not None:
-            logits = self.lm_head(h)  # (B, T, V)
+            logits = self.lm_head(h)  # (B, T, V) or (K, B, T, V)
         else:
             logits = dense(h, self.embed.weight, None, self.embed.multipliers["weight"])
         if targets is None:
             return logits, None
-        loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))
-        return logits, loss
+        return logits, next_token_loss(logits, targets)
+
+
+def next_token_loss(logits: Tensor, targets: Tensor) -> Tensor:
+    """Mean cross-entropy in fp32: a scalar for logits (..., V) matching ``targets`` (...), or one loss per
+    trial, shape (K,), for stacked logits (K, ..., V)."""
+    flat = logits.float().reshape(-1, logits.size(-1))
+    if logits.ndim == targets.ndim + 1:
+        return F.cross_entropy(flat, targets.reshape(-1))
+    K = logits.size(0)
+    per_token = F.cross_entropy(flat, targets.reshape(1, -1).expand(K, -1).reshape(-1), reduction="none")
+    return per_token.view(K, -1).mean(1)
 
 
 def check_roles(model: nn.Module, roles: Mapping[str, str]) -> None:

@@ -1,8 +1,9 @@
-"""Per-layer steepest descent: msign (Muon), row/RMS-normalized SGD and SignSGD.
+"""Per-layer steepest descent: msign (Muon), row/RMS-normalized SGD and SignSGD; AdamW and SGD for stacked trials.
 
 Weights are in torch layout ``(dout, din)``. Every pure function accepts a batch
 ``(..., m, n)`` and normalizes over the last dim(s) only, so K trials stacked along
-a leading dimension are updated independently.
+a leading dimension are updated independently. A group's ``lr`` is a float, or a tensor of
+K per-trial learning rates for parameters stacked along a leading trial dimension.
 """
 
 import math
@@ -13,6 +14,13 @@ import torch
 from torch import Tensor
 
 __all__ = [
+    "StackedAdamW",
+    "StackedSGD",
+    "adamw_update_",
+    "clip_grad_norm_per_trial_",
+    "keep_trials",
+    "per_trial",
+    "sgd_update_",
     "MUON_SCALES",
     "NS_COEFFS",
     "UPDATE_RULES",
@@ -236,8 +244,14 @@ class SteepestDescent(torch.optim.Optimizer):
                     ns_dtype=group["ns_dtype"],
                     eps=group["eps"],
                 )
-                p.mul_(1.0 - lr * group["weight_decay"])
-                p.add_(d, alpha=-lr * self._alpha(group, p))
+                lr_p = per_trial(lr, p)
+                if group["weight_decay"]:
+                    p.mul_(1.0 - lr_p * group["weight_decay"])
+                alpha = self._alpha(group, p)
+                if isinstance(lr_p, Tensor):
+                    p.addcmul_(d, lr_p, value=-alpha)
+                else:
+                    p.add_(d, alpha=-lr_p * alpha)
         return loss
 
     @staticmethod
@@ -246,3 +260,143 @@ class SteepestDescent(torch.optim.Optimizer):
             return 1.0
         dout, din = group["scale_shape"] or p.shape[-2:]
         return muon_scale(group["scale_rule"], int(dout), int(din), group["tau"])
+
+
+def per_trial(lr: float | Tensor, p: Tensor) -> float | Tensor:
+    """A float LR as it is; a tensor of K per-trial LRs shaped (K, 1, ...) to broadcast over ``p`` (K, ...)."""
+    if isinstance(lr, Tensor):
+        return lr.view(-1, *(1,) * (p.ndim - 1))
+    return lr
+
+
+def adamw_update_(
+    p: Tensor,
+    grad: Tensor,
+    exp_avg: Tensor,
+    exp_avg_sq: Tensor,
+    step: int,
+    lr: float | Tensor,
+    betas: tuple[float, float],
+    eps: float,
+    weight_decay: float,
+) -> None:
+    """One AdamW step in place, as ``torch.optim.AdamW`` does it (decoupled decay, bias correction)."""
+    beta1, beta2 = betas
+    if weight_decay:
+        p.mul_(1.0 - lr * weight_decay)
+    exp_avg.lerp_(grad, 1.0 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
+    denom = (exp_avg_sq.sqrt() / math.sqrt(1.0 - beta2**step)).add_(eps)
+    step_size = lr / (1.0 - beta1**step)
+    if isinstance(step_size, Tensor):
+        p.sub_(exp_avg / denom * step_size)
+    else:
+        p.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+def sgd_update_(
+    p: Tensor,
+    grad: Tensor,
+    buf: Tensor | None,
+    lr: float | Tensor,
+    momentum: float,
+    nesterov: bool,
+    weight_decay: float,
+) -> Tensor | None:
+    """One SGD step in place, as ``torch.optim.SGD`` does it (coupled decay, no dampening); returns the buffer."""
+    d_p = grad.add(p, alpha=weight_decay) if weight_decay else grad
+    if momentum:
+        buf = d_p.clone() if buf is None else buf.mul_(momentum).add_(d_p)
+        d_p = d_p.add(buf, alpha=momentum) if nesterov else buf
+    if isinstance(lr, Tensor):
+        p.sub_(d_p * lr)
+    else:
+        p.add_(d_p, alpha=-lr)
+    return buf
+
+
+class StackedAdamW(torch.optim.Optimizer):
+    """AdamW whose groups may hold per-trial LR tensors (K,) for parameters stacked as (K, ...)."""
+
+    def __init__(self, params: Iterable[dict[str, Any]], lr: float, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.01) -> None:
+        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay})
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:
+        """Perform one optimization step."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state.update(step=0, exp_avg=torch.zeros_like(p), exp_avg_sq=torch.zeros_like(p))
+                state["step"] += 1
+                adamw_update_(p, p.grad, state["exp_avg"], state["exp_avg_sq"], state["step"],
+                              per_trial(group["lr"], p), group["betas"], group["eps"], group["weight_decay"])
+        return loss
+
+
+class StackedSGD(torch.optim.Optimizer):
+    """SGD (momentum, Nesterov) whose groups may hold per-trial LR tensors (K,) for stacked parameters."""
+
+    def __init__(self, params: Iterable[dict[str, Any]], lr: float, momentum: float = 0.0, nesterov: bool = False,
+                 weight_decay: float = 0.0) -> None:
+        super().__init__(params, {"lr": lr, "momentum": momentum, "nesterov": nesterov, "weight_decay": weight_decay})
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:
+        """Perform one optimization step."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                state["momentum_buffer"] = sgd_update_(p, p.grad, state.get("momentum_buffer"),
+                                                       per_trial(group["lr"], p), group["momentum"],
+                                                       group["nesterov"], group["weight_decay"])
+        return loss
+
+
+@torch.no_grad()
+def clip_grad_norm_per_trial_(params: Iterable[Tensor], max_norm: float) -> Tensor:
+    """``clip_grad_norm_`` for each trial of stacked parameters (K, ...) separately; returns the K norms."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norms = torch.stack([g.flatten(1).float().pow(2).sum(1) for g in grads]).sum(0).sqrt()
+    coef = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(coef.view(-1, *(1,) * (g.ndim - 1)).to(g.dtype))
+    return norms
+
+
+@torch.no_grad()
+def keep_trials(model: torch.nn.Module, optimizer: torch.optim.Optimizer, keep: Tensor) -> None:
+    """Keep only the trials ``keep`` (indices along the leading dimension) of every stacked parameter of
+    ``model``, with its optimizer state and its group's per-trial LR; dropped trials cost nothing from now on.
+
+    Parameters are replaced by new ones (autograd caches a leaf's shape, so resizing one in place is unsafe);
+    the optimizer's groups and state follow them.
+    """
+    replaced: dict[int, torch.nn.Parameter] = {}
+    for module in model.modules():
+        for name, p in module.named_parameters(recurse=False):
+            new = replaced.setdefault(id(p), torch.nn.Parameter(p.detach()[keep], requires_grad=p.requires_grad))
+            setattr(module, name, new)
+    for group in optimizer.param_groups:
+        if isinstance(group["lr"], Tensor):
+            group["lr"] = group["lr"][keep]
+        for i, p in enumerate(group["params"]):
+            new = replaced[id(p)]
+            state = optimizer.state.pop(p, {})
+            optimizer.state[new] = {name: value[keep] if isinstance(value, Tensor) and value.ndim == p.ndim
+                                    and value.shape[0] == p.shape[0] else value for name, value in state.items()}
+            group["params"][i] = new

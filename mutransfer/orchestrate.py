@@ -113,7 +113,8 @@ def run_sweep_command(spec_name: str, overrides: list[str], out: Optional[Path],
     run_dir = out or Path("runs") / spec.name
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out {run_dir} is an existing file", "give a directory path")
-    record = {"kind": "sweep", "spec": spec.as_dict(), "setups": configs}
+    record = {"kind": "sweep", "spec": {k: v for k, v in spec.as_dict().items() if k != "batch_trials"},
+              "setups": configs}
     fingerprint = hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:16]
     if heartbeat < 1:
         raise UserError(f"--heartbeat {heartbeat} must be at least 1 second", "e.g. --heartbeat 10")

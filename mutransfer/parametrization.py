@@ -289,25 +289,40 @@ def make_plan(
 
 @torch.no_grad()
 def init_parameters(named_params: Iterable[tuple[str, nn.Parameter]], plan: Plan, generator: torch.Generator) -> None:
-    """Initialise in model order from one seeded generator (on CPU, so every device gets the same weights)."""
+    """Initialise in model order from one seeded generator (on CPU, so every device gets the same weights).
+
+    A parameter stacked along leading trial dimensions gets the planned draw in every trial slice.
+    """
     table = plan.by_name()
     for name, param in named_params:
         entry = table[name]
-        values = torch.randn(param.shape, generator=generator) * entry.init_std + entry.init_mean
+        if tuple(param.shape[param.ndim - len(entry.shape):]) != entry.shape:
+            raise ValueError(f"parameter '{name}' has shape {tuple(param.shape)} but the plan says {entry.shape}")
+        values = torch.randn(entry.shape, generator=generator) * entry.init_std + entry.init_mean
         param.copy_(values.to(param.dtype))
 
 
 def build_optimizer(
-    named_params: Iterable[tuple[str, nn.Parameter]], plan: Plan, opt: OptimizerConfig
+    named_params: Iterable[tuple[str, nn.Parameter]],
+    plan: Plan,
+    opt: OptimizerConfig,
+    trial_lrs: Optional[Sequence[float]] = None,
 ) -> torch.optim.Optimizer:
-    """The configured optimizer with one parameter group per parameter, LR (and eps) from the plan."""
-    from .optim import SteepestDescent
+    """The configured optimizer with one parameter group per parameter, LR (and eps) from the plan.
+
+    With ``trial_lrs`` (one η per trial) the parameters are stacked along a leading trial dimension and each
+    group's LR is a tensor of K per-trial LRs; the optimizer is then the stacked AdamW/SGD or SteepestDescent.
+    """
+    from .optim import StackedAdamW, StackedSGD, SteepestDescent
 
     table = plan.by_name()
     groups: list[dict[str, Any]] = []
     for name, param in named_params:
         entry = table[name]
-        group: dict[str, Any] = {"params": [param], "lr": plan.lr * entry.lr_factor, "name": name}
+        lr: float | torch.Tensor = plan.lr * entry.lr_factor
+        if trial_lrs is not None:
+            lr = torch.tensor(list(trial_lrs), dtype=torch.float32, device=param.device) * entry.lr_factor
+        group: dict[str, Any] = {"params": [param], "lr": lr, "name": name}
         if entry.eps is not None:
             group["eps"] = entry.eps
         if opt.name == "muon":
@@ -318,11 +333,13 @@ def build_optimizer(
     if len(groups) != len(table):
         raise ValueError(f"the optimizer got {len(groups)} parameters but the plan has {len(table)}")
     wd = opt.weight_decay
+    nesterov = opt.nesterov and opt.momentum > 0
     if opt.name == "adamw":
-        return torch.optim.AdamW(groups, lr=plan.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps, weight_decay=wd)
+        adamw = torch.optim.AdamW if trial_lrs is None else StackedAdamW
+        return adamw(groups, lr=plan.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps, weight_decay=wd)
     if opt.name == "sgd":
-        return torch.optim.SGD(groups, lr=plan.lr, momentum=opt.momentum, nesterov=opt.nesterov and opt.momentum > 0,
-                               weight_decay=wd)
+        sgd = torch.optim.SGD if trial_lrs is None else StackedSGD
+        return sgd(groups, lr=plan.lr, momentum=opt.momentum, nesterov=nesterov, weight_decay=wd)
     ns_dtype = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16}[opt.ns_dtype]
     return SteepestDescent(groups, lr=plan.lr, momentum=opt.momentum, nesterov=opt.nesterov, weight_decay=wd,
                            ns_steps=opt.ns_steps, ns_coeffs=tuple(opt.ns_coeffs), ns_dtype=ns_dtype)

@@ -15,7 +15,7 @@ __all__ = ["TRIAL_COLUMNS", "CURVE_COLUMNS", "collect"]
 
 TRIAL_COLUMNS = ["setup", "parametrization", "optimizer", "width", "seed", "search_key", "log2_lr", "lr", "val_loss",
                  "train_loss", "status", "steps", "seconds", "tokens_per_s", "optimizer_fraction", "peak_memory_mb",
-                 "study", "trial", "host", "pid"]
+                 "batch_trials", "study", "trial", "host", "pid"]
 CURVE_COLUMNS = ["setup", "width", "seed", "search_key", "x", "trial", "step", "train_loss", "val_loss"]
 STATE_STATUS = {TrialState.COMPLETE: "ok", TrialState.PRUNED: "pruned", TrialState.FAIL: "failed"}
 
@@ -44,7 +44,8 @@ def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, p
                    "status": a.get("status") or STATE_STATUS[t.state], "steps": a.get("steps"),
                    "seconds": _num(a.get("seconds")), "tokens_per_s": _num(a.get("tokens_per_s")),
                    "optimizer_fraction": _num(a.get("optimizer_fraction")),
-                   "peak_memory_mb": _num(a.get("peak_memory_mb")), "study": study.study_name, "trial": t.number,
+                   "peak_memory_mb": _num(a.get("peak_memory_mb")), "batch_trials": a.get("batch_trials"),
+                   "study": study.study_name, "trial": t.number,
                    "host": a.get("host"), "pid": a.get("pid")}
             for extra in extra_keys:
                 row[extra] = key.search.value(x) if key.search.key == extra else math.nan

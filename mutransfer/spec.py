@@ -73,7 +73,7 @@ class SweepSpec:
     seeds: tuple[int, ...] = (0,)
     overrides: tuple[str, ...] = ()
     coord_check: bool = False
-    batch_trials: int = 1
+    batch_trials: int | str = "auto"
     model: Optional[dict[str, Any]] = None
     source: str = field(default="", compare=False)
 
@@ -248,16 +248,23 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     extra = data.get("overrides") or []
     if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
         raise UserError("overrides must be a list of key=value strings", "e.g. overrides: [train.steps=100]")
-    batch_trials = data.get("batch_trials", 1)
-    _number("batch_trials", batch_trials, integer=True, positive=True)
+    batch_trials = data.get("batch_trials", "auto")
+    if batch_trials != "auto":
+        _number("batch_trials", batch_trials, integer=True, positive=True)
     model = data.get("model")
     if model is not None and (not isinstance(model, dict) or set(model) - {"factory", "roles"} or
                               not isinstance(model.get("roles"), dict) or ":" not in str(model.get("factory", ""))):
         raise UserError("model must be {factory: 'package.module:function', roles: {pattern: role}}",
                         "see scripts/own_model_example.py")
+    if batch_trials not in ("auto", 1):
+        other = next((s.key for setup in setups for s in setup.search if s.key != LR_KEY), None)
+        if model is not None or other is not None:
+            what = "model.factory" if model is not None else f"search.key={other}"
+            raise UserError(f"batch_trials={batch_trials} stacks learning-rate trials of the built-in GPT, not {what}",
+                            "set batch_trials=1 (or auto)")
     return SweepSpec(name=data["name"], setups=tuple(setups), widths=_int_list("widths", data["widths"], True),
                      seeds=_int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
-                     coord_check=bool(data.get("coord_check", False)), batch_trials=int(batch_trials), model=model,
+                     coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
                      source=source)
 
 
@@ -267,4 +274,4 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
                              search=tuple(SearchSpec(**x) for x in s["search"])) for s in data["setups"])
     return SweepSpec(name=data["name"], setups=setups, widths=tuple(data["widths"]), seeds=tuple(data["seeds"]),
                      overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
-                     batch_trials=int(data.get("batch_trials", 1)), model=data.get("model"))
+                     batch_trials=data.get("batch_trials", "auto"), model=data.get("model"))

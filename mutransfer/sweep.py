@@ -1,7 +1,8 @@
 """Sweeps: run every study of a spec with local worker processes on one Optuna storage, then tabulate.
 
 A worker walks the studies in order and pops their queued grid points (or asks the sampler, for TPE/GP)
-until each study has its budget. Running the same command again resumes: finished trials are kept,
+until each study has its budget, taking up to ``batch_trials`` learning rates at a time and training them
+stacked as one model. Running the same command again resumes: finished trials are kept,
 trials of dead local workers are re-run, live workers' trials are left alone.
 """
 
@@ -27,10 +28,10 @@ from .schema import Config
 from .spec import LR_KEY, SweepSpec
 from .studies import (RECORD_ATTR, StudyKey, enqueue_missing, heartbeat_of, is_bookkeeping, load_study, open_storage,
                       owner_of, process_identity, reap_abandoned, study_keys)
-from .train import train_model
+from .train import TrainResult, resolve_device, train_model, train_trials
 
 __all__ = ["SweepOptions", "Snapshot", "trial_config", "prepare", "run_worker", "run_sweep", "snapshot",
-           "refine_points", "setup_configs", "CURVE_POINTS", "LR_KEY"]
+           "refine_points", "setup_configs", "trials_per_batch", "CURVE_POINTS", "LR_KEY"]
 
 CURVE_POINTS = 200
 EventCallback = Callable[[str, StudyKey, float], None]
@@ -98,17 +99,19 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> int:
 
 
 class _Heartbeat:
-    """Keeps an RDB trial's heartbeat fresh while it trains (Optuna only does this inside ``optimize``)."""
+    """Keeps RDB trials' heartbeats fresh while they train (Optuna only does this inside ``optimize``)."""
 
-    def __init__(self, storage: optuna.storages.BaseStorage, trial_id: int) -> None:
-        self.storage, self.trial_id, self.stop = storage, trial_id, threading.Event()
+    def __init__(self, storage: optuna.storages.BaseStorage, trial_ids: list[int]) -> None:
+        self.storage, self.trial_ids, self.stop = storage, trial_ids, threading.Event()
         interval = heartbeat_of(storage)
         self.thread = threading.Thread(target=self._beat, args=(interval,), daemon=True) if interval else None
 
     def _beat(self, interval: int) -> None:
-        self.storage.record_heartbeat(self.trial_id)  # type: ignore[attr-defined]
-        while not self.stop.wait(interval):
-            self.storage.record_heartbeat(self.trial_id)  # type: ignore[attr-defined]
+        while True:
+            for trial_id in self.trial_ids:
+                self.storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]
+            if self.stop.wait(interval):
+                return
 
     def __enter__(self) -> "_Heartbeat":
         if self.thread:
@@ -124,6 +127,7 @@ class _Worker:
         self.spec, self.opts, self.on_event = spec, opts, on_event
         self.storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
         self.corpora: dict[str, Corpus] = {}
+        self.batch_sizes: dict[StudyKey, int] = {}
         self.extra = tuple(x for x in (f"train.threads={opts.threads}" if opts.threads else "",
                                        f"train.device={opts.device}" if opts.device else "") if x)
 
@@ -168,12 +172,22 @@ class _Worker:
                 optuna.storages.fail_stale_trials(study)
             if not self._waiting(study) and not (key.search.sampler == "refine" and self._refine(study, key)):
                 return
-            trial = study.ask()
-            if not trial.user_attrs.get("grid"):
-                trial.set_user_attr("spurious", True)  # the queue emptied between our look and our ask
-                study.tell(trial, state=TrialState.FAIL)
+            claimed: list[tuple[optuna.Trial, float]] = []
+            emptied = False
+            while len(claimed) < self._batch_size(key) and not (claimed and not self._waiting(study)):
+                trial = study.ask()
+                if not trial.user_attrs.get("grid"):
+                    trial.set_user_attr("spurious", True)  # the queue emptied between our look and our ask
+                    study.tell(trial, state=TrialState.FAIL)
+                    emptied = True
+                    break
+                x = self._claim(study, key, trial)
+                if x is not None:
+                    claimed.append((trial, x))
+            if claimed:
+                self._process(study, key, claimed)
+            if emptied:
                 return
-            self._process(study, key, trial)
 
     def _refine(self, study: optuna.Study, key: StudyKey) -> bool:
         trials = [t for t in study.get_trials(deepcopy=False) if not is_bookkeeping(t)]
@@ -190,11 +204,26 @@ class _Worker:
                 optuna.storages.fail_stale_trials(study)
             live = [t for t in study.get_trials(deepcopy=False) if not is_bookkeeping(t)
                     and t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)]
-            if len(live) >= key.search.budget():
+            room = key.search.budget() - len(live)
+            if room <= 0:
                 return
-            self._process(study, key, study.ask())
+            claimed = []
+            for _ in range(min(room, self._batch_size(key))):
+                trial = study.ask()
+                x = self._claim(study, key, trial)
+                if x is not None:
+                    claimed.append((trial, x))
+            if claimed:
+                self._process(study, key, claimed)
 
-    def _process(self, study: optuna.Study, key: StudyKey, trial: optuna.Trial) -> None:
+    def _batch_size(self, key: StudyKey) -> int:
+        if key not in self.batch_sizes:
+            cfg = trial_config(self.spec, key, key.search.min, self.extra)
+            self.batch_sizes[key] = trials_per_batch(self.spec.batch_trials, key, cfg)
+        return self.batch_sizes[key]
+
+    def _claim(self, study: optuna.Study, key: StudyKey, trial: optuna.Trial) -> Optional[float]:
+        """The trial's searched value, or None when another live trial already holds that value."""
         search = key.search
         x = trial.suggest_float(search.column, search.min, search.max)
         for name, value in {**process_identity(), "setup": key.setup, "width": key.width, "seed": key.seed,
@@ -203,37 +232,60 @@ class _Worker:
         if owner_of(study, trial.number, search.column, x) != trial.number:
             trial.set_user_attr("duplicate", True)
             study.tell(trial, state=TrialState.FAIL)
-            return
+            return None
+        return x
+
+    def _process(self, study: optuna.Study, key: StudyKey, claimed: list[tuple[optuna.Trial, float]]) -> None:
         if self.on_event:
-            self.on_event("start", key, x)
+            for _, x in claimed:
+                self.on_event("start", key, x)
+        pending = {trial.number: trial for trial, _ in claimed}
         try:
-            self._train(study, key, trial, x)
+            self._train(study, key, claimed, pending)
         except KeyboardInterrupt:
-            trial.set_user_attr("status", "interrupted")
-            study.tell(trial, state=TrialState.FAIL)
+            for trial in pending.values():
+                trial.set_user_attr("status", "interrupted")
+                study.tell(trial, state=TrialState.FAIL)
             raise
         if self.on_event:
-            self.on_event("end", key, x)
+            for _, x in claimed:
+                self.on_event("end", key, x)
 
-    def _train(self, study: optuna.Study, key: StudyKey, trial: optuna.Trial, x: float) -> None:
-        cfg = trial_config(self.spec, key, x, self.extra)
-        trial.set_user_attr("parametrization", cfg.parametrization.name)
-        trial.set_user_attr("optimizer", cfg.optimizer.name)
-        trial.set_user_attr("lr", cfg.optimizer.lr)
+    def _train(self, study: optuna.Study, key: StudyKey, claimed: list[tuple[optuna.Trial, float]],
+               pending: dict[int, optuna.Trial]) -> None:
+        """Train the claimed trials (one ordinary model, or several stacked) and tell each its result."""
+        trials = [trial for trial, _ in claimed]
+        cfgs = [trial_config(self.spec, key, x, self.extra) for _, x in claimed]
+        for trial, cfg in zip(trials, cfgs):
+            trial.set_user_attr("parametrization", cfg.parametrization.name)
+            trial.set_user_attr("optimizer", cfg.optimizer.name)
+            trial.set_user_attr("lr", cfg.optimizer.lr)
+            trial.set_user_attr("batch_trials", len(trials))
         prune = key.search.pruner != "none"
 
-        def on_eval(step: int, val: float) -> bool:
-            trial.report(val, step)
-            return prune and trial.should_prune()
+        def on_eval(i: int, step: int, val: float) -> bool:
+            trials[i].report(val, step)
+            return prune and trials[i].should_prune()
 
         try:
-            with _Heartbeat(self.storage, trial._trial_id):
-                result, _ = train_model(cfg, self.corpus(cfg), on_eval=on_eval)
+            with _Heartbeat(self.storage, [trial._trial_id for trial in trials]):
+                corpus = self.corpus(cfgs[0])
+                if len(trials) == 1:
+                    results = [train_model(cfgs[0], corpus, on_eval=lambda step, val: on_eval(0, step, val))[0]]
+                else:
+                    results = train_trials(cfgs[0], corpus, [cfg.optimizer.lr for cfg in cfgs], on_eval=on_eval)[0]
         except (RuntimeError, ValueError, MemoryError) as exc:
-            trial.set_user_attr("status", "failed")
-            trial.set_user_attr("message", f"{type(exc).__name__}: {exc}"[:500])
-            study.tell(trial, state=TrialState.FAIL)
+            for trial in trials:
+                trial.set_user_attr("status", "failed")
+                trial.set_user_attr("message", f"{type(exc).__name__}: {exc}"[:500])
+                study.tell(trial, state=TrialState.FAIL)
+                pending.pop(trial.number)
             return
+        for trial, cfg, result in zip(trials, cfgs, results):
+            self._tell(study, trial, cfg, result)
+            pending.pop(trial.number)
+
+    def _tell(self, study: optuna.Study, trial: optuna.Trial, cfg: Config, result: TrainResult) -> None:
         stride = max(1, math.ceil(len(result.curve) / CURVE_POINTS))
         curve = [[row["step"], row["train_loss"]] for row in result.curve[::stride]]
         if result.curve and curve[-1][0] != result.curve[-1]["step"]:
@@ -251,6 +303,18 @@ class _Worker:
             study.tell(trial, max(last, result.initial_loss if math.isfinite(result.initial_loss) else 0.0))
         else:
             study.tell(trial, result.val_loss)
+
+
+def trials_per_batch(setting: int | str, key: StudyKey, cfg: Config) -> int:
+    """How many of a study's trials train stacked as one model: ``batch_trials`` when it is a number; for
+    ``auto``, 1 on CPU (measured: at most 1.2× there, see README) and on a GPU ``min(8, 2048 // width)``
+    learning-rate trials, since small widths leave most of a GPU idle. Only LR searches of the built-in GPT
+    batch."""
+    if setting != "auto":
+        return int(setting)
+    if key.search.key != LR_KEY or cfg.model.factory or resolve_device(cfg.train.device).type != "cuda":
+        return 1
+    return max(1, min(8, 2048 // cfg.model.width))
 
 
 def run_worker(spec: SweepSpec, opts: SweepOptions, on_event: Optional[EventCallback] = None) -> None:

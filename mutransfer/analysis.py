@@ -3,11 +3,15 @@
 Input is a tidy table with columns ``setup, width, seed, x, loss, status`` (x = the searched value in
 search units, log2(LR) for the learning rate; loss = final validation loss; status ok/diverged/...).
 
-Optimum per (setup, width): average the loss over seeds at each x, take the argmin, fit a parabola through
-the argmin and its finite neighbours (3 consecutive ok points) and keep its vertex inside their span.
-Interval: with ≥ 3 seeds, a seeded bootstrap over seeds (2.5–97.5 %). Otherwise the delta-method error of a
-three-point vertex, σ_x = σ_L / (√2 · 2 a h) (σ_L = the seed spread at the argmin, or ``noise_floor`` with one
-seed; a = curvature, h = grid step), as ±1.96 σ_x plus h/4 for the grid's own resolution.
+Optimum per (setup, width): average the loss over seeds at each x, then a local quadratic regression —
+least squares through the ok points within ±h of a centre (h = the grid step; for log2 scales at least
+``fit_octaves``), the centre starting at the argmin and moving to the point nearest the fitted vertex until
+it stays put; the vertex, kept inside the window, is x*. With a 1-octave grid this is the parabola through
+the argmin and its two neighbours; on a finer grid it averages the loss noise over ±1 octave.
+Interval: with ≥ 3 seeds, a seeded bootstrap over seeds (2.5–97.5 %). Otherwise the delta-method error of
+the vertex: from the fit's covariance when the window holds more than 3 points (noise = the fit's residual
+RMS, at least ``noise_floor``), else σ_x = σ_L / (√2 · 2 a h) (σ_L = the seed spread at the argmin, or
+``noise_floor`` with one seed; a = curvature); ±1.96 σ_x plus a quarter of the local point spacing.
 Diverged trials are censored: the smallest diverged x caps the interval from above.
 Drift: weighted least squares of x* against log2(width), weights 1/σ², with a 95 % normal interval
 (inflated by √(χ²/dof) when the points scatter more than their errors allow).
@@ -22,7 +26,8 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-__all__ = ["Thresholds", "WidthOptimum", "Drift", "optimum", "drift", "verdict", "analyze", "summarize", "Z95"]
+__all__ = ["Thresholds", "WidthOptimum", "Drift", "optimum", "drift", "verdict", "analyze", "summarize",
+           "fit_halfwidth", "local_optimum", "Z95"]
 
 Z95 = 1.959964
 
@@ -33,6 +38,7 @@ class Thresholds:
     transfer_halfwidth: float = 0.5
     flat_tol: float = 0.01
     noise_floor: float = 0.01
+    fit_octaves: float = 1.0
     bootstrap: int = 400
     seed: int = 0
 
@@ -63,38 +69,67 @@ class Drift:
     verdict: str
 
 
-def _vertex(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float]:
-    """Vertex x and curvature a of the parabola through three points (a ≤ 0: no minimum)."""
-    a, b, _ = np.polyfit(xs, ys, 2)
+@dataclass(frozen=True)
+class _Fit:
+    """A local quadratic fit: vertex, curvature, argmin index, the vertex's standard error (NaN when the
+    window has no residual degrees of freedom) and the window's point spacing."""
+
+    x_star: float
+    curvature: float
+    argmin: int
+    sigma: float
+    spacing: float
+
+
+def _quadratic(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float, float]:
+    """Vertex (inside the span; the best point when there is no minimum), curvature, vertex std error."""
+    coeffs = np.polyfit(xs, ys, 2)
+    a, b, _ = coeffs
     if a <= 0:
-        return float(xs[np.argmin(ys)]), float(a)
-    return float(np.clip(-b / (2 * a), xs.min(), xs.max())), float(a)
+        return float(xs[np.argmin(ys)]), float(a), math.nan
+    vertex = float(np.clip(-b / (2 * a), xs.min(), xs.max()))
+    dof = len(xs) - 3
+    if dof <= 0:
+        return vertex, float(a), math.nan
+    design = np.vander(xs, 3)
+    resid = ys - design @ coeffs
+    cov_unscaled = np.linalg.inv(design.T @ design)
+    grad = np.array([b / (2 * a * a), -1 / (2 * a), 0.0])
+    return vertex, float(a), float(np.sqrt(grad @ cov_unscaled @ grad)) * float(np.sqrt(resid @ resid / dof))
 
 
-def _window(n: int, i: int) -> slice:
-    start = min(max(i - 1, 0), max(n - 3, 0))
-    return slice(start, start + 3)
-
-
-def _point_estimate(curve: pd.DataFrame) -> tuple[float, float, int]:
-    """(x*, curvature, argmin index) from a per-x mean curve sorted by x."""
+def _point_estimate(curve: pd.DataFrame, halfwidth: float) -> _Fit:
+    """Local quadratic regression on a per-x mean curve sorted by x (see the module docstring)."""
     xs, ys = curve["x"].to_numpy(float), curve["loss"].to_numpy(float)
     i = int(np.argmin(ys))
     if len(xs) < 3:
-        return float(xs[i]), 0.0, i
-    w = _window(len(xs), i)
-    x_star, a = _vertex(xs[w], ys[w])
-    return x_star, a, i
+        return _Fit(float(xs[i]), 0.0, i, math.nan, float(np.diff(xs).min()) if len(xs) > 1 else 1.0)
+    centre, visited = i, set()
+    while True:
+        window = np.flatnonzero(np.abs(xs - xs[centre]) <= halfwidth + 1e-9)
+        if len(window) < 3:
+            window = np.argsort(np.abs(xs - xs[centre]), kind="stable")[:3]
+            window.sort()
+        x_star, a, sigma = _quadratic(xs[window], ys[window])
+        nearest = int(np.argmin(np.abs(xs - x_star)))
+        visited.add(centre)
+        if nearest in visited:
+            return _Fit(x_star, a, i, sigma, float(np.diff(xs[window]).min()))
+        centre = nearest
 
 
-def optimum(table: pd.DataFrame, width: int, step: float, th: Thresholds = Thresholds()) -> Optional[WidthOptimum]:
-    """The optimum at one width from rows of one setup (columns seed, x, loss, status)."""
+def optimum(table: pd.DataFrame, width: int, step: float, th: Thresholds = Thresholds(),
+            halfwidth: Optional[float] = None) -> Optional[WidthOptimum]:
+    """The optimum at one width from rows of one setup (columns seed, x, loss, status); ``halfwidth`` is the
+    fit window's half-width (default: ``step``)."""
     ok = table[(table["status"] == "ok") & np.isfinite(table["loss"])]
     diverged = table[table["status"] == "diverged"]
     if ok.empty:
         return None
+    halfwidth = step if halfwidth is None else halfwidth
     curve = ok.groupby("x", as_index=False)["loss"].mean().sort_values("x").reset_index(drop=True)
-    x_star, a, i = _point_estimate(curve)
+    fit = _point_estimate(curve, halfwidth)
+    x_star, a, i = fit.x_star, fit.curvature, fit.argmin
     grid = sorted(table["x"].unique())
     flags: list[str] = []
     if len(curve) < 3:
@@ -113,7 +148,10 @@ def optimum(table: pd.DataFrame, width: int, step: float, th: Thresholds = Thres
         near = curve[curve["loss"] <= curve["loss"].min() + th.flat_tol]["x"]
         lo, hi = float(near.min()) - step / 2, float(near.max()) + step / 2
     elif len(seeds) >= 3:
-        lo, hi = _bootstrap(ok, seeds, th)
+        lo, hi = _bootstrap(ok, seeds, th, halfwidth)
+    elif math.isfinite(fit.sigma):
+        half = Z95 * max(fit.sigma, th.noise_floor / (math.sqrt(2) * 2 * a * fit.spacing)) + fit.spacing / 4
+        lo, hi = x_star - half, x_star + half
     else:
         at_min = ok[ok["x"] == curve["x"].iloc[i]]["loss"]
         noise = float(at_min.std(ddof=1)) if len(at_min) > 1 else th.noise_floor
@@ -128,7 +166,7 @@ def optimum(table: pd.DataFrame, width: int, step: float, th: Thresholds = Thres
                         diverged_above=div_above)
 
 
-def _bootstrap(ok: pd.DataFrame, seeds: list[int], th: Thresholds) -> tuple[float, float]:
+def _bootstrap(ok: pd.DataFrame, seeds: list[int], th: Thresholds, halfwidth: float) -> tuple[float, float]:
     rng = np.random.default_rng(th.seed)
     by_seed = {s: ok[ok["seed"] == s] for s in seeds}
     draws = []
@@ -136,8 +174,13 @@ def _bootstrap(ok: pd.DataFrame, seeds: list[int], th: Thresholds) -> tuple[floa
         pick = rng.choice(seeds, size=len(seeds), replace=True)
         sample = pd.concat([by_seed[s] for s in pick])
         curve = sample.groupby("x", as_index=False)["loss"].mean().sort_values("x").reset_index(drop=True)
-        draws.append(_point_estimate(curve)[0])
+        draws.append(_point_estimate(curve, halfwidth).x_star)
     return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
+
+
+def fit_halfwidth(step: float, log2: bool, th: Thresholds = Thresholds()) -> float:
+    """Half-width of the local fit window: the grid step, and at least ``fit_octaves`` on a log2 scale."""
+    return max(step, th.fit_octaves) if log2 else step
 
 
 def verdict(slope: float, ci: tuple[float, float], th: Thresholds = Thresholds()) -> str:
@@ -169,11 +212,13 @@ def drift(optima: list[WidthOptimum], th: Thresholds = Thresholds()) -> Optional
     return Drift(slope=slope, ci=ci, intercept=intercept, verdict=verdict(slope, ci, th))
 
 
-def analyze(table: pd.DataFrame, step: float, th: Thresholds = Thresholds()) -> dict[str, Any]:
+def analyze(table: pd.DataFrame, step: float, th: Thresholds = Thresholds(),
+            halfwidth: Optional[float] = None) -> dict[str, Any]:
     """``{setup: {slope, slope_ci, verdict, widths: {width: {...}}}}`` for one searched key."""
     out: dict[str, Any] = {}
     for setup, rows in table.groupby("setup", sort=False):
-        optima = [o for width, part in rows.groupby("width") if (o := optimum(part, int(width), step, th))]
+        optima = [o for width, part in rows.groupby("width")
+                  if (o := optimum(part, int(width), step, th, halfwidth))]
         fit = drift(optima, th)
         out[str(setup)] = {
             "slope": fit.slope if fit else None,
@@ -195,9 +240,19 @@ def summarize(trials: pd.DataFrame, steps: dict[str, float], th: Thresholds = Th
             x = np.log2(x)
         tidy = pd.DataFrame({"setup": part["setup"], "width": part["width"], "seed": part["seed"], "x": x,
                              "loss": part["val_loss"].astype(float), "status": part["status"]})
-        result = analyze(tidy, steps[str(key)], th)
+        step = steps[str(key)]
+        log2 = key == "optimizer.lr" or steps.get(f"{key}:scale") == "log2"
+        result = analyze(tidy, step, th, fit_halfwidth(step, log2, th))
         if key == "optimizer.lr":
             summary["setups"] = result
         else:
             summary["keys"][str(key)] = {"setups": result}
     return summary
+
+
+def local_optimum(points: dict[float, float], halfwidth: float) -> tuple[float, float]:
+    """(x*, the grid point nearest it) of ``{x: loss}`` by the same local quadratic regression as ``optimum``."""
+    curve = pd.DataFrame({"x": list(points), "loss": list(points.values())}).sort_values("x").reset_index(drop=True)
+    x_star = _point_estimate(curve, halfwidth).x_star
+    xs = curve["x"].to_numpy(float)
+    return x_star, float(xs[np.argmin(np.abs(xs - x_star))])

@@ -134,7 +134,8 @@ def run_sweep_command(spec_name: str, overrides: list[str], out: Optional[Path],
             else:
                 console.print(f"coord check of setup '{label}': every module stable")
     console.print(f"sweep [bold]{spec.name}[/]: {len(spec.setups)} setups × {len(spec.widths)} widths × "
-                  f"{len(spec.seeds)} seeds · {workers} worker(s) × {threads} thread(s) · {run_dir}")
+                  f"{len(spec.seeds)} seeds · {workers} worker(s) × {threads} thread(s) · batch_trials={spec.batch_trials} · "
+                  f"{run_dir}")
     display = SweepDisplay()
     interrupted = False
     try:

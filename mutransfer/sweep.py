@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 import optuna
 from optuna.trial import TrialState
 
+from .analysis import fit_halfwidth, local_optimum
 from .config import compose, to_dict
 from .data import Corpus, load_corpus, vocab_size
 from .errors import UserError
@@ -67,19 +68,29 @@ def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...
                     f"{key.search.key}={value!r}", *extra], spec.extra())
 
 
-def refine_points(done: dict[float, float], step: float, low: float, high: float) -> list[float]:
-    """Finer points around the best finished point: ± step/2 and ± step/4, inside the range."""
+def refine_points(done: dict[float, float], step: float, low: float, high: float, halfwidth: float) -> list[float]:
+    """The refine sampler's next points: every quarter step strictly inside ±``halfwidth`` of the finished
+    point nearest the local-fit optimum of the finished points (``analysis.local_optimum``), inside the
+    range. Repeated until nothing is missing, this fills the fit window at a quarter-step grid's resolution
+    (its edges, one octave out on a 1-octave grid, are coarse points already)."""
     if not done:
         return []
-    best = min(done, key=lambda x: done[x])
-    points = [best + d * step for d in (-0.5, -0.25, 0.25, 0.5)]
-    return [round(x, 10) for x in points if low - 1e-9 <= x <= high + 1e-9]
+    _, centre = local_optimum(done, halfwidth)
+    quarter = step / 4
+    n = round(halfwidth / quarter) - 1
+    points = [round(centre + k * quarter, 10) for k in range(-n, n + 1)]
+    return [x for x in points if low - 1e-9 <= x <= high + 1e-9]
+
+
+def _halfwidth(key: StudyKey) -> float:
+    return fit_halfwidth(key.search.step, key.search.scale == "log2")
 
 
 def _budget(key: StudyKey) -> int:
-    """Trials a study will hold when done (a refined grid adds four points around its optimum)."""
+    """Trials a study will hold when done (a refined grid adds the fit window's quarter-step points)."""
     if key.search.sampler == "refine":
-        return len(key.search.grid()) + 4
+        n = round(_halfwidth(key) / (key.search.step / 4)) - 1
+        return len(key.search.grid()) + 2 * (n - n // 4)
     return key.search.budget()
 
 
@@ -195,7 +206,7 @@ class _Worker:
             return False
         done = {t.params[key.search.column]: t.value for t in trials
                 if t.state == TrialState.COMPLETE and t.value is not None and math.isfinite(t.value)}
-        points = refine_points(done, key.search.step, key.search.min, key.search.max)
+        points = refine_points(done, key.search.step, key.search.min, key.search.max, _halfwidth(key))
         return enqueue_missing(study, key.search.column, points) > 0
 
     def _sample(self, study: optuna.Study, key: StudyKey) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mutransfer.analysis import Thresholds, analyze, drift, optimum, verdict
+from mutransfer.analysis import Thresholds, analyze, drift, fit_halfwidth, local_optimum, optimum, verdict
 
 
 def bowl(optimum_at: dict[int, float], seeds: int = 1, noise: float = 0.003, curvature: float = 0.05,
@@ -94,3 +94,28 @@ def test_verdict_thresholds() -> None:
 def test_drift_needs_two_widths() -> None:
     only = optimum(bowl({64: -5.0}), 64, step=1.0)
     assert only is not None and drift([only]) is None
+
+
+def test_a_one_octave_window_averages_the_noise_of_a_fine_grid() -> None:
+    """On a quarter-step grid with loss noise, the local quadratic over ±1 octave beats the three-point
+    parabola, and its residual-based interval covers the truth."""
+    grid = np.arange(-10.0, 0.01, 0.25)
+    errors: dict[float, list[float]] = {0.25: [], 1.0: []}
+    covered = 0
+    for seed in range(20):
+        table = bowl({64: -5.3}, noise=0.01, grid=grid, seed=seed)
+        for half in errors:
+            opt = optimum(table, 64, step=0.25, halfwidth=half)
+            assert opt is not None
+            errors[half].append(abs(opt.x_star + 5.3))
+            if half == 1.0:
+                covered += opt.ci[0] <= -5.3 <= opt.ci[1]
+    assert np.mean(errors[1.0]) < 0.5 * np.mean(errors[0.25])
+    assert covered >= 17
+
+
+def test_fit_window_is_at_least_an_octave_on_log2_scales() -> None:
+    assert fit_halfwidth(0.25, log2=True) == 1.0 and fit_halfwidth(2.0, log2=True) == 2.0
+    assert fit_halfwidth(0.05, log2=False) == 0.05
+    x_star, nearest = local_optimum({float(x): (x + 3.1) ** 2 for x in range(-8, 1)}, 1.0)
+    assert x_star == pytest.approx(-3.1) and nearest == -3.0

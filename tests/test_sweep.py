@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 import mutransfer.sweep as sweep_module
 from conftest import invoke
+from mutransfer.analysis import local_optimum
 from mutransfer.spec import load_spec
 from mutransfer.studies import JOURNAL_FILE, is_bookkeeping, load_study, open_storage, study_keys
 from mutransfer.sweep import SweepOptions, run_sweep
@@ -233,10 +234,13 @@ def test_samplers_and_pruners(runner: CliRunner, spec_file: Path, tmp_path: Path
             assert len(rows) == 4
         elif search["sampler"] == "refine":
             coarse = {-9.0, -7.0, -5.0} if setup == "sp_adamw" else {-6.0, -4.0, -2.0}
-            extra = set(rows["log2_lr"]) - coarse
-            assert coarse <= set(rows["log2_lr"]) and 1 <= len(extra) <= 4
-            best = rows[rows["log2_lr"].isin(coarse)].sort_values("val_loss")["log2_lr"].iloc[0]
-            assert all(abs(x - best) <= 1.0 for x in extra)
+            low, high = min(coarse), max(coarse)
+            tried = set(rows["log2_lr"])
+            assert coarse <= tried and tried - coarse and all(x * 2 == int(x * 2) for x in tried)
+            ok = rows[rows["status"] == "ok"]
+            _, centre = local_optimum(dict(zip(ok["log2_lr"], ok["val_loss"])), 2.0)
+            window = {centre + 0.5 * k for k in range(-3, 4) if low <= centre + 0.5 * k <= high}
+            assert window <= tried  # the fit window around the final optimum is filled at quarter steps
         else:
             assert len(rows) == 3 and set(rows["status"]) <= {"ok", "pruned"}
     assert json_summary_has_widths(out)

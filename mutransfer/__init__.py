@@ -9,7 +9,7 @@ from importlib import import_module
 from typing import Any
 
 __all__ = ["parametrize", "Config", "Plan", "ParamPlan", "GPT", "SteepestDescent", "msign", "compose", "build_model",
-           "train_model", "attach_multipliers", "UserError", "__version__"]
+           "train_model", "train_trials", "attach_multipliers", "UserError", "__version__"]
 
 __version__ = "0.1.0"
 
@@ -25,6 +25,7 @@ _EXPORTS = {
     "compose": "config",
     "build_model": "build",
     "train_model": "train",
+    "train_trials": "train",
     "UserError": "errors",
 }
 

@@ -71,31 +71,34 @@ class Drift:
 
 @dataclass(frozen=True)
 class _Fit:
-    """A local quadratic fit: vertex, curvature, argmin index, the vertex's standard error (NaN when the
-    window has no residual degrees of freedom) and the window's point spacing."""
+    """A local quadratic fit: vertex, curvature, argmin index, the vertex's standard error per unit of loss
+    noise and the residual RMS (both NaN when the window has no residual degrees of freedom), and the
+    window's point spacing."""
 
     x_star: float
     curvature: float
     argmin: int
-    sigma: float
+    sigma_unit: float
+    residual: float
     spacing: float
 
 
-def _quadratic(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float, float]:
-    """Vertex (inside the span; the best point when there is no minimum), curvature, vertex std error."""
+def _quadratic(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float, float, float]:
+    """Vertex (inside the span; the best point when there is no minimum), curvature, the vertex's standard
+    error per unit noise (delta method on the least-squares coefficients) and the residual RMS."""
     coeffs = np.polyfit(xs, ys, 2)
     a, b, _ = coeffs
     if a <= 0:
-        return float(xs[np.argmin(ys)]), float(a), math.nan
+        return float(xs[np.argmin(ys)]), float(a), math.nan, math.nan
     vertex = float(np.clip(-b / (2 * a), xs.min(), xs.max()))
     dof = len(xs) - 3
     if dof <= 0:
-        return vertex, float(a), math.nan
+        return vertex, float(a), math.nan, math.nan
     design = np.vander(xs, 3)
     resid = ys - design @ coeffs
-    cov_unscaled = np.linalg.inv(design.T @ design)
     grad = np.array([b / (2 * a * a), -1 / (2 * a), 0.0])
-    return vertex, float(a), float(np.sqrt(grad @ cov_unscaled @ grad)) * float(np.sqrt(resid @ resid / dof))
+    sigma_unit = float(np.sqrt(grad @ np.linalg.inv(design.T @ design) @ grad))
+    return vertex, float(a), sigma_unit, float(np.sqrt(resid @ resid / dof))
 
 
 def _point_estimate(curve: pd.DataFrame, halfwidth: float) -> _Fit:
@@ -103,18 +106,18 @@ def _point_estimate(curve: pd.DataFrame, halfwidth: float) -> _Fit:
     xs, ys = curve["x"].to_numpy(float), curve["loss"].to_numpy(float)
     i = int(np.argmin(ys))
     if len(xs) < 3:
-        return _Fit(float(xs[i]), 0.0, i, math.nan, float(np.diff(xs).min()) if len(xs) > 1 else 1.0)
+        return _Fit(float(xs[i]), 0.0, i, math.nan, math.nan, float(np.diff(xs).min()) if len(xs) > 1 else 1.0)
     centre, visited = i, set()
     while True:
         window = np.flatnonzero(np.abs(xs - xs[centre]) <= halfwidth + 1e-9)
         if len(window) < 3:
             window = np.argsort(np.abs(xs - xs[centre]), kind="stable")[:3]
             window.sort()
-        x_star, a, sigma = _quadratic(xs[window], ys[window])
+        x_star, a, sigma_unit, residual = _quadratic(xs[window], ys[window])
         nearest = int(np.argmin(np.abs(xs - x_star)))
         visited.add(centre)
         if nearest in visited:
-            return _Fit(x_star, a, i, sigma, float(np.diff(xs[window]).min()))
+            return _Fit(x_star, a, i, sigma_unit, residual, float(np.diff(xs[window]).min()))
         centre = nearest
 
 
@@ -139,7 +142,7 @@ def optimum(table: pd.DataFrame, width: int, step: float, th: Thresholds = Thres
         flags.append("edge_of_grid:low")
     if curve["x"].iloc[i] == grid[-1]:
         flags.append("edge_of_grid:high")
-    curvature_loss = a * step**2
+    curvature_loss = a * halfwidth**2
     flat = len(curve) >= 3 and curvature_loss < th.flat_tol
     if flat:
         flags.append("flat")
@@ -149,8 +152,8 @@ def optimum(table: pd.DataFrame, width: int, step: float, th: Thresholds = Thres
         lo, hi = float(near.min()) - step / 2, float(near.max()) + step / 2
     elif len(seeds) >= 3:
         lo, hi = _bootstrap(ok, seeds, th, halfwidth)
-    elif math.isfinite(fit.sigma):
-        half = Z95 * max(fit.sigma, th.noise_floor / (math.sqrt(2) * 2 * a * fit.spacing)) + fit.spacing / 4
+    elif math.isfinite(fit.sigma_unit):
+        half = Z95 * fit.sigma_unit * max(fit.residual, th.noise_floor) + fit.spacing / 4
         lo, hi = x_star - half, x_star + half
     else:
         at_min = ok[ok["x"] == curve["x"].iloc[i]]["loss"]
@@ -161,7 +164,7 @@ def optimum(table: pd.DataFrame, width: int, step: float, th: Thresholds = Thres
         lo, hi = x_star - half, x_star + half
     if div_above is not None:
         hi = min(hi, div_above)
-        lo = min(lo, hi)
+    lo, hi = min(lo, x_star), max(hi, x_star)
     return WidthOptimum(width=width, x_star=x_star, ci=(lo, hi), best_loss=float(curve["loss"].min()), flags=flags,
                         diverged_above=div_above)
 

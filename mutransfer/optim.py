@@ -161,7 +161,27 @@ def _validate_group(group: dict[str, Any], index: int) -> None:
             )
 
 
-class SteepestDescent(torch.optim.Optimizer):
+class _PerParameter(torch.optim.Optimizer):
+    """An optimizer whose step updates each parameter with a gradient on its own: ``_update(group, p, state)``."""
+
+    def _update(self, group: dict[str, Any], p: Tensor, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:
+        """Perform one optimization step."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(group, p, self.state[p])
+        return loss
+
+
+class SteepestDescent(_PerParameter):
     """Momentum + per-group steepest descent; groups need ``update`` in UPDATE_RULES.
 
     Spectral groups take ``scale_rule`` (MUON_SCALES, default ``mup``) and ``scale_shape``
@@ -216,43 +236,23 @@ class SteepestDescent(torch.optim.Optimizer):
         for group in self.param_groups:
             group["tau"] = 1.0 - frac
 
-    @torch.no_grad()
-    def step(self, closure: Any = None) -> Any:
-        """Perform one optimization step."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            beta = group["momentum"]
-            lr = group["lr"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad
-                state = self.state[p]
-                if "momentum_buffer" not in state:
-                    state["momentum_buffer"] = torch.zeros_like(grad)
-                buf = state["momentum_buffer"]
-                buf.lerp_(grad, 1.0 - beta)
-                update = grad.lerp(buf, beta) if group["nesterov"] else buf
-                d = direction(
-                    group["update"],
-                    update,
-                    ns_steps=group["ns_steps"],
-                    ns_coeffs=group["ns_coeffs"],
-                    ns_dtype=group["ns_dtype"],
-                    eps=group["eps"],
-                )
-                lr_p = per_trial(lr, p)
-                if group["weight_decay"]:
-                    p.mul_(1.0 - lr_p * group["weight_decay"])
-                alpha = self._alpha(group, p)
-                if isinstance(lr_p, Tensor):
-                    p.addcmul_(d, lr_p, value=-alpha)
-                else:
-                    p.add_(d, alpha=-lr_p * alpha)
-        return loss
+    def _update(self, group: dict[str, Any], p: Tensor, state: dict[str, Any]) -> None:
+        grad, beta = p.grad, group["momentum"]
+        if "momentum_buffer" not in state:
+            state["momentum_buffer"] = torch.zeros_like(grad)
+        buf = state["momentum_buffer"]
+        buf.lerp_(grad, 1.0 - beta)
+        update = grad.lerp(buf, beta) if group["nesterov"] else buf
+        d = direction(group["update"], update, ns_steps=group["ns_steps"], ns_coeffs=group["ns_coeffs"],
+                      ns_dtype=group["ns_dtype"], eps=group["eps"])
+        lr = per_trial(group["lr"], p)
+        if group["weight_decay"]:
+            p.mul_(1.0 - lr * group["weight_decay"])
+        alpha = self._alpha(group, p)
+        if isinstance(lr, Tensor):
+            p.addcmul_(d, lr, value=-alpha)
+        else:
+            p.add_(d, alpha=-lr * alpha)
 
     @staticmethod
     def _alpha(group: dict[str, Any], p: Tensor) -> float:
@@ -315,56 +315,31 @@ def sgd_update_(
     return buf
 
 
-class StackedAdamW(torch.optim.Optimizer):
+class StackedAdamW(_PerParameter):
     """AdamW whose groups may hold per-trial LR tensors (K,) for parameters stacked as (K, ...)."""
 
     def __init__(self, params: Iterable[dict[str, Any]], lr: float, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.01) -> None:
         super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay})
 
-    @torch.no_grad()
-    def step(self, closure: Any = None) -> Any:
-        """Perform one optimization step."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state.update(step=0, exp_avg=torch.zeros_like(p), exp_avg_sq=torch.zeros_like(p))
-                state["step"] += 1
-                adamw_update_(p, p.grad, state["exp_avg"], state["exp_avg_sq"], state["step"],
-                              per_trial(group["lr"], p), group["betas"], group["eps"], group["weight_decay"])
-        return loss
+    def _update(self, group: dict[str, Any], p: Tensor, state: dict[str, Any]) -> None:
+        if not state:
+            state.update(step=0, exp_avg=torch.zeros_like(p), exp_avg_sq=torch.zeros_like(p))
+        state["step"] += 1
+        adamw_update_(p, p.grad, state["exp_avg"], state["exp_avg_sq"], state["step"], per_trial(group["lr"], p),
+                      group["betas"], group["eps"], group["weight_decay"])
 
 
-class StackedSGD(torch.optim.Optimizer):
+class StackedSGD(_PerParameter):
     """SGD (momentum, Nesterov) whose groups may hold per-trial LR tensors (K,) for stacked parameters."""
 
     def __init__(self, params: Iterable[dict[str, Any]], lr: float, momentum: float = 0.0, nesterov: bool = False,
                  weight_decay: float = 0.0) -> None:
         super().__init__(params, {"lr": lr, "momentum": momentum, "nesterov": nesterov, "weight_decay": weight_decay})
 
-    @torch.no_grad()
-    def step(self, closure: Any = None) -> Any:
-        """Perform one optimization step."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                state["momentum_buffer"] = sgd_update_(p, p.grad, state.get("momentum_buffer"),
-                                                       per_trial(group["lr"], p), group["momentum"],
-                                                       group["nesterov"], group["weight_decay"])
-        return loss
+    def _update(self, group: dict[str, Any], p: Tensor, state: dict[str, Any]) -> None:
+        state["momentum_buffer"] = sgd_update_(p, p.grad, state.get("momentum_buffer"), per_trial(group["lr"], p),
+                                               group["momentum"], group["nesterov"], group["weight_decay"])
 
 
 @torch.no_grad()

@@ -25,27 +25,6 @@ from mutransfer.studies import JOURNAL_FILE, is_bookkeeping, load_study, open_st
 from mutransfer.sweep import SweepOptions, run_sweep
 
 
-@pytest.fixture()
-def spec_file(tmp_path: Path, text_file: Path) -> Path:
-    """2 setups × 2 widths × 3 LRs of a tiny model on a small real corpus."""
-    spec = {
-        "name": "tiny",
-        "setups": {"sp_adamw": {"overrides": ["parametrization=sp", "optimizer=adamw"],
-                                "search": {"log2_min": -9, "log2_max": -5}},
-                   "mup_muon": {"overrides": ["parametrization=mup", "optimizer=muon"],
-                                "search": {"log2_min": -6, "log2_max": -2}}},
-        "widths": [32, 64],
-        "seeds": [0],
-        "search": {"key": "optimizer.lr", "step": 2, "sampler": "grid"},
-        "overrides": ["model.depth=1", "parametrization.base_width=32", "train.steps=8", "train.batch_size=4",
-                      "train.seq_len=32", "train.eval_every=4", "train.eval_batches=2", "data=text",
-                      f"data.path={text_file}"],
-    }
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
 class Counter:
     """Counts trainings by wrapping the sweep's train_model (in-process workers only)."""
 

@@ -119,3 +119,14 @@ def test_fit_window_is_at_least_an_octave_on_log2_scales() -> None:
     assert fit_halfwidth(0.05, log2=False) == 0.05
     x_star, nearest = local_optimum({float(x): (x + 3.1) ** 2 for x in range(-8, 1)}, 1.0)
     assert x_star == pytest.approx(-3.1) and nearest == -3.0
+
+
+def test_the_interval_holds_the_estimate_even_below_a_diverged_point() -> None:
+    """A diverged LR below the fitted optimum (divergence is not always monotone) caps the interval, but
+    never above the estimate itself; a fine grid is not called flat for rising little over one step."""
+    table = bowl({64: -5.0}, grid=np.arange(-8.0, -2.9, 0.25))
+    table.loc[table["x"] == -5.5, ["status", "loss"]] = ["diverged", np.nan]
+    opt = optimum(table, 64, step=0.25, halfwidth=1.0)
+    assert opt is not None and opt.diverged_above == -5.5
+    assert opt.ci[0] <= opt.x_star <= opt.ci[1] and opt.x_star == pytest.approx(-5.0, abs=0.1)
+    assert "flat" not in opt.flags

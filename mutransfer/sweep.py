@@ -32,7 +32,7 @@ from .studies import (RECORD_ATTR, StudyKey, enqueue_missing, heartbeat_of, is_b
 from .train import TrainResult, resolve_device, train_model, train_trials
 
 __all__ = ["SweepOptions", "Snapshot", "trial_config", "prepare", "run_worker", "run_sweep", "snapshot",
-           "refine_points", "setup_configs", "trials_per_batch", "CURVE_POINTS", "LR_KEY"]
+           "refine_points", "setup_configs", "trials_per_batch", "auto_trials", "CURVE_POINTS", "LR_KEY"]
 
 CURVE_POINTS = 200
 EventCallback = Callable[[str, StudyKey, float], None]
@@ -316,16 +316,20 @@ class _Worker:
             study.tell(trial, result.val_loss)
 
 
+def auto_trials(device_type: str, width: int) -> int:
+    """``batch_trials: auto``: 1 on CPU (measured: at most 1.2× there, see README); on a GPU
+    ``min(8, 2048 // width)`` learning-rate trials, since small widths leave most of a GPU idle."""
+    return max(1, min(8, 2048 // width)) if device_type == "cuda" else 1
+
+
 def trials_per_batch(setting: int | str, key: StudyKey, cfg: Config) -> int:
-    """How many of a study's trials train stacked as one model: ``batch_trials`` when it is a number; for
-    ``auto``, 1 on CPU (measured: at most 1.2× there, see README) and on a GPU ``min(8, 2048 // width)``
-    learning-rate trials, since small widths leave most of a GPU idle. Only LR searches of the built-in GPT
-    batch."""
+    """How many of a study's trials train stacked as one model: ``batch_trials`` when it is a number, else
+    ``auto_trials``; only learning-rate searches of the built-in GPT batch."""
     if setting != "auto":
         return int(setting)
-    if key.search.key != LR_KEY or cfg.model.factory or resolve_device(cfg.train.device).type != "cuda":
+    if key.search.key != LR_KEY or cfg.model.factory:
         return 1
-    return max(1, min(8, 2048 // cfg.model.width))
+    return auto_trials(resolve_device(cfg.train.device).type, cfg.model.width)
 
 
 def run_worker(spec: SweepSpec, opts: SweepOptions, on_event: Optional[EventCallback] = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,9 @@ from mutransfer.data import load_corpus
 from mutransfer.model import GPT
 from mutransfer.optim import StackedAdamW, StackedSGD, SteepestDescent, clip_grad_norm_per_trial_, keep_trials
 from mutransfer.schema import ModelConfig
+from mutransfer.spec import load_spec
+from mutransfer.studies import study_keys
+from mutransfer.sweep import auto_trials, trials_per_batch
 from mutransfer.train import TrainResult, train_model, train_trials
 
 TOL = 1e-4
@@ -221,3 +225,27 @@ def test_batching_other_searches_is_refused(runner: CliRunner, spec_file: Path, 
     assert result.exit_code == 2
     assert "batch_trials=4" in result.output and "search.key=train.warmup_frac" in result.output
     assert not (tmp_path / "x").exists()
+
+
+def test_auto_batches_only_lr_searches_and_only_on_a_gpu() -> None:
+    assert [auto_trials("cuda", w) for w in (64, 256, 512, 1024, 2048, 4096)] == [8, 8, 4, 2, 1, 1]
+    assert {auto_trials("cpu", w) for w in (32, 256)} == {1}
+    key = study_keys(load_spec("default"))[0]
+    cpu = compose(["train.device=cpu", "model.width=64"])
+    assert trials_per_batch("auto", key, cpu) == 1 and trials_per_batch(4, key, cpu) == 4
+    other = replace(key, search=replace(key.search, key="optimizer.weight_decay"))
+    assert trials_per_batch("auto", other, compose(["train.device=auto", "model.width=64"])) == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_batched_trials_on_cuda_match_one_by_one_within_bf16(tiny: list[str]) -> None:
+    overrides = [*tiny, "optimizer=muon", "train.device=cuda"]
+    cfg = compose(overrides)
+    corpus = load_corpus(cfg.data, cfg.train.seq_len)
+    lrs = [cfg.optimizer.lr * f for f in (0.5, 1.0, 2.0)]
+    batched, _ = train_trials(cfg, corpus, lrs)
+    for lr, result in zip(lrs, batched):
+        alone, _ = train_model(compose([*overrides, f"optimizer.lr={lr!r}"]), corpus)
+        assert result.status == alone.status == "ok"
+        assert result.val_loss == pytest.approx(alone.val_loss, abs=0.05)

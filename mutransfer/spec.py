@@ -249,8 +249,10 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
         raise UserError("overrides must be a list of key=value strings", "e.g. overrides: [train.steps=100]")
     batch_trials = data.get("batch_trials", "auto")
-    if batch_trials != "auto":
-        _number("batch_trials", batch_trials, integer=True, positive=True)
+    if batch_trials != "auto" and (isinstance(batch_trials, bool) or not isinstance(batch_trials, int)
+                                   or batch_trials < 1):
+        raise UserError(f"batch_trials={batch_trials!r} is not a number of trials",
+                        "give a positive integer (e.g. batch_trials=4) or auto")
     model = data.get("model")
     if model is not None and (not isinstance(model, dict) or set(model) - {"factory", "roles"} or
                               not isinstance(model.get("roles"), dict) or ":" not in str(model.get("factory", ""))):

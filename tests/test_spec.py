@@ -57,6 +57,7 @@ GOOD = "name: t\nsetups: {a: [optimizer=adamw]}\nwidths: [32]\nsearch: {log2_min
     (GOOD, ["seeds=[-1]"], "seeds"),
     (GOOD, ["search.n_trials=0"], "n_trials=0"),
     (GOOD, ["batch_trials=0"], "batch_trials=0"),
+    (GOOD, ["batch_trials=many"], "positive integer"),
     (GOOD, ["search.typo=1"], "search.typo"),
     (GOOD + "extra: 1\n", [], "unknown key 'extra'"),
     (GOOD, ["widths"], "has no '='"),

@@ -23,6 +23,7 @@ app = typer.Typer(
     help="Tune a GPT's learning rate at small widths and transfer it to large ones (muP, Muon, Optuna).",
 )
 
+SOURCE = typer.Option(None, "--from", help="Sweep run directory (default: the latest in runs/).")
 OVERRIDES = typer.Argument(None, help="Hydra overrides, e.g. model.width=256 optimizer=adamw parametrization=sp")
 T = TypeVar("T")
 
@@ -231,7 +232,7 @@ def plot(
 @app.command()
 def transfer(
     width: int = typer.Option(..., "--width", help="Target width."),
-    source: Optional[Path] = typer.Option(None, "--from", help="Sweep run directory (default: the latest in runs/)."),
+    source: Optional[Path] = SOURCE,
     setup: Optional[str] = typer.Option(None, "--setup", help="Setup label (default: the best one that transfers)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output file (default RUN_DIR/transfer_w<N>.yaml)."),
     fmt: str = typer.Option("yaml", "--format", help="yaml or json."),
@@ -277,7 +278,7 @@ def transfer(
 @app.command()
 def verify(
     width: int = typer.Option(..., "--width", help="Width to verify at (e.g. 4× the largest swept width)."),
-    source: Optional[Path] = typer.Option(None, "--from", help="Sweep run directory (default: the latest in runs/)."),
+    source: Optional[Path] = SOURCE,
     factors: str = typer.Option("0.5,1,2", "--factors", help="Multiples of the transferred η* to train."),
     setup: Optional[str] = typer.Option(None, "--setup", help="Setup label (default as in transfer)."),
     overrides: Optional[List[str]] = typer.Argument(None, help="Plain key=value overrides, e.g. train.device=cpu"),

@@ -18,6 +18,7 @@ __all__ = [
     "StackedSGD",
     "adamw_update_",
     "clip_grad_norm_per_trial_",
+    "descend_",
     "keep_trials",
     "per_trial",
     "sgd_update_",
@@ -248,11 +249,7 @@ class SteepestDescent(_PerParameter):
         lr = per_trial(group["lr"], p)
         if group["weight_decay"]:
             p.mul_(1.0 - lr * group["weight_decay"])
-        alpha = self._alpha(group, p)
-        if isinstance(lr, Tensor):
-            p.addcmul_(d, lr, value=-alpha)
-        else:
-            p.add_(d, alpha=-lr * alpha)
+        descend_(p, d, lr, self._alpha(group, p))
 
     @staticmethod
     def _alpha(group: dict[str, Any], p: Tensor) -> float:
@@ -267,6 +264,14 @@ def per_trial(lr: float | Tensor, p: Tensor) -> float | Tensor:
     if isinstance(lr, Tensor):
         return lr.view(-1, *(1,) * (p.ndim - 1))
     return lr
+
+
+def descend_(p: Tensor, d: Tensor, lr: float | Tensor, scale: float = 1.0) -> None:
+    """p ← p − scale · lr · d in place, for a float LR or a per-trial one from ``per_trial``."""
+    if isinstance(lr, Tensor):
+        p.addcmul_(d, lr, value=-scale)
+    else:
+        p.add_(d, alpha=-lr * scale)
 
 
 def adamw_update_(
@@ -287,11 +292,7 @@ def adamw_update_(
     exp_avg.lerp_(grad, 1.0 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
     denom = (exp_avg_sq.sqrt() / math.sqrt(1.0 - beta2**step)).add_(eps)
-    step_size = lr / (1.0 - beta1**step)
-    if isinstance(step_size, Tensor):
-        p.sub_(exp_avg / denom * step_size)
-    else:
-        p.addcdiv_(exp_avg, denom, value=-step_size)
+    descend_(p, exp_avg / denom, lr, 1.0 / (1.0 - beta1**step))
 
 
 def sgd_update_(
@@ -308,10 +309,7 @@ def sgd_update_(
     if momentum:
         buf = d_p.clone() if buf is None else buf.mul_(momentum).add_(d_p)
         d_p = d_p.add(buf, alpha=momentum) if nesterov else buf
-    if isinstance(lr, Tensor):
-        p.sub_(d_p * lr)
-    else:
-        p.add_(d_p, alpha=-lr)
+    descend_(p, d_p, lr)
     return buf
 
 
@@ -349,7 +347,7 @@ def clip_grad_norm_per_trial_(params: Iterable[Tensor], max_norm: float) -> Tens
     norms = torch.stack([g.flatten(1).float().pow(2).sum(1) for g in grads]).sum(0).sqrt()
     coef = (max_norm / (norms + 1e-6)).clamp(max=1.0)
     for g in grads:
-        g.mul_(coef.view(-1, *(1,) * (g.ndim - 1)).to(g.dtype))
+        g.mul_(per_trial(coef, g).to(g.dtype))
     return norms
 
 

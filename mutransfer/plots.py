@@ -70,10 +70,7 @@ def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) ->
         verdict = info.get("verdict", "")
         slope = info.get("slope")
         extra = f"\n{verdict}: LR* {slope:+.2f} octaves / width doubling" if slope is not None else ""
-        ax.set_title(f"{title}{extra}", fontsize=10)
-        ax.set_xlabel("log2(base learning rate η)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left")
+        _label(ax, f"{title}{extra}", "log2(base learning rate η)", title_size=10, legend_loc="upper left")
     axes[0][0].set_ylabel("validation loss (nats/token)")
     axes[0][0].set_ylim(bottom - pad, top + pad)
     fig.suptitle("Loss vs learning rate per width  (▼ LR* with interval, × diverged)", fontsize=11)
@@ -108,12 +105,19 @@ def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> An
                          for w in info.get("widths", {})})
     if all_widths:
         ax.set_xticks(np.log2(all_widths), [str(w) for w in all_widths])
-    ax.set_xlabel("width (log2 axis)")
-    ax.set_ylabel("log2(LR*)  (base learning rate η)")
-    ax.set_title("Optimal learning rate vs width")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _label(ax, "Optimal learning rate vs width", "width (log2 axis)", "log2(LR*)  (base learning rate η)")
     return fig
+
+
+def _label(ax: Any, title: str, xlabel: str, ylabel: str | None = None, title_size: float | None = None,
+           legend_loc: str = "best") -> None:
+    """Title, axis labels, a light grid and a small legend: the finish every figure's panels share."""
+    ax.set_title(title, **({"fontsize": title_size} if title_size else {}))
+    ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc=legend_loc)
 
 
 def curves_figure(trials: pd.DataFrame, curves: pd.DataFrame, summary: dict[str, Any]) -> Any:
@@ -133,10 +137,7 @@ def curves_figure(trials: pd.DataFrame, curves: pd.DataFrame, summary: dict[str,
                            (curves["search_key"] == LR)]
             ax.plot(curve["step"], curve["train_loss"], color=colors[int(width)], lw=1.2,
                     label=f"width {width}, log2 η={best['log2_lr']:.2f}")
-        ax.set_title(f"{setup}: training loss at each width's best LR", fontsize=10)
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        _label(ax, f"{setup}: training loss at each width's best LR", "step", title_size=10)
     axes[0][0].set_ylabel("training loss (nats/token)")
     return fig
 
@@ -149,11 +150,7 @@ def verify_figure(verify: pd.DataFrame) -> Any:
         part = part.sort_values("factor")
         ax.plot(np.log2(part["factor"]), part["val_loss"], "-o", label=f"width {width}")
     ax.axvline(0.0, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel("log2(factor × transferred η*)")
-    ax.set_ylabel("validation loss (nats/token)")
-    ax.set_title("Verification at the target width")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _label(ax, "Verification at the target width", "log2(factor × transferred η*)", "validation loss (nats/token)")
     return fig
 
 

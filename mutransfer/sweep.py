@@ -185,7 +185,9 @@ class _Worker:
                 return
             claimed: list[tuple[optuna.Trial, float]] = []
             emptied = False
-            while len(claimed) < self._batch_size(key) and not (claimed and not self._waiting(study)):
+            while len(claimed) < self._batch_size(key):
+                if claimed and not self._waiting(study):
+                    break
                 trial = study.ask()
                 if not trial.user_attrs.get("grid"):
                     trial.set_user_attr("spurious", True)  # the queue emptied between our look and our ask

@@ -9,23 +9,26 @@ from importlib import import_module
 from typing import Any
 
 __all__ = ["parametrize", "Config", "Plan", "ParamPlan", "GPT", "SteepestDescent", "msign", "compose", "build_model",
-           "train_model", "train_trials", "attach_multipliers", "UserError", "__version__"]
+           "build_optimizer", "initialize", "train_model", "train_trials", "attach_multipliers", "UserError",
+           "__version__"]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _EXPORTS = {
     "parametrize": "api",
-    "attach_multipliers": "parametrization",
+    "attach_multipliers": "model.apply",
+    "build_optimizer": "model.apply",
+    "initialize": "model.apply",
     "Config": "schema",
-    "Plan": "parametrization",
-    "ParamPlan": "parametrization",
-    "GPT": "model",
-    "SteepestDescent": "optim",
-    "msign": "optim",
+    "Plan": "table.plan",
+    "ParamPlan": "table.plan",
+    "GPT": "model.gpt",
+    "SteepestDescent": "optim.steepest",
+    "msign": "optim.newton_schulz",
     "compose": "config",
-    "build_model": "build",
-    "train_model": "train",
-    "train_trials": "train",
+    "build_model": "model.build",
+    "train_model": "train.loop",
+    "train_trials": "train.loop",
     "UserError": "errors",
 }
 

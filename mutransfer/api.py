@@ -3,9 +3,9 @@
     plan = mutransfer.parametrize(model, {"embed.weight": "embedding", "head.weight": "readout",
                                           "*norm*": "gain", "*": "hidden"},
                                   preset="mup", optimizer="muon", width=1024, base_width=128,
-                                  factory=lambda w: MyModel(width=w))
-    plan.attach(model)                       # forward multipliers (all 1 under muP with a = 0)
-    opt = plan.optimizer(model, lr=2**-5)    # per-parameter learning rates and update rules
+                                  factory=lambda w: MyModel(width=w))   # re-initialises model
+    mutransfer.attach_multipliers(model, plan)          # forward multipliers (all 1 under muP with a = 0)
+    opt = mutransfer.build_optimizer(model, plan, lr=2**-5)   # per-parameter LRs and update rules
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from typing import Callable, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
-from .build import module_plan
 from .config import compose_parametrization
 from .errors import UserError
-from .parametrization import Plan
+from .model.apply import initialize
+from .model.build import module_plan
+from .table.plan import Plan
 
 __all__ = ["parametrize"]
 
@@ -57,5 +58,5 @@ def parametrize(
     extra = [*overrides, *([f"optimizer.lr={lr!r}"] if lr is not None else [])]
     preset_cfg, opt_cfg = compose_parametrization(preset, optimizer, base_width, extra)
     plan = module_plan(model, base_model, roles, width, preset_cfg, opt_cfg)
-    plan.initialize(model, seed)
+    initialize(model, plan, seed)
     return plan

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from .errors import UserError
-from .schema import FAMILIES, INIT_RULES, OPTIMIZER_FAMILY, ROLES, Config, family_of
+from .schema import FAMILIES, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, family_of
+from .table.rules import INIT_RULES, MUON_SCALES
 
 __all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "compose_parametrization",
-           "to_yaml", "to_dict", "validate", "GROUPS"]
+           "to_yaml", "to_dict", "validate", "check_width", "GROUPS"]
 
 GROUPS: tuple[str, ...] = ("model", "parametrization", "optimizer", "data", "train")
 VERSION_BASE = "1.3"
@@ -21,7 +22,6 @@ DATA_KINDS = ("stdlib", "text", "tokens")
 DEVICES = ("auto", "cpu", "cuda")
 SCHEDULES = ("linear", "cosine", "constant")
 NS_DTYPES = ("auto", "float32", "bfloat16")
-MUON_SCALES = ("naive", "keller", "mup", "moonlight", "scheduled")
 SCALE_SHAPES = ("base", "actual")
 
 
@@ -230,6 +230,16 @@ def _check_rule(key: str, text: str) -> None:
         raise UserError(f"{key}={text} must be a finite number >= 0", "give e.g. 0.02")
 
 
+def check_width(subject: str, width: int, head_dim: int) -> None:
+    """The built-in GPT's widths must be positive multiples of the head dimension (heads = width / head_dim);
+    ``subject`` names the width in the message (``model.width=100``, ``--width 48``)."""
+    if width <= 0:
+        raise UserError(f"{subject} must be positive", f"use a multiple of {head_dim}, e.g. {4 * head_dim}")
+    if width % head_dim:
+        raise UserError(f"{subject} is not divisible by model.head_dim={head_dim}",
+                        f"use a multiple of {head_dim} (heads = width / head_dim)")
+
+
 def validate(cfg: Config) -> None:
     """Ranges of every numeric field, choices, and the cross-field rules. Raises ``UserError``."""
     _check_ranges(cfg, "")
@@ -243,11 +253,10 @@ def validate(cfg: Config) -> None:
     _check_choice("optimizer.muon_scale", o.muon_scale, MUON_SCALES)
     _check_choice("parametrization.muon_scale_shapes", p.muon_scale_shapes, SCALE_SHAPES)
     if len(o.ns_coeffs) != 3 or not all(math.isfinite(x) for x in o.ns_coeffs):
-        raise UserError(f"optimizer.ns_coeffs={o.ns_coeffs} needs three finite numbers", "e.g. [3.4445,-4.7750,2.0315]")
-    for name, width in (("model.width", m.width), ("parametrization.base_width", p.base_width)):
-        if m.factory is None and width % m.head_dim:
-            raise UserError(f"{name}={width} is not divisible by model.head_dim={m.head_dim}",
-                            f"use a multiple of {m.head_dim} (heads = width / head_dim)")
+        raise UserError(f"optimizer.ns_coeffs={o.ns_coeffs} needs three finite numbers", f"e.g. {list(NS_COEFFS)}")
+    if m.factory is None:
+        check_width(f"model.width={m.width}", m.width, m.head_dim)
+        check_width(f"parametrization.base_width={p.base_width}", p.base_width, m.head_dim)
     family = family_of(o.name)
     for role in ROLES:
         row = getattr(p.roles, role)

@@ -13,8 +13,9 @@ __all__ = [
     "ROLES",
     "FAMILIES",
     "OPTIMIZER_FAMILY",
-    "INIT_RULES",
-    "UPDATE_BY_FAMILY",
+    "LR_KEY",
+    "LR_COLUMN",
+    "NS_COEFFS",
     "FamilyExponents",
     "RoleExponents",
     "RoleTable",
@@ -32,12 +33,12 @@ __all__ = [
 ROLES: tuple[str, ...] = ("embedding", "hidden", "readout", "gain", "bias")
 FAMILIES: tuple[str, ...] = ("sgd", "adam", "muon")
 OPTIMIZER_FAMILY: dict[str, str] = {"sgd": "sgd", "adamw": "adam", "muon": "muon"}
-INIT_RULES: tuple[str, ...] = ("1/sqrt(fan_in)", "1/fan_in", "spectral")
-UPDATE_BY_FAMILY: dict[str, dict[str, str]] = {
-    "muon": {"embedding": "row_norm", "hidden": "spectral", "readout": "row_norm", "gain": "sign", "bias": "rms"},
-    "adam": {role: "adamw" for role in ROLES},
-    "sgd": {role: "sgd" for role in ROLES},
-}
+LR_KEY = "optimizer.lr"
+"""The config key of the base learning rate η, the key a sweep searches by default."""
+LR_COLUMN = "log2_lr"
+"""The column that holds log2(η) in every table (trials.csv, summary, verify)."""
+NS_COEFFS: tuple[float, float, float] = (3.4445, -4.7750, 2.0315)
+"""Quintic Newton–Schulz coefficients (Jordan, "Muon"): singular values land roughly in [0.7, 1.2]."""
 INF = float("inf")
 
 
@@ -135,7 +136,7 @@ class OptimizerConfig:
     eps: float = field(default=1e-8, metadata=rng(0.0, 1.0, low_open=True))
     muon_scale: str = "mup"
     ns_steps: int = field(default=5, metadata=rng(1, 50))
-    ns_coeffs: list[float] = field(default_factory=lambda: [3.4445, -4.7750, 2.0315])
+    ns_coeffs: list[float] = field(default_factory=lambda: list(NS_COEFFS))
     ns_dtype: str = "auto"
     init: RoleRules = field(default_factory=RoleRules)
     multiplier: RoleFloats = field(default_factory=RoleFloats)

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from mutransfer.model import GPT
+from mutransfer.model.gpt import GPT
 from mutransfer.schema import ModelConfig
 
 BATCH, SEQ, DEPTH = 16, 128, 2

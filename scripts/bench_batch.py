@@ -17,8 +17,8 @@ import time
 import torch
 
 from mutransfer.config import compose
-from mutransfer.data import load_corpus
-from mutransfer.train import train_model, train_trials
+from mutransfer.train.data import load_corpus
+from mutransfer.train.loop import train_model, train_trials
 
 DEFAULT = ["parametrization=mup", "optimizer=muon", "model.depth=2", "train.batch_size=16", "train.seq_len=128",
            "train.eval_every=0"]

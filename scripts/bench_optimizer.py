@@ -14,9 +14,9 @@ import time
 
 import torch
 
-from mutransfer.build import build_model
+from mutransfer.model.build import build_model
 from mutransfer.config import compose
-from mutransfer.parametrization import build_optimizer
+from mutransfer.model.apply import build_optimizer
 
 
 def ns_flops(shape: tuple[int, ...], steps: int) -> float:
@@ -38,7 +38,7 @@ def bench(width: int, device: torch.device, repeats: int, batch: int, seq_len: i
     cfg = compose([f"model.width={width}", "optimizer=muon", "parametrization=mup", f"train.batch_size={batch}",
                    f"train.seq_len={seq_len}"])
     model, plan = build_model(cfg, 256, device)
-    optimizer = build_optimizer(model.named_parameters(), plan, cfg.optimizer)
+    optimizer = build_optimizer(model, plan)
     x = torch.randint(0, 256, (batch, seq_len), device=device)
     fb, step = [], []
     for i in range(repeats + 2):

@@ -22,8 +22,9 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from mutransfer.spec import load_spec
-from mutransfer.studies import open_storage, prefixed_studies, study_keys
+from mutransfer.sweep.spec import load_spec
+from mutransfer.sweep.storage import open_storage
+from mutransfer.sweep.studies import prefixed_studies, study_keys
 
 
 def finished(run_dir: Path, prefix: str) -> list[optuna.trial.FrozenTrial]:

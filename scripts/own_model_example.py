@@ -22,7 +22,7 @@ import yaml
 from torch import nn
 
 import mutransfer
-from mutransfer.data import Batches, load_corpus
+from mutransfer.train.data import Batches, load_corpus
 from mutransfer.schema import DataConfig
 
 ROLES = {"embed.weight": "embedding", "head.weight": "readout", "norm.weight": "gain", "*": "hidden"}
@@ -88,9 +88,9 @@ def main() -> None:
     # 3. your own training loop, driven by the transferred file through the Python API
     plan = mutransfer.Plan.load(transfer)
     model = make_model(target)
-    plan.initialize(model, seed=0)
-    plan.attach(model)
-    optimizer = plan.optimizer(model)
+    mutransfer.initialize(model, plan, seed=0)
+    mutransfer.attach_multipliers(model, plan)
+    optimizer = mutransfer.build_optimizer(model, plan)
     same = mutransfer.parametrize(make_model(target), ROLES, preset="mup", optimizer="muon", width=target,
                                   base_width=32, factory=make_model, lr=plan.lr)
     assert [p.lr_factor for p in same.params] == [p.lr_factor for p in plan.params]

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mutransfer.analysis import Thresholds, analyze, drift, fit_halfwidth, local_optimum, optimum, verdict
+from mutransfer.analysis.drift import analyze, drift, verdict
+from mutransfer.analysis.optimum import Thresholds, fit_halfwidth, local_optimum, optimum
 
 
 def bowl(optimum_at: dict[int, float], seeds: int = 1, noise: float = 0.003, curvature: float = 0.05,

@@ -13,13 +13,13 @@ import torch
 from torch import nn
 
 import mutransfer
-from mutransfer.build import build_model
+from mutransfer.model.build import build_model
 from mutransfer.config import compose
-from mutransfer.data import load_corpus
+from mutransfer.train.data import load_corpus
 from mutransfer.errors import UserError
-from mutransfer.model import GPT
-from mutransfer.parametrization import build_optimizer
-from mutransfer.train import train_model
+from mutransfer.model.gpt import GPT
+from mutransfer.model.apply import build_optimizer
+from mutransfer.train.loop import train_model
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT_ROLES = {"embed.weight": "embedding", "lm_head.weight": "readout", "*norm.weight": "gain", "*.bias": "bias",
@@ -31,13 +31,13 @@ def test_gpt_through_the_api_equals_the_cli_path(preset: str, optimizer: str) ->
     cfg = compose([f"parametrization={preset}", f"optimizer={optimizer}", "model.width=256", "model.depth=1",
                    "train.seed=5"])
     reference, ref_plan = build_model(cfg, 256)
-    ref_opt = build_optimizer(reference.named_parameters(), ref_plan, cfg.optimizer)
+    ref_opt = build_optimizer(reference, ref_plan)
     model = GPT(cfg.model, 256)
     plan = mutransfer.parametrize(model, GPT_ROLES, preset=preset, optimizer=optimizer, width=256, base_width=128,
                                   factory=lambda w: GPT(replace(cfg.model, width=w), 256), seed=5)
     for (name, a), (_, b) in zip(reference.named_parameters(), model.named_parameters()):
         assert torch.equal(a, b), name
-    opt = plan.optimizer(model)
+    opt = mutransfer.build_optimizer(model, plan)
     assert [g["lr"] for g in opt.param_groups] == [g["lr"] for g in ref_opt.param_groups]
     assert type(opt) is type(ref_opt)
     assert plan.rows() == ref_plan.rows()
@@ -93,7 +93,7 @@ def test_multiplier_hooks_scale_outputs() -> None:
                                   factory=Small)
     idx = torch.randint(0, 16, (2, 5))
     before = model(idx)
-    handles = plan.attach(model)
+    handles = mutransfer.attach_multipliers(model, plan)
     assert plan.by_name()["mid.weight"].multiplier == pytest.approx(0.5) and len(handles) == 2
     torch.testing.assert_close(model(idx), before * 0.25)
 
@@ -107,8 +107,8 @@ def test_plan_save_load_round_trip(tmp_path: Path) -> None:
         loaded = mutransfer.Plan.load(path)
         assert loaded == plan
         assert loaded.optimizer_config == plan.optimizer_config
-        assert [g["lr"] for g in loaded.optimizer(model).param_groups] == \
-            [g["lr"] for g in plan.optimizer(model).param_groups]
+        assert [g["lr"] for g in mutransfer.build_optimizer(model, loaded).param_groups] == \
+            [g["lr"] for g in mutransfer.build_optimizer(model, plan).param_groups]
 
 
 def test_token_files_train_and_refuse_big_ids(tmp_path: Path, tiny: list[str]) -> None:

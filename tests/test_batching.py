@@ -13,14 +13,16 @@ from typer.testing import CliRunner
 
 from conftest import invoke
 from mutransfer.config import compose
-from mutransfer.data import load_corpus
-from mutransfer.model import GPT
-from mutransfer.optim import StackedAdamW, StackedSGD, SteepestDescent, clip_grad_norm_per_trial_, keep_trials
+from mutransfer.train.data import load_corpus
+from mutransfer.model.gpt import GPT
+from mutransfer.optim.stacked import StackedAdamW, StackedSGD
+from mutransfer.optim.steepest import SteepestDescent
+from mutransfer.train.stacking import clip_grad_norm_per_trial_, keep_trials
 from mutransfer.schema import ModelConfig
-from mutransfer.spec import load_spec
-from mutransfer.studies import study_keys
-from mutransfer.sweep import auto_trials, trials_per_batch
-from mutransfer.train import TrainResult, train_model, train_trials
+from mutransfer.sweep.spec import load_spec
+from mutransfer.sweep.studies import study_keys
+from mutransfer.sweep.trial import auto_trials, trials_per_batch
+from mutransfer.train.loop import TrainResult, train_model, train_trials
 
 TOL = 1e-4
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import invoke
-from mutransfer.stability import fit_slopes, requirement, verdicts
+from mutransfer.analysis.stability import fit_slopes, requirement, verdicts
 
 WIDTHS = "32,64,128,256"
 

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mutransfer.data import Batches, fixed_batches, load_corpus, stdlib_files
+from mutransfer.train.data import Batches, fixed_batches, load_corpus, stdlib_files
 from mutransfer.errors import UserError
 from mutransfer.schema import DataConfig
 

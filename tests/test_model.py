@@ -3,7 +3,7 @@ import io
 import pytest
 import torch
 
-from mutransfer.model import GPT, check_roles
+from mutransfer.model.gpt import GPT, check_roles
 from mutransfer.schema import ROLES, ModelConfig
 
 

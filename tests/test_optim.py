@@ -1,4 +1,4 @@
-"""Tests for mutransfer.optim: msign, normalizers, shape factors and SteepestDescent."""
+"""Tests for mutransfer.optim and the Muon shape factor: msign, normalizers, shape factors and SteepestDescent."""
 
 import math
 from typing import Any
@@ -7,18 +7,9 @@ import pytest
 import torch
 from torch import Tensor
 
-from mutransfer.optim import (
-    MUON_SCALES,
-    UPDATE_RULES,
-    SteepestDescent,
-    direction,
-    msign,
-    msign_exact,
-    muon_scale,
-    rms_normalize,
-    row_normalize,
-    sign_update,
-)
+from mutransfer.optim.newton_schulz import msign, msign_exact
+from mutransfer.optim.steepest import SteepestDescent, direction, rms_normalize, row_normalize, sign_update
+from mutransfer.table.rules import MUON_SCALES, UPDATE_RULES, muon_scale
 
 RECT_SHAPES = [(256, 64), (64, 256), (512, 128)]
 SQUARE_SHAPES = [(128, 128), (256, 256)]

@@ -1,4 +1,4 @@
-"""The abc table: Tensor Programs V Table 3, seed 001's Muon table, base-width agreement, the abc symmetry."""
+"""The abc table: Tensor Programs V Table 3, the Muon table of Su's "Above MuP 3", base-width agreement, the abc symmetry."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import math
 import pytest
 import torch
 
-from mutransfer.build import build_model, gpt_plan
+from mutransfer.model.build import build_model, gpt_plan
 from mutransfer.config import compose
-from mutransfer.data import load_corpus
-from mutransfer.parametrization import Plan, base_value
-from mutransfer.train import train_model
+from mutransfer.train.data import load_corpus
+from mutransfer.table.plan import Plan
+from mutransfer.table.rules import base_value
+from mutransfer.train.loop import train_model
 
 ETA = 0.01
 

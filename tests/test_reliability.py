@@ -16,7 +16,8 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from mutransfer.studies import open_storage, prefixed_studies
+from mutransfer.sweep.storage import open_storage
+from mutransfer.sweep.studies import prefixed_studies
 
 CLI = [sys.executable, "-m", "mutransfer"]
 

@@ -3,7 +3,9 @@ from pathlib import Path
 import pytest
 
 from mutransfer.errors import UserError
-from mutransfer.spec import LR_KEY, load_spec
+from mutransfer.schema import LR_KEY
+from mutransfer.sweep.spec import load_spec
+from mutransfer.sweep.trial import sweep_record
 
 
 @pytest.mark.parametrize("name", ["default", "smoke", "gpu"])
@@ -28,7 +30,7 @@ def test_overrides_split_between_spec_and_config() -> None:
     assert spec.widths == (64, 128) and spec.seeds == (0, 1, 2)
     assert spec.overrides[-1] == "train.steps=7"
     assert spec.setups[0].search[0].step == 1.0
-    assert load_spec("smoke").fingerprint() != spec.fingerprint()
+    assert sweep_record(load_spec("smoke"), {})["fingerprint"] != sweep_record(spec, {})["fingerprint"]
 
 
 def write(tmp_path: Path, text: str) -> str:

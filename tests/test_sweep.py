@@ -17,12 +17,14 @@ import yaml
 from optuna.trial import TrialState
 from typer.testing import CliRunner
 
-import mutransfer.sweep as sweep_module
+import mutransfer.sweep.worker as sweep_module
 from conftest import invoke
-from mutransfer.analysis import local_optimum
-from mutransfer.spec import load_spec
-from mutransfer.studies import JOURNAL_FILE, is_bookkeeping, load_study, open_storage, study_keys
-from mutransfer.sweep import SweepOptions, run_sweep
+from mutransfer.analysis.optimum import local_optimum
+from mutransfer.sweep.spec import load_spec
+from mutransfer.sweep.storage import JOURNAL_FILE, open_storage
+from mutransfer.sweep.studies import is_bookkeeping, load_study, study_keys
+from mutransfer.sweep.runner import run_sweep
+from mutransfer.sweep.worker import SweepOptions
 
 
 class Counter:
@@ -183,7 +185,7 @@ def test_dry_run_trains_nothing_and_writes_nothing(runner: CliRunner, spec_file:
 
 
 def test_an_unreaped_killed_worker_counts_as_dead() -> None:
-    from mutransfer.studies import _alive
+    from mutransfer.sweep.liveness import is_alive as _alive
 
     zombie = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 10
@@ -258,7 +260,7 @@ def test_spec_can_ask_for_a_coord_check_first(runner: CliRunner, spec_file: Path
 
 
 def test_workers_auto_measures_the_layouts(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
-    from mutransfer.threads import layouts
+    from mutransfer.sweep.layout import layouts
 
     assert layouts(2) == [(1, 2), (2, 1)] and layouts(4) == [(1, 4), (2, 2), (4, 1)]
     result = invoke(runner, "sweep", str(spec_file), "--out", str(tmp_path / "run"), "--workers", "auto",

@@ -6,19 +6,20 @@ import pytest
 import torch
 
 from mutransfer.config import compose
-from mutransfer.data import load_corpus
+from mutransfer.train.data import load_corpus
 from mutransfer.schema import TrainConfig
-from mutransfer.train import lr_factor, train_model
+from mutransfer.train.loop import train_model
+from mutransfer.train.schedule import schedule_factor
 
 
 def test_schedule_warms_up_then_decays_linearly() -> None:
     cfg = TrainConfig(steps=100, warmup_frac=0.1, schedule="linear", min_lr_frac=0.0)
-    factors = [lr_factor(s, cfg) for s in range(100)]
+    factors = [schedule_factor(s, cfg) for s in range(100)]
     assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
     assert factors[10] == pytest.approx(1.0) and factors[-1] == pytest.approx(1 / 90)
     assert all(a >= b for a, b in zip(factors[9:], factors[10:]))
     constant = TrainConfig(steps=10, warmup_frac=0.0, schedule="constant")
-    assert {lr_factor(s, constant) for s in range(10)} == {1.0}
+    assert {schedule_factor(s, constant) for s in range(10)} == {1.0}
 
 
 def test_mup_muon_width_128_learns_the_default_corpus() -> None:

@@ -13,11 +13,11 @@ import yaml
 from typer.testing import CliRunner
 
 from conftest import invoke
-from mutransfer.build import build_model, gpt_plan
+from mutransfer.model.build import build_model, gpt_plan
 from mutransfer.config import load_config_file
-from mutransfer.parametrization import build_optimizer
-from mutransfer.plots import transfer_figure
-from mutransfer.report import read_summary, read_tables
+from mutransfer.model.apply import build_optimizer
+from mutransfer.analysis.plots import transfer_figure
+from mutransfer.analysis.summary import read_tables, summarize_run
 
 
 @pytest.fixture(scope="module")
@@ -58,13 +58,13 @@ def test_transfer_file_equals_the_model_at_width_n(runner: CliRunner, sweep_dir:
         assert group["lr"] == pytest.approx(plan.lr * entry.lr_factor)
         assert group["shape"] == list(entry.shape)
     model, plan = build_model(cfg, 256)
-    optimizer = build_optimizer(model.named_parameters(), plan, cfg.optimizer)
+    optimizer = build_optimizer(model, plan)
     by_name = {g["name"]: g for g in doc["param_groups"]}
     for group in optimizer.param_groups:
         assert group["lr"] == pytest.approx(by_name[group["name"]]["lr"])
     weight = dict(model.named_parameters())["blocks.0.mlp.up.weight"]
     assert weight.std().item() == pytest.approx(by_name["blocks.0.mlp.up.weight"]["init_std"], rel=0.03)
-    summary = read_summary(sweep_dir)["setups"][setup]
+    summary = summarize_run(sweep_dir)["setups"][setup]
     xs = [w["log2_lr_star"] for w in summary["widths"].values()]
     assert min(xs) - 1e-9 <= doc["log2_lr"] <= max(xs) + 1e-9
 
@@ -81,7 +81,7 @@ def test_transfer_defaults_json_and_drift_correction(runner: CliRunner, sweep_di
     assert corrected.exit_code == 0
     fixed = yaml.safe_load((sweep_dir / "c.yaml").read_text())
     slope = fixed["source"]["slope"]
-    info = read_summary(sweep_dir)["setups"][fixed["source"]["setup"]]
+    info = summarize_run(sweep_dir)["setups"][fixed["source"]["setup"]]
     assert fixed["correct_drift"] is True
     assert fixed["log2_lr"] == pytest.approx(info["intercept"] + slope * math.log2(4096))
 
@@ -141,7 +141,7 @@ def test_plots_from_csvs_alone(runner: CliRunner, sweep_dir: Path, tmp_path: Pat
     assert result.exit_code == 0, result.output
     assert {p.name for p in csv_only.glob("*.png")} == {"transfer.png", "lr_drift.png", "curves.png"}
     trials, _ = read_tables(csv_only)
-    fig = transfer_figure([("run", trials, read_summary(csv_only))])
+    fig = transfer_figure([("run", trials, summarize_run(csv_only))])
     titles = [ax.get_title() for ax in fig.axes]
     assert len(fig.axes) == 2 and any("mup_muon" in t for t in titles) and any("sp_adamw" in t for t in titles)
     compare = tmp_path / "compare"

@@ -1,0 +1,203 @@
+"""Figures from tidy tables only (trials.csv, curves.csv and the summary computed from them). No torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..schema import LR_COLUMN, LR_KEY
+
+__all__ = ["transfer_figure", "drift_figure", "curves_figure", "verify_figure", "save"]
+
+
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _colors(widths: Sequence[int]) -> dict[int, Any]:
+    cmap = _pyplot().get_cmap("viridis")
+    ordered = sorted(widths)
+    span = max(1, len(ordered) - 1)
+    return {w: cmap(0.05 + 0.85 * i / span) for i, w in enumerate(ordered)}
+
+
+def _panels(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> list[tuple[str, str, pd.DataFrame, dict]]:
+    panels = []
+    for run, trials, summary in runs:
+        lr = trials[trials["search_key"] == LR_KEY]
+        for setup in lr["setup"].unique():
+            title = f"{setup}" if len(runs) == 1 else f"{run}: {setup}"
+            panels.append((title, setup, lr[lr["setup"] == setup], summary.get("setups", {}).get(setup, {})))
+    return panels
+
+
+def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> Any:
+    """Loss vs log2(LR), one line per width, one panel per setup (and per run), shared y axis."""
+    plt = _pyplot()
+    panels = _panels(runs)
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5.2 * max(1, len(panels)), 4.6), sharey=True,
+                             squeeze=False, layout="constrained")
+    ok_all = pd.concat([p[2] for p in panels]) if panels else pd.DataFrame()
+    ok_losses = ok_all[ok_all["status"] == "ok"]["val_loss"] if not ok_all.empty else pd.Series(dtype=float)
+    top = float(np.nanmax(ok_losses)) if len(ok_losses) else 1.0
+    bottom = float(np.nanmin(ok_losses)) if len(ok_losses) else 0.0
+    pad = 0.08 * (top - bottom if top > bottom else 1.0)
+    for ax, (title, setup, rows, info) in zip(axes[0], panels):
+        colors = _colors(rows["width"].unique())
+        for width, part in rows.groupby("width"):
+            ok = part[part["status"] == "ok"]
+            stats = ok.groupby(LR_COLUMN)["val_loss"].agg(["mean", "min", "max"]).reset_index()
+            color = colors[int(width)]
+            ax.plot(stats[LR_COLUMN], stats["mean"], "-o", color=color, ms=3.5, lw=1.5, label=f"width {width}")
+            if ok["seed"].nunique() > 1:
+                ax.fill_between(stats[LR_COLUMN], stats["min"], stats["max"], color=color, alpha=0.18, lw=0)
+            div = part[part["status"] == "diverged"][LR_COLUMN].unique()
+            if len(div):
+                ax.plot(div, np.full(len(div), top + 0.6 * pad), "x", color=color, ms=7, mew=2, clip_on=False)
+            opt = info.get("widths", {}).get(str(int(width)))
+            if opt:
+                y = opt["best_loss"] - 0.3 * pad
+                ax.errorbar([opt["log2_lr_star"]], [y], xerr=[[opt["log2_lr_star"] - opt["ci"][0]],
+                            [opt["ci"][1] - opt["log2_lr_star"]]], fmt="v", color=color, ms=7, capsize=3, lw=1.2)
+        verdict = info.get("verdict", "")
+        slope = info.get("slope")
+        extra = f"\n{verdict}: LR* {slope:+.2f} octaves / width doubling" if slope is not None else ""
+        _label(ax, f"{title}{extra}", "log2(base learning rate η)", title_size=10, legend_loc="upper left")
+    axes[0][0].set_ylabel("validation loss (nats/token)")
+    axes[0][0].set_ylim(bottom - pad, top + pad)
+    fig.suptitle("Loss vs learning rate per width  (▼ LR* with interval, × diverged)", fontsize=11)
+    return fig
+
+
+def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> Any:
+    """log2(LR*) vs log2(width) with intervals and the fitted line, one series per setup."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.0, 4.6), layout="constrained")
+    cmap = plt.get_cmap("tab10")
+    index = 0
+    for run, _, summary in runs:
+        for setup, info in summary.get("setups", {}).items():
+            widths = sorted(int(w) for w in info.get("widths", {}))
+            if not widths:
+                continue
+            x = np.log2(widths)
+            opts = [info["widths"][str(w)] for w in widths]
+            y = np.array([o["log2_lr_star"] for o in opts])
+            err = np.array([[o["log2_lr_star"] - o["ci"][0] for o in opts], [o["ci"][1] - o["log2_lr_star"] for o in opts]])
+            label = setup if len(runs) == 1 else f"{run}: {setup}"
+            color = cmap(index % 10)
+            index += 1
+            slope = info.get("slope")
+            if slope is not None:
+                lo, hi = info["slope_ci"]
+                label += f" (slope {slope:+.2f} [{lo:+.2f}, {hi:+.2f}], {info['verdict']})"
+                ax.plot(x, info["intercept"] + slope * x, "--", color=color, lw=1)
+            ax.errorbar(x, y, yerr=err, fmt="o", color=color, capsize=3, label=label)
+    all_widths = sorted({int(w) for _, _, summary in runs for info in summary.get("setups", {}).values()
+                         for w in info.get("widths", {})})
+    if all_widths:
+        ax.set_xticks(np.log2(all_widths), [str(w) for w in all_widths])
+    _label(ax, "Optimal learning rate vs width", "width (log2 axis)", "log2(LR*)  (base learning rate η)")
+    return fig
+
+
+def _label(ax: Any, title: str, xlabel: str, ylabel: str | None = None, title_size: float | None = None,
+           legend_loc: str = "best") -> None:
+    """Title, axis labels, a light grid and a small legend: the finish every figure's panels share."""
+    ax.set_title(title, **({"fontsize": title_size} if title_size else {}))
+    ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc=legend_loc)
+
+
+def curves_figure(trials: pd.DataFrame, curves: pd.DataFrame, summary: dict[str, Any]) -> Any:
+    """Training loss curves at each width's best learning rate, one panel per setup."""
+    plt = _pyplot()
+    lr = trials[(trials["search_key"] == LR_KEY) & (trials["status"] == "ok")]
+    setups = list(lr["setup"].unique())
+    fig, axes = plt.subplots(1, max(1, len(setups)), figsize=(5.2 * max(1, len(setups)), 4.2), sharey=True,
+                             squeeze=False, layout="constrained")
+    for ax, setup in zip(axes[0], setups):
+        rows = lr[lr["setup"] == setup]
+        colors = _colors(rows["width"].unique())
+        for width, part in rows.groupby("width"):
+            best = part.loc[part["val_loss"].idxmin()]
+            curve = curves[(curves["trial"] == best["trial"]) & (curves["setup"] == setup) &
+                           (curves["width"] == width) & (curves["seed"] == best["seed"]) &
+                           (curves["search_key"] == LR_KEY)]
+            ax.plot(curve["step"], curve["train_loss"], color=colors[int(width)], lw=1.2,
+                    label=f"width {width}, log2 η={best[LR_COLUMN]:.2f}")
+        _label(ax, f"{setup}: training loss at each width's best LR", "step", title_size=10)
+    axes[0][0].set_ylabel("training loss (nats/token)")
+    return fig
+
+
+def verify_figure(verify: pd.DataFrame) -> Any:
+    """Validation loss against the LR factor applied to the transferred η*, one line per verified width."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.6, 4.2), layout="constrained")
+    for width, part in verify.groupby("width"):
+        part = part.sort_values("factor")
+        ax.plot(np.log2(part["factor"]), part["val_loss"], "-o", label=f"width {width}")
+    ax.axvline(0.0, color="grey", lw=0.8, ls=":")
+    _label(ax, "Verification at the target width", "log2(factor × transferred η*)", "validation loss (nats/token)")
+    return fig
+
+
+def save(fig: Any, path: Path, dpi: int = 120) -> None:
+    """Write atomically (temp file + rename) and close the figure."""
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=dpi)
+    _pyplot().close(fig)
+    tmp.replace(path)
+
+
+def coord_check_figure(table: pd.DataFrame, slopes: pd.DataFrame, steps: Sequence[int]) -> Any:
+    """One panel per (quantity, step): value vs width on log axes, one line per module, with the slope
+    each quantity needs drawn as a dashed guide through the median module."""
+    plt = _pyplot()
+    quantities = [q for q in ("forward", "update", "dependency", "weight_update") if q in set(table["quantity"])]
+    fig, axes = plt.subplots(len(quantities), len(steps), figsize=(4.6 * len(steps), 3.3 * len(quantities)),
+                             squeeze=False, layout="constrained")
+    cmap = plt.get_cmap("tab20")
+    modules = list(dict.fromkeys(table["module"]))
+    colors = {m: cmap(i % 20) for i, m in enumerate(modules)}
+    for r, quantity in enumerate(quantities):
+        for c, step in enumerate(steps):
+            ax = axes[r][c]
+            part = table[(table["quantity"] == quantity) & (table["step"] == step)]
+            if part.empty:
+                ax.set_visible(False)
+                continue
+            means = part.groupby(["module", "width"], sort=False)["value"].mean().reset_index()
+            for module, rows in means.groupby("module", sort=False):
+                ax.plot(rows["width"], rows["value"], "-o", ms=3, lw=1.2, color=colors[module],
+                        label=module if quantity != "weight_update" else module.replace(".weight", ""))
+            widths = np.array(sorted(part["width"].unique()), dtype=float)
+            guide_slope = 0.0
+            anchor = float(np.median(means[means["width"] == widths[0]]["value"]))
+            ax.plot(widths, anchor * (widths / widths[0]) ** guide_slope, "k--", lw=1, alpha=0.6)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log", base=2)
+            ax.set_title(f"{quantity} · step {step}", fontsize=10)
+            ax.set_xlabel("width")
+            ax.grid(alpha=0.3)
+            if c == 0:
+                ax.set_ylabel({"forward": "RMS of output", "update": "RMS of change since step 0",
+                               "dependency": "RMS Δout / RMS Δin", "weight_update": "‖ΔW‖₂ / ‖W₀‖₂"}[quantity])
+            if c == len(steps) - 1:
+                ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.suptitle("Coordinate check (dashed: the width-independent slope a stable quantity needs)", fontsize=11)
+    return fig

@@ -1,0 +1,98 @@
+"""Pure pandas/numpy: width exponents of the coord check's measurements, compared with what a
+width-stable, feature-learning model needs (stable and non-trivial updates: Yang & Hu, Tensor Programs IV;
+Su, "Above MuP 3"), and a verdict per module.
+
+Input: a tidy table ``width, step, module, quantity, value, seed``. For each (quantity, module, step) the
+slope of log2(value) against log2(width) is fitted (seeds averaged in log space); with several seeds the
+band is widened by twice the fit's standard error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Band", "requirement", "fit_slopes", "verdicts", "judge", "DEFAULT_TOL"]
+
+DEFAULT_TOL = 0.2
+LOGIT_UPDATE_BAND = (-0.5, 0.2)
+"""The width exponents the logits' update may have (the readout's shrinking init still carries part of it)."""
+
+
+@dataclass(frozen=True)
+class Band:
+    low: float
+    high: float
+    text: str
+
+    def contains(self, slope: float, widen: float = 0.0) -> bool:
+        return self.low - widen <= slope <= self.high + widen
+
+
+def requirement(quantity: str, module: str, step: int, tol: float = DEFAULT_TOL,
+                logit_update: tuple[float, float] = LOGIT_UPDATE_BAND) -> Band:
+    """The width exponent each measurement needs: Θ(1) everywhere, except that logits may shrink (O(1))
+    and their updates are judged in a wider band (the readout's shrinking init still carries part of them)."""
+    if module == "logits" and quantity == "forward":
+        return Band(-math.inf, tol, f"≤ {tol:+.1f} (O(1))")
+    if module == "logits" and quantity == "update":
+        return Band(logit_update[0], logit_update[1], f"[{logit_update[0]:+.1f}, {logit_update[1]:+.1f}]")
+    return Band(-tol, tol, f"0 ± {tol:.1f} (Θ(1))")
+
+
+def fit_slopes(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (quantity, module, step): slope, its standard error and the widths used."""
+    rows = []
+    blown = table[~np.isfinite(table["value"])]
+    for (quantity, module, step), _ in blown.groupby(["quantity", "module", "step"], sort=False):
+        rows.append({"quantity": quantity, "module": module, "step": int(step), "slope": math.inf, "stderr": 0.0,
+                     "widths": sorted(int(w) for w in table["width"].unique())})
+    usable = table[(table["value"] > 0) & np.isfinite(table["value"])]
+    usable = usable.merge(blown[["quantity", "module", "step"]].drop_duplicates(), how="left", indicator=True)
+    usable = usable[usable["_merge"] == "left_only"].drop(columns="_merge")
+    for (quantity, module, step), part in usable.groupby(["quantity", "module", "step"], sort=False):
+        per_width = part.assign(logv=np.log2(part["value"])).groupby("width")["logv"]
+        means = per_width.mean()
+        if len(means) < 2:
+            continue
+        x = np.log2(means.index.to_numpy(float))
+        y = means.to_numpy(float)
+        slope, intercept = np.polyfit(x, y, 1)
+        se = 0.0
+        n_seeds = part["seed"].nunique()
+        if n_seeds > 1:
+            spread = per_width.std(ddof=1).fillna(0.0).to_numpy(float) / math.sqrt(n_seeds)
+            se = float(math.sqrt(np.sum(spread**2 * (x - x.mean()) ** 2)) / np.sum((x - x.mean()) ** 2))
+        rows.append({"quantity": quantity, "module": module, "step": int(step), "slope": float(slope),
+                     "stderr": se, "widths": [int(w) for w in means.index]})
+    return pd.DataFrame(rows, columns=["quantity", "module", "step", "slope", "stderr", "widths"])
+
+
+def verdicts(slopes: pd.DataFrame, tol: float = DEFAULT_TOL,
+             logit_update: tuple[float, float] = LOGIT_UPDATE_BAND) -> dict[str, Any]:
+    """Per module: ``stable`` / ``grows`` / ``shrinks`` with the worst offending quantity and its slope."""
+    modules: dict[str, Any] = {}
+    checks = []
+    for row in slopes.itertuples():
+        band = requirement(row.quantity, row.module, row.step, tol, logit_update)
+        ok = band.contains(row.slope, 2 * row.stderr)
+        excess = 0.0 if ok else (row.slope - band.high if row.slope > band.high else row.slope - band.low)
+        checks.append({"quantity": row.quantity, "module": row.module, "step": row.step, "slope": row.slope,
+                       "stderr": row.stderr, "required": band.text, "ok": bool(ok), "excess": excess})
+        entry = modules.setdefault(row.module, {"verdict": "stable", "worst": None, "excess": 0.0})
+        if not ok and abs(excess) > abs(entry["excess"]):
+            entry.update(verdict="grows" if excess > 0 else "shrinks", excess=excess,
+                         worst={"quantity": row.quantity, "step": row.step, "slope": row.slope, "required": band.text})
+    return {"modules": modules, "checks": checks, "stable": all(m["verdict"] == "stable" for m in modules.values())}
+
+
+def judge(table: pd.DataFrame, tol: float = DEFAULT_TOL) -> dict[str, Any]:
+    """Slopes, checks and a verdict per module for a coord-check table (the ``coord_check.json`` body)."""
+    slopes = fit_slopes(table)
+    result = verdicts(slopes, tol)
+    result["slopes"] = slopes.to_dict(orient="records")
+    return result

@@ -1,0 +1,96 @@
+"""A sweep run directory's tables and its summary: ``trials.csv`` and ``curves.csv`` written and read back,
+and ``summary.json`` (optimum per width, drift and verdict per setup) computed from ``trials.csv``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from ..errors import UserError
+from ..files import CONFIG_FILE, CURVE_COLUMNS, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, write_json
+from ..schema import LR_COLUMN, LR_KEY
+from .drift import analyze
+from .optimum import Thresholds, fit_halfwidth
+
+__all__ = ["summarize", "write_tables", "read_tables", "search_steps", "write_summary", "summarize_run",
+           "searched_column"]
+
+
+def searched_column(key: str) -> str:
+    """The trials.csv column that holds a searched key's value (log2 η for the learning rate)."""
+    return LR_COLUMN if key == LR_KEY else key
+
+
+def summarize(trials: pd.DataFrame, steps: dict[str, Any], th: Thresholds = Thresholds()) -> dict[str, Any]:
+    """summary.json: the learning rate under ``setups``, every other searched key under ``keys``."""
+    summary: dict[str, Any] = {"setups": {}, "keys": {}}
+    for key, part in trials.groupby("search_key", sort=False):
+        log2 = key == LR_KEY or steps.get(f"{key}:scale") == "log2"
+        x = part[searched_column(str(key))].astype(float)
+        if key != LR_KEY and log2:
+            x = np.log2(x)
+        tidy = pd.DataFrame({"setup": part["setup"], "width": part["width"], "seed": part["seed"], "x": x,
+                             "loss": part["val_loss"].astype(float), "status": part["status"]})
+        step = steps[str(key)]
+        result = analyze(tidy, step, th, fit_halfwidth(step, log2, th))
+        if key == LR_KEY:
+            summary["setups"] = result
+        else:
+            summary["keys"][str(key)] = {"setups": result}
+    return summary
+
+
+def write_tables(run_dir: Path, trials: pd.DataFrame, curves: pd.DataFrame) -> None:
+    atomic_write_text(run_dir / TRIALS_FILE, trials.to_csv(index=False))
+    atomic_write_text(run_dir / CURVES_FILE, curves.to_csv(index=False))
+
+
+def read_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    path = run_dir / TRIALS_FILE
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir} is not a directory", "give a sweep's run directory (e.g. runs/default)")
+    if not path.is_file():
+        raise UserError(f"{run_dir} has no {TRIALS_FILE}", "run `mutransfer sweep` first, or give a sweep's "
+                        "run directory")
+    trials = pd.read_csv(path)
+    if trials.empty:
+        raise UserError(f"{path} has no trials", "run or resume the sweep until some trials finish")
+    curves_path = run_dir / CURVES_FILE
+    curves = pd.read_csv(curves_path) if curves_path.is_file() else pd.DataFrame(columns=CURVE_COLUMNS)
+    return trials, curves
+
+
+def search_steps(run_dir: Path, trials: pd.DataFrame) -> dict[str, Any]:
+    """Grid step (and scale) per searched key: from the sweep's config.yaml, else the most common spacing."""
+    steps: dict[str, Any] = {}
+    config = run_dir / CONFIG_FILE
+    if config.is_file():
+        spec = (yaml.safe_load(config.read_text()) or {}).get("spec") or {}
+        for setup in spec.get("setups", []):
+            for search in setup.get("search", []):
+                steps.setdefault(search["key"], float(search["step"]))
+                steps.setdefault(f"{search['key']}:scale", search["scale"])
+    for key, part in trials.groupby("search_key"):
+        if key not in steps:
+            xs = np.sort(part[searched_column(str(key))].dropna().unique())
+            diffs = Counter(np.round(np.diff(xs), 6)) if len(xs) > 1 else Counter({1.0: 1})
+            steps[str(key)] = float(diffs.most_common(1)[0][0])
+    return steps
+
+
+def summarize_run(run_dir: Path, th: Thresholds = Thresholds()) -> dict[str, Any]:
+    """The summary computed afresh from the run directory's trials.csv (so it matches the tables even when
+    summary.json is older)."""
+    trials, _ = read_tables(run_dir)
+    return summarize(trials, search_steps(run_dir, trials), th)
+
+
+def write_summary(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Thresholds()) -> dict[str, Any]:
+    summary = summarize(trials, search_steps(run_dir, trials), th)
+    write_json(run_dir / SUMMARY_FILE, summary)
+    return summary

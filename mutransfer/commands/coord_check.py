@@ -1,0 +1,90 @@
+"""``mutransfer coord-check``: validate, measure, fit, judge, write the files, print the table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from ..errors import UserError
+
+__all__ = ["run", "parse_widths", "EXIT_UNSTABLE"]
+
+EXIT_UNSTABLE = 1
+VERDICT_COLORS = {"stable": "green", "grows": "red", "shrinks": "yellow"}
+
+
+def parse_widths(text: str, head_dim: int) -> list[int]:
+    from ..config import check_width
+
+    try:
+        widths = sorted({int(w) for w in text.split(",") if w.strip()})
+    except ValueError:
+        raise UserError(f"--widths {text} must be comma-separated integers", "e.g. --widths 32,64,128,256") from None
+    if len(widths) < 2:
+        raise UserError(f"--widths {text} needs at least two widths", "e.g. --widths 32,64,128,256")
+    for w in widths:
+        check_width(f"width {w} in --widths", w, head_dim)
+    return widths
+
+
+def _check_options(steps: int, seeds: int, lr: Optional[float]) -> None:
+    if steps < 1:
+        raise UserError(f"--steps {steps} must be at least 1", "e.g. --steps 5")
+    if seeds < 1:
+        raise UserError(f"--seeds {seeds} must be at least 1", "e.g. --seeds 2")
+    if lr is not None and not lr > 0:
+        raise UserError(f"--lr {lr} must be positive", "e.g. --lr 0.01")
+
+
+def run(overrides: Sequence[str], widths_text: str, steps: int, lr: Optional[float], seeds: int,
+        out: Optional[Path], strict: bool) -> int:
+    """The coord-check command; returns the exit code (1 under ``--strict`` when a module is not stable)."""
+    import pandas as pd
+
+    from ..analysis.plots import coord_check_figure, save
+    from ..analysis.stability import judge
+    from ..config import compose, to_dict
+    from ..files import COORD_CHECK_FILES, atomic_write_text, new_run_dir, write_json
+    from ..train.coordcheck import coord_check
+    from ..train.data import load_corpus
+    from .common import console
+
+    cfg = compose(overrides)
+    if cfg.model.factory:
+        raise UserError("coord-check measures the built-in GPT's modules", "drop model.factory for coord-check")
+    widths = parse_widths(widths_text, cfg.model.head_dim)
+    _check_options(steps, seeds, lr)
+    base_lr = lr if lr is not None else cfg.optimizer.lr
+    corpus = load_corpus(cfg.data, cfg.train.seq_len)
+    screen = console()
+    table = coord_check(cfg, corpus, widths, steps, base_lr, list(range(cfg.train.seed, cfg.train.seed + seeds)),
+                        on_width=lambda w, s: screen.print(f"measuring width {w} (seed {s})", style="dim"))
+    result = judge(table)
+    run_dir = new_run_dir(out, "coord-check")
+    atomic_write_text(run_dir / COORD_CHECK_FILES["table"], table.to_csv(index=False))
+    write_json(run_dir / COORD_CHECK_FILES["summary"], {
+        "preset": cfg.parametrization.name, "optimizer": cfg.optimizer.name, "lr": base_lr, "widths": widths,
+        "steps": steps, "seeds": seeds, **result, "config": to_dict(cfg)})
+    save(coord_check_figure(table, pd.DataFrame(result["slopes"]), sorted({0, 1, steps})),
+         run_dir / COORD_CHECK_FILES["plot"])
+    title = (f"coord check: {cfg.parametrization.name} + {cfg.optimizer.name}, η={base_lr:.4g}, widths {widths}, "
+             f"{steps} steps")
+    screen.print(_verdict_table(result, title))
+    bad = [m for m, e in result["modules"].items() if e["verdict"] != "stable"]
+    screen.print(("all modules stable" if not bad else f"not stable: {', '.join(bad)}") +
+                 f" · wrote {run_dir}/{', '.join(COORD_CHECK_FILES.values())}")
+    return EXIT_UNSTABLE if strict and bad else 0
+
+
+def _verdict_table(result: dict[str, Any], title: str) -> Any:
+    from rich.table import Table
+
+    view = Table(title=title)
+    for column in ("module", "verdict", "offending quantity", "slope", "required"):
+        view.add_column(column)
+    for module, entry in result["modules"].items():
+        worst = entry["worst"] or {}
+        view.add_row(module, f"[{VERDICT_COLORS[entry['verdict']]}]{entry['verdict']}[/]",
+                     f"{worst.get('quantity', '-')} (step {worst['step']})" if worst else "-",
+                     f"{worst['slope']:+.2f}" if worst else "-", worst.get("required", "-"))
+    return view

@@ -1,0 +1,42 @@
+"""``mutransfer export``: a sweep's run directory (config.yaml, tables, summary, plots) from its storage alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+__all__ = ["run", "export_run"]
+
+
+def export_run(storage_url: str, prefix: str, out: Path) -> dict[str, Any]:
+    """Rebuild the run directory ``out`` from the studies named ``<prefix>.*``; returns the summary."""
+    import optuna
+
+    from ..files import claim_run_dir, dump_yaml
+    from ..sweep.spec import spec_from_dict
+    from ..sweep.storage import open_storage
+    from ..sweep.studies import RECORD_ATTR, prefixed_studies
+    from .sweep import finalize
+
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is an existing file", "give a directory path")
+    storage = open_storage(storage_url, out if out.is_dir() else Path("."))
+    names = prefixed_studies(storage, prefix)
+    if not names:
+        raise UserError(f"no studies named '{prefix}.*' in {storage_url}", "check --study (the sweep's study prefix)")
+    record = optuna.load_study(study_name=names[0], storage=storage).user_attrs.get(RECORD_ATTR)
+    if not isinstance(record, dict):
+        raise UserError(f"study {names[0]} was not written by `mutransfer sweep`", "export a mutransfer sweep")
+    spec = spec_from_dict(record["spec"])
+    out.mkdir(parents=True, exist_ok=True)
+    claim_run_dir(out, record["fingerprint"], dump_yaml(record))
+    return finalize(spec, out, storage_url, prefix)
+
+
+def run(storage_url: str, prefix: str, out: Path) -> str:
+    """The export command; returns the line to print."""
+    summary = export_run(storage_url, prefix, out)
+    return (f"exported {sum(len(v['widths']) for v in summary['setups'].values())} optima of "
+            f"{len(summary['setups'])} setups to {out}")

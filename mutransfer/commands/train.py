@@ -1,0 +1,67 @@
+"""``mutransfer train``: one run → ``config.yaml``, ``metrics.csv``, ``result.json`` in a run directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+__all__ = ["run"]
+
+HORIZON_KEYS = ("steps", "batch_size", "seq_len")
+
+
+def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -> None:
+    from ..config import compose, load_config_file, to_dict, to_yaml
+    from ..files import CONFIG_FILE, METRICS_COLUMNS, METRICS_FILE, RESULT_FILE, atomic_write_text, new_run_dir, \
+        write_csv, write_json
+    from ..train.data import load_corpus
+
+    if config is not None:
+        cfg = load_config_file(config, overrides)
+        _warn_horizon(load_config_file(config), cfg)
+    else:
+        cfg = compose(overrides)
+    corpus = load_corpus(cfg.data, cfg.train.seq_len)
+    run_dir = new_run_dir(out, "train")
+    atomic_write_text(run_dir / CONFIG_FILE, to_yaml(cfg))
+    result, env = _train_with_progress(cfg, corpus)
+    write_csv(run_dir / METRICS_FILE, result.curve, METRICS_COLUMNS)
+    write_json(run_dir / RESULT_FILE, {**result.summary(), "evals": result.evals, "corpus": corpus.describe(),
+                                       "environment": env, "config": to_dict(cfg)})
+    _report(result, run_dir)
+
+
+def _warn_horizon(saved: Any, cfg: Any) -> None:
+    changed = [f"train.{k}: {getattr(saved.train, k)} → {getattr(cfg.train, k)}" for k in HORIZON_KEYS
+               if getattr(saved.train, k) != getattr(cfg.train, k)]
+    if changed:
+        print(f"warning: {', '.join(changed)}; learning rates are not known to transfer across training horizon "
+              "or batch size without further evidence", file=sys.stderr)
+
+
+def _train_with_progress(cfg: Any, corpus: Any) -> tuple[Any, dict[str, Any]]:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from ..train.device import environment, resolve_device
+    from ..train.loop import train_model
+
+    columns = (TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, transient=False, disable=not sys.stderr.isatty()) as progress:
+        task = progress.add_task("train", total=cfg.train.steps, loss="-")
+        result, _ = train_model(cfg, corpus, on_step=lambda step, loss: progress.update(
+            task, completed=step, loss=f"{loss:.4f}"))
+    return result, environment(resolve_device(cfg.train.device))
+
+
+def _report(result: Any, run_dir: Path) -> None:
+    from .common import console
+
+    out = console()
+    if result.status == "diverged":
+        out.print(f"[yellow]warning:[/] {result.message}; the run stopped early (status: diverged)")
+    val = "n/a" if result.val_loss is None else f"{result.val_loss:.4f}"
+    out.print(f"status {result.status} · val_loss {val} · steps {result.steps} · "
+              f"{result.tokens_per_s:,.0f} tokens/s · optimizer {100 * result.optimizer_fraction:.0f}% of step time")
+    out.print(f"run directory: {run_dir}")

@@ -1,0 +1,155 @@
+"""What a run directory holds: every output file's name and table columns, and how files are written
+(atomically: temp file + rename, so a reader sees the old file or the new one, never half of one)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+from .errors import UserError
+
+__all__ = [
+    "CONFIG_FILE",
+    "METRICS_FILE",
+    "RESULT_FILE",
+    "METRICS_COLUMNS",
+    "TRIALS_FILE",
+    "CURVES_FILE",
+    "SUMMARY_FILE",
+    "VERIFY_FILE",
+    "CURVE_COLUMNS",
+    "TRANSFER_PLOT",
+    "DRIFT_PLOT",
+    "CURVES_PLOT",
+    "VERIFY_PLOT",
+    "COORD_CHECK_FILES",
+    "transfer_file",
+    "atomic_write_text",
+    "dump_yaml",
+    "write_json",
+    "write_csv",
+    "new_run_dir",
+    "claim_run_dir",
+    "latest_run",
+]
+
+CONFIG_FILE = "config.yaml"
+METRICS_FILE = "metrics.csv"
+RESULT_FILE = "result.json"
+METRICS_COLUMNS = ("step", "train_loss", "lr", "tokens", "seconds")
+
+TRIALS_FILE = "trials.csv"
+CURVES_FILE = "curves.csv"
+SUMMARY_FILE = "summary.json"
+VERIFY_FILE = "verify.csv"
+CURVE_COLUMNS = ["setup", "width", "seed", "search_key", "x", "trial", "step", "train_loss", "val_loss"]
+
+TRANSFER_PLOT = "transfer.png"
+DRIFT_PLOT = "lr_drift.png"
+CURVES_PLOT = "curves.png"
+VERIFY_PLOT = "verify.png"
+
+COORD_CHECK_FILES = {"table": "coord_check.csv", "summary": "coord_check.json", "plot": "coord_check.png"}
+
+
+def transfer_file(width: int, fmt: str) -> str:
+    """The default name of a transfer file: ``transfer_w<width>.yaml`` (or ``.json``)."""
+    return f"transfer_w{width}.{'json' if fmt == 'json' else 'yaml'}"
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML whose floats read back as floats under YAML 1.1 too (PyYAML reads ``1e-08`` as a string)."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def represent_float(dumper: yaml.SafeDumper, value: float) -> Any:
+        text = repr(value)
+        if "e" in text and "." not in text.split("e")[0]:
+            mantissa, exponent = text.split("e")
+            text = f"{mantissa}.0e{exponent}"
+        if not math.isfinite(value):
+            return dumper.represent_float(value)
+        return dumper.represent_scalar("tag:yaml.org,2002:float", text)
+
+    Dumper.add_representer(float, represent_float)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, 0o644)  # mkstemp makes the file private; outputs are meant to be shared like any other file
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def write_json(path: Path, obj: Mapping[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(_jsonable(obj), indent=2, sort_keys=False) + "\n")
+
+
+def write_csv(path: Path, rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> None:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(path, buffer.getvalue())
+
+
+def new_run_dir(out: Optional[Path], kind: str, root: Path = Path("runs")) -> Path:
+    """``out`` if given, else ``runs/<kind>-<timestamp>``; refuses a path that is an existing file."""
+    path = out if out is not None else root / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if path.exists() and not path.is_dir():
+        raise UserError(f"--out {path} is an existing file", "give a directory path")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def claim_run_dir(run_dir: Path, fingerprint: str, text: str) -> None:
+    """Write the sweep's config.yaml, or refuse when the directory already holds a different sweep."""
+    import yaml
+
+    path = run_dir / CONFIG_FILE
+    if path.exists():
+        try:
+            existing = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError:
+            existing = {}
+        if not isinstance(existing, dict) or existing.get("fingerprint") != fingerprint:
+            raise UserError(f"{run_dir} holds a different sweep (its config.yaml differs from this spec and config)",
+                            "use a new --out directory, or rerun with the same spec and overrides to resume")
+        return
+    atomic_write_text(path, text)
+
+
+def latest_run(root: Path = Path("runs")) -> Path:
+    """The most recently modified sweep directory under ``runs/``."""
+    candidates = [p.parent for p in root.glob(f"*/{TRIALS_FILE}")] if root.is_dir() else []
+    if not candidates:
+        raise UserError(f"no sweep found under {root}/", "run `mutransfer sweep` first or pass --from RUN_DIR")
+    return max(candidates, key=lambda p: (p / TRIALS_FILE).stat().st_mtime)

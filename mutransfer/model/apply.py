@@ -1,0 +1,125 @@
+"""A plan applied to a torch module: initialise its parameters, attach forward multipliers, build the
+optimizer with every parameter's LR, eps and update rule. The one place where plans touch tensors."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+import torch
+from torch import nn
+
+from ..optim.stacked import StackedAdamW, StackedSGD
+from ..optim.steepest import SteepestDescent
+from ..schema import OptimizerConfig
+from ..table.plan import Plan
+
+__all__ = ["initialize", "init_parameters", "attach_multipliers", "refuse_tied", "build_optimizer", "NS_DTYPES"]
+
+NS_DTYPES: dict[str, Optional[torch.dtype]] = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16}
+NamedParams = Iterable[tuple[str, nn.Parameter]]
+
+
+def initialize(model: nn.Module, plan: Plan, seed: int = 0) -> None:
+    """Re-initialise ``model`` by the plan from one seeded generator (in parameter order)."""
+    init_parameters(model.named_parameters(), plan, torch.Generator().manual_seed(seed))
+
+
+@torch.no_grad()
+def init_parameters(named_params: NamedParams, plan: Plan, generator: torch.Generator) -> None:
+    """Initialise in model order from one seeded generator (on CPU, so every device gets the same weights).
+
+    A parameter stacked along leading trial dimensions gets the planned draw in every trial slice.
+    """
+    table = plan.by_name()
+    for name, param in named_params:
+        entry = table[name]
+        if tuple(param.shape[param.ndim - len(entry.shape):]) != entry.shape:
+            raise ValueError(f"parameter '{name}' has shape {tuple(param.shape)} but the plan says {entry.shape}")
+        values = torch.randn(entry.shape, generator=generator) * entry.init_std + entry.init_mean
+        param.copy_(values.to(param.dtype))
+
+
+def attach_multipliers(model: nn.Module, multipliers: Plan | Mapping[str, float]) -> list[Any]:
+    """Forward hooks that multiply a module's output by its weight's multiplier (for weights that enter
+    linearly: Linear/Embedding without bias, norm gains). Takes a plan or ``{parameter name: multiplier}``;
+    returns the hook handles."""
+    values_by_name = multipliers.multipliers if isinstance(multipliers, Plan) else multipliers
+    modules = dict(model.named_modules())
+    grouped: dict[str, dict[str, float]] = {}
+    for name, value in values_by_name.items():
+        module_name, _, param_name = name.rpartition(".")
+        grouped.setdefault(module_name, {})[param_name] = value
+    handles = []
+    for module_name, values in grouped.items():
+        factors = set(values.values())
+        if factors == {1.0}:
+            continue
+        if len(factors) > 1:
+            raise ValueError(f"module '{module_name}' has parameters with different multipliers {values}; "
+                             "apply them inside its forward instead of with a hook")
+        factor = factors.pop()
+        handles.append(modules[module_name].register_forward_hook(lambda _m, _i, out, f=factor: out * f))
+    return handles
+
+
+def refuse_tied(model: nn.Module) -> None:
+    """Tied parameters (one tensor under two names) would take two roles that scale differently."""
+    seen: dict[int, str] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        if id(param) in seen:
+            raise ValueError(f"parameters '{seen[id(param)]}' and '{name}' are tied (one tensor): their roles scale "
+                             "differently under width scaling; untie them")
+        seen[id(param)] = name
+
+
+def _groups(named_params: NamedParams, plan: Plan, muon: bool,
+            trial_lrs: Optional[Sequence[float]]) -> list[dict[str, Any]]:
+    """One parameter group per parameter with its LR (a tensor of K per-trial LRs when stacked) and eps."""
+    table = plan.by_name()
+    groups: list[dict[str, Any]] = []
+    for name, param in named_params:
+        entry = table[name]
+        lr: float | torch.Tensor = plan.lr * entry.lr_factor
+        if trial_lrs is not None:
+            lr = torch.tensor(list(trial_lrs), dtype=torch.float32, device=param.device) * entry.lr_factor
+        group: dict[str, Any] = {"params": [param], "lr": lr, "name": name}
+        if entry.eps is not None:
+            group["eps"] = entry.eps
+        if muon:
+            group["update"] = entry.update
+            if entry.update == "spectral":
+                group["scale_rule"], group["scale_shape"] = entry.scale_rule, entry.scale_shape
+        groups.append(group)
+    if len(groups) != len(table):
+        raise ValueError(f"the optimizer got {len(groups)} parameters but the plan has {len(table)}")
+    return groups
+
+
+def build_optimizer(
+    model: nn.Module | NamedParams,
+    plan: Plan,
+    lr: Optional[float] = None,
+    trial_lrs: Optional[Sequence[float]] = None,
+    **overrides: Any,
+) -> torch.optim.Optimizer:
+    """The plan's optimizer over ``model`` (a module or its named parameters), one group per parameter.
+
+    η is ``lr`` or the plan's; ``overrides`` replace optimizer settings (e.g. ``weight_decay=0.1``). With
+    ``trial_lrs`` (one η per trial) the parameters are stacked along a leading trial dimension and each
+    group's LR is a tensor of K per-trial LRs: the optimizer is then the stacked AdamW/SGD or SteepestDescent.
+    """
+    plan = plan.with_lr(lr) if lr is not None else plan
+    opt: OptimizerConfig = replace(plan.optimizer_config, **overrides) if overrides else plan.optimizer_config
+    named = model.named_parameters() if isinstance(model, nn.Module) else model
+    groups = _groups(named, plan, opt.name == "muon", trial_lrs)
+    wd = opt.weight_decay
+    if opt.name == "adamw":
+        adamw = torch.optim.AdamW if trial_lrs is None else StackedAdamW
+        return adamw(groups, lr=plan.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps, weight_decay=wd)
+    if opt.name == "sgd":
+        sgd = torch.optim.SGD if trial_lrs is None else StackedSGD
+        return sgd(groups, lr=plan.lr, momentum=opt.momentum, nesterov=opt.nesterov and opt.momentum > 0,
+                   weight_decay=wd)
+    return SteepestDescent(groups, lr=plan.lr, momentum=opt.momentum, nesterov=opt.nesterov, weight_decay=wd,
+                           ns_steps=opt.ns_steps, ns_coeffs=tuple(opt.ns_coeffs), ns_dtype=NS_DTYPES[opt.ns_dtype])

@@ -1,0 +1,3 @@
+"""Optimizer math: Newton–Schulz msign (``newton_schulz``), the per-role steepest-descent directions and
+the ``SteepestDescent`` optimizer (``steepest``), and AdamW/SGD for stacked trials (``stacked``), all
+stepping each parameter through one per-parameter loop (``base``)."""

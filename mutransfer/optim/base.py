@@ -1,0 +1,46 @@
+"""The loop every optimizer here shares: step each parameter that has a gradient on its own, with an LR
+that is a float or a tensor of K per-trial LRs for parameters stacked along a leading trial dimension."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+__all__ = ["PerParameter", "per_trial", "descend_"]
+
+
+class PerParameter(torch.optim.Optimizer):
+    """An optimizer whose step updates each parameter with a gradient on its own: ``_update(group, p, state)``."""
+
+    def _update(self, group: dict[str, Any], p: Tensor, state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:
+        """Perform one optimization step."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(group, p, self.state[p])
+        return loss
+
+
+def per_trial(lr: float | Tensor, p: Tensor) -> float | Tensor:
+    """A float LR as it is; a tensor of K per-trial LRs shaped (K, 1, ...) to broadcast over ``p`` (K, ...)."""
+    if isinstance(lr, Tensor):
+        return lr.view(-1, *(1,) * (p.ndim - 1))
+    return lr
+
+
+def descend_(p: Tensor, d: Tensor, lr: float | Tensor, scale: float = 1.0) -> None:
+    """p ← p − scale · lr · d in place, for a float LR or a per-trial one from ``per_trial``."""
+    if isinstance(lr, Tensor):
+        p.addcmul_(d, lr, value=-scale)
+    else:
+        p.add_(d, alpha=-lr * scale)

@@ -1,0 +1,50 @@
+"""``--workers auto``: on CPU, measure the ways of splitting the cores between worker processes and torch
+threads (e.g. 2 workers × 1 thread vs 1 worker × 2 threads on two cores) on the sweep's largest model, all
+workers of a layout running at once, and pick the layout with the most training steps per second."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from ..train.timing import measure_step
+from .spec import SweepSpec
+from .studies import study_keys
+from .trial import trial_config
+
+__all__ = ["choose_layout", "layouts"]
+
+
+def layouts(cores: int) -> list[tuple[int, int]]:
+    """(workers, threads per worker) with workers × threads = cores."""
+    return [(w, cores // w) for w in range(1, cores + 1) if cores % w == 0]
+
+
+def _steps_per_second(args: tuple[Any, int]) -> float:
+    cfg, threads = args
+    return 1.0 / measure_step(replace(cfg, train=replace(cfg.train, threads=threads)), steps=4)
+
+
+def choose_layout(spec: SweepSpec) -> tuple[int, int, str]:
+    """(workers, threads, a one-line account of the measurement)."""
+    cores = os.cpu_count() or 1
+    if torch.cuda.is_available():
+        gpus = torch.cuda.device_count()
+        return gpus, max(1, cores // gpus), f"{gpus} worker(s), one per GPU"
+    keys = study_keys(spec)
+    key = max(keys, key=lambda k: k.width)
+    grid = key.search.grid()
+    cfg = trial_config(spec, key, grid[len(grid) // 2])
+    context = multiprocessing.get_context("spawn")
+    rates = {}
+    for workers, threads in layouts(cores):
+        with context.Pool(workers) as pool:
+            rates[(workers, threads)] = sum(pool.map(_steps_per_second, [(cfg, threads)] * workers))
+    best = max(rates, key=lambda layout: rates[layout])
+    measured = ", ".join(f"{w}×{t}: {r:.1f} steps/s" for (w, t), r in rates.items())
+    return best[0], best[1], (f"measured at width {key.width} ({measured}); using {best[0]} worker(s) × {best[1]} "
+                              "thread(s)")

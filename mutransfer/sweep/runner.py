@@ -1,0 +1,127 @@
+"""A sweep's processes: prepare the studies, run local workers (in this process when there is one), keep
+a progress snapshot, and stop cleanly on Ctrl-C. Running the same command again resumes: finished trials
+are kept, trials of dead local workers are re-run, live workers' trials are left alone."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import signal
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional
+
+from optuna.trial import TrialState
+
+from ..errors import UserError
+from .spec import SweepSpec
+from .storage import open_storage
+from .studies import RECORD_ATTR, enqueue_missing, live_trials, load_study, reap_abandoned, study_keys
+from .worker import SweepOptions, run_worker
+
+__all__ = ["Snapshot", "prepare", "snapshot", "run_sweep"]
+
+
+@dataclass
+class Snapshot:
+    done: int = 0
+    total: int = 0
+    running: list[str] = field(default_factory=list)
+    best: dict[tuple[str, int], float] = field(default_factory=dict)
+
+
+def prepare(spec: SweepSpec, opts: SweepOptions) -> int:
+    """Create every study, reap dead local workers' trials and queue the policies' first points. Returns
+    the number of trials the sweep holds when done."""
+    storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
+    total = 0
+    for key in study_keys(spec):
+        study = load_study(storage, key, opts.prefix)
+        if opts.record is not None and RECORD_ATTR not in study.user_attrs:
+            study.set_user_attr(RECORD_ATTR, opts.record)
+        reap_abandoned(study)
+        policy = key.policy()
+        if policy.queued:
+            enqueue_missing(study, key.search.column, policy.initial_points())
+        total += policy.budget()
+    return total
+
+
+def snapshot(spec: SweepSpec, opts: SweepOptions, total: int) -> Snapshot:
+    """Trials done, those running now, and the best finished loss per (setup, width)."""
+    storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
+    snap = Snapshot(total=total)
+    for key in study_keys(spec):
+        study = load_study(storage, key, opts.prefix)
+        for t in live_trials(study, (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)):
+            if t.state == TrialState.RUNNING:
+                snap.running.append(f"{key.setup} w{key.width} s{key.seed} {key.search.column}="
+                                    f"{t.params.get(key.search.column, float('nan')):g}")
+                continue
+            snap.done += 1
+            if t.state == TrialState.COMPLETE and t.user_attrs.get("status") == "ok" and t.value is not None:
+                best = snap.best.get((key.setup, key.width), math.inf)
+                snap.best[(key.setup, key.width)] = min(best, t.value)
+    return snap
+
+
+def _die_with_parent() -> None:
+    """Linux: a worker gets SIGKILL when the sweep process dies, so no orphan keeps training."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _worker_options(opts: SweepOptions, index: int) -> SweepOptions:
+    """With several GPUs visible, worker i trains on GPU i mod count; otherwise the options as given."""
+    import torch
+
+    gpus = torch.cuda.device_count()
+    if gpus > 1 and opts.device in (None, "auto", "cuda"):
+        return replace(opts, device=f"cuda:{index % gpus}")
+    return opts
+
+
+def _worker_entry(spec: SweepSpec, opts: SweepOptions) -> None:
+    _die_with_parent()
+    try:
+        run_worker(spec, opts)
+    except KeyboardInterrupt:
+        os._exit(130)
+
+
+def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callable[[Snapshot], None]] = None,
+              poll_seconds: float = 1.0) -> None:
+    """Prepare the studies and run ``opts.workers`` workers (in this process when there is one)."""
+    total = prepare(spec, opts)
+    report = (lambda: on_progress(snapshot(spec, opts, total))) if on_progress else (lambda: None)
+    report()
+    if opts.workers == 1:
+        run_worker(spec, opts, on_event=lambda *_: report())
+        report()
+        return
+    context = multiprocessing.get_context("spawn")
+    procs = [context.Process(target=_worker_entry, args=(spec, _worker_options(opts, i)), daemon=False)
+             for i in range(opts.workers)]
+    for proc in procs:
+        proc.start()
+    try:
+        while any(proc.is_alive() for proc in procs):
+            time.sleep(poll_seconds)
+            report()
+    except KeyboardInterrupt:
+        for proc in procs:
+            if proc.is_alive() and proc.pid:
+                os.kill(proc.pid, signal.SIGINT)
+        for proc in procs:
+            proc.join(timeout=30)
+        raise
+    report()
+    failed = [proc.exitcode for proc in procs if proc.exitcode not in (0, None)]
+    if failed:
+        raise UserError(f"{len(failed)} sweep worker(s) exited with codes {failed}", "see the messages above; "
+                        "run the same command again to resume")

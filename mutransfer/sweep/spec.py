@@ -1,0 +1,290 @@
+"""Sweep specifications: ``sweeps/*.yaml`` → a validated ``SweepSpec`` (plain data, no Optuna).
+
+A spec names the setups to compare (label → config overrides), the widths and seeds, what to search
+(by default log2 of the base learning rate ``optimizer.lr``) and overrides applied to every setup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import yaml
+
+from ..errors import UserError
+from ..schema import LR_COLUMN, LR_KEY
+
+__all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "load_spec", "spec_from_dict", "spec_dir", "SAMPLERS", "PRUNERS"]
+
+SAMPLERS = ("grid", "tpe", "gp", "refine")
+PRUNERS = ("none", "median", "halving")
+SPEC_KEYS = ("name", "setups", "widths", "seeds", "search", "overrides", "coord_check", "batch_trials", "model")
+SEARCH_KEYS = ("key", "scale", "log2_min", "log2_max", "min", "max", "step", "sampler", "n_trials", "pruner")
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """One searched hyperparameter. ``scale='log2'``: min/max/step are in log2 units of the value."""
+
+    key: str = LR_KEY
+    scale: str = "log2"
+    min: float = -10.0
+    max: float = -2.0
+    step: float = 1.0
+    sampler: str = "grid"
+    n_trials: Optional[int] = None
+    pruner: str = "none"
+
+    @property
+    def column(self) -> str:
+        return LR_COLUMN if self.key == LR_KEY else self.key
+
+    def grid(self, step: Optional[float] = None) -> list[float]:
+        """Grid points (in search units: log2 for a log2 scale) from min to max inclusive."""
+        step = step or self.step
+        count = int(math.floor((self.max - self.min) / step + 1e-9)) + 1
+        return [round(self.min + i * step, 10) for i in range(count)]
+
+    def value(self, x: float) -> float:
+        return 2.0**x if self.scale == "log2" else x
+
+    def budget(self) -> int:
+        return self.n_trials if self.n_trials is not None else len(self.grid())
+
+
+@dataclass(frozen=True)
+class SetupSpec:
+    label: str
+    overrides: tuple[str, ...]
+    search: tuple[SearchSpec, ...]
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    name: str
+    setups: tuple[SetupSpec, ...]
+    widths: tuple[int, ...]
+    seeds: tuple[int, ...] = (0,)
+    overrides: tuple[str, ...] = ()
+    coord_check: bool = False
+    batch_trials: int | str = "auto"
+    model: Optional[dict[str, Any]] = None
+    source: str = field(default="", compare=False)
+
+    def extra(self) -> Optional[dict[str, Any]]:
+        """Config tree merged into every trial's config (a user model: ``{model: {factory, roles}}``)."""
+        return {"model": self.model} if self.model else None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data.pop("source")
+        return data
+
+
+def spec_dir() -> Path:
+    from ..config import packaged_dir
+
+    return packaged_dir("sweeps")
+
+
+def _shipped() -> list[str]:
+    return sorted(p.stem for p in spec_dir().glob("*.yaml"))
+
+
+def _read(spec: str) -> tuple[dict[str, Any], str]:
+    path = Path(spec)
+    if not path.suffix and not path.exists():
+        path = spec_dir() / f"{spec}.yaml"
+        if not path.is_file():
+            raise UserError(f"no sweep spec named '{spec}'", f"give a YAML path or one of: {', '.join(_shipped())}")
+    if not path.is_file():
+        raise UserError(f"sweep spec file not found: {spec}", f"give a YAML path or one of: {', '.join(_shipped())}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise UserError(f"sweep spec {path} is not valid YAML{where}", "fix the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise UserError(f"sweep spec {path} is not a YAML mapping", "see sweeps/default.yaml for the format")
+    return data, str(path)
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Spec keys (``widths=[64,128]``, ``search.step=0.5``) change the spec; anything else is a config
+    override appended to the spec's ``overrides`` (``train.steps=300``)."""
+    data = json.loads(json.dumps(data))
+    extra = list(data.get("overrides") or [])
+    for item in overrides:
+        if item.startswith("-"):
+            raise UserError(f"unknown option '{item}'", "see `mutransfer sweep --help`")
+        if "=" not in item:
+            raise UserError(f"override '{item}' has no '='", "write overrides as key=value, e.g. widths=[64,128]")
+        key, raw = item.split("=", 1)
+        head = key.split(".")[0]
+        spec_key = head in SPEC_KEYS and key != "overrides" and (
+            head != "model" or key == "model" or key.startswith(("model.factory", "model.roles")))
+        if spec_key:
+            try:
+                value = yaml.safe_load(raw)
+            except yaml.YAMLError:
+                raise UserError(f"cannot parse the value of '{item}'", "use YAML syntax, e.g. widths=[64,128]") from None
+            _set_dotted(data, key, value)
+        else:
+            extra.append(item)
+    data["overrides"] = extra
+    return data
+
+
+def _number(where: str, value: Any, integer: bool = False, positive: bool = False) -> float:
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or not math.isfinite(value):
+        raise UserError(f"{where}={value!r} must be a finite {'integer' if integer else 'number'}", "fix the spec")
+    if positive and value <= 0:
+        raise UserError(f"{where}={value} must be > 0", "fix the spec")
+    return value
+
+
+def _search(where: str, raw: Any, base: Optional[SearchSpec] = None) -> SearchSpec:
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} must be a mapping", "e.g. search: {log2_min: -10, log2_max: -4, step: 1}")
+    unknown = sorted(set(raw) - set(SEARCH_KEYS))
+    if unknown:
+        raise UserError(f"unknown key '{where}.{unknown[0]}'", f"use only: {', '.join(SEARCH_KEYS)}")
+    values = dataclasses.asdict(base) if base else {}
+    for src, dst in (("log2_min", "min"), ("log2_max", "max")):
+        if src in raw:
+            values[dst] = raw[src]
+            values["scale"] = "log2"
+    values.update({k: v for k, v in raw.items() if k not in ("log2_min", "log2_max")})
+    spec = SearchSpec(**values)
+    if not isinstance(spec.key, str) or "." not in spec.key:
+        raise UserError(f"{where}.key={spec.key!r} must be a dotted config key", "e.g. optimizer.lr")
+    if spec.scale not in ("log2", "linear"):
+        raise UserError(f"unknown {where}.scale '{spec.scale}'", "choose one of: log2, linear")
+    if spec.sampler not in SAMPLERS:
+        raise UserError(f"unknown sampler '{spec.sampler}'", f"choose one of: {', '.join(SAMPLERS)}")
+    if spec.pruner not in PRUNERS:
+        raise UserError(f"unknown pruner '{spec.pruner}'", f"choose one of: {', '.join(PRUNERS)}")
+    lo, hi = _number(f"{where}.min", spec.min), _number(f"{where}.max", spec.max)
+    _number(f"{where}.step", spec.step, positive=True)
+    if lo > hi:
+        raise UserError(f"{where}: min {lo} > max {hi}", "swap them or widen the range")
+    if spec.n_trials is not None:
+        _number(f"{where}.n_trials", spec.n_trials, integer=True, positive=True)
+    if spec.key == LR_KEY and spec.scale != "log2":
+        raise UserError(f"{where}: the learning rate is searched in log2", "use log2_min / log2_max")
+    return spec
+
+
+def _int_list(where: str, value: Any, positive: bool) -> tuple[int, ...]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise UserError(f"{where} must be a non-empty list of integers", f"e.g. {where}: [32, 64, 128]")
+    for item in value:
+        _number(where, item, integer=True, positive=positive)
+        if not positive and item < 0:
+            raise UserError(f"{where} has {item}; seeds must be >= 0", "fix the spec")
+    if len(set(value)) != len(value):
+        raise UserError(f"{where} lists a value twice: {value}", "remove the duplicate")
+    return tuple(sorted(value)) if positive else tuple(value)
+
+
+def _base_search(raw: Any) -> tuple[SearchSpec, ...]:
+    searches = raw if isinstance(raw, list) else [raw]
+    base = tuple(_search(f"search[{i}]" if len(searches) > 1 else "search", s) for i, s in enumerate(searches))
+    if len({s.key for s in base}) != len(base):
+        raise UserError("search lists a key twice", "search each key once")
+    return base
+
+
+def _setups(raw: Any, base: tuple[SearchSpec, ...]) -> list[SetupSpec]:
+    """Each setup's overrides, and its own LR search where it narrows the spec's."""
+    if not isinstance(raw, dict):
+        raise UserError("setups must map a label to a list of overrides", "e.g. setups: {mup_muon: [optimizer=muon]}")
+    setups = []
+    for label, body in raw.items():
+        search = base
+        if isinstance(body, dict):
+            extra = set(body) - {"overrides", "search"}
+            if extra:
+                raise UserError(f"unknown key 'setups.{label}.{sorted(extra)[0]}'", "use overrides and search")
+            if "search" in body:
+                search = tuple(_search(f"setups.{label}.search", body["search"], s) if s.key == LR_KEY else s
+                               for s in base)
+            body = body.get("overrides") or []
+        if not isinstance(body, list) or not all(isinstance(x, str) and "=" in x for x in body):
+            raise UserError(f"setups.{label} must be a list of key=value overrides", "e.g. [optimizer=muon]")
+        setups.append(SetupSpec(label=str(label), overrides=tuple(body), search=search))
+    return setups
+
+
+def _model(model: Any) -> Optional[dict[str, Any]]:
+    if model is not None and (not isinstance(model, dict) or set(model) - {"factory", "roles"} or
+                              not isinstance(model.get("roles"), dict) or ":" not in str(model.get("factory", ""))):
+        raise UserError("model must be {factory: 'package.module:function', roles: {pattern: role}}",
+                        "see scripts/own_model_example.py")
+    return model
+
+
+def _batch_trials(value: Any, setups: list[SetupSpec], model: Optional[dict[str, Any]]) -> int | str:
+    if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise UserError(f"batch_trials={value!r} is not a number of trials",
+                        "give a positive integer (e.g. batch_trials=4) or auto")
+    if value not in ("auto", 1):
+        other = next((s.key for setup in setups for s in setup.search if s.key != LR_KEY), None)
+        if model is not None or other is not None:
+            what = "model.factory" if model is not None else f"search.key={other}"
+            raise UserError(f"batch_trials={value} stacks learning-rate trials of the built-in GPT, not {what}",
+                            "set batch_trials=1 (or auto)")
+    return value
+
+
+def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
+    """Read a spec by path or shipped name, apply CLI overrides and validate the result."""
+    raw, source = _read(spec)
+    data = apply_overrides(raw, overrides)
+    unknown = sorted(set(data) - set(SPEC_KEYS))
+    if unknown:
+        raise UserError(f"unknown key '{unknown[0]}' in sweep spec", f"use only: {', '.join(SPEC_KEYS)}")
+    for key in ("name", "setups", "widths"):
+        if key not in data or data[key] in (None, "", [], {}):
+            raise UserError(f"sweep spec {source} is missing '{key}'", "see sweeps/default.yaml for the format")
+    if not isinstance(data["name"], str) or not data["name"].replace("-", "_").isidentifier():
+        raise UserError(f"name={data['name']!r} must be a simple identifier", "use letters, digits, _ and -")
+    setups = _setups(data["setups"], _base_search(data.get("search") or {}))
+    extra = data.get("overrides") or []
+    if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
+        raise UserError("overrides must be a list of key=value strings", "e.g. overrides: [train.steps=100]")
+    model = _model(data.get("model"))
+    batch_trials = _batch_trials(data.get("batch_trials", "auto"), setups, model)
+    return SweepSpec(name=data["name"], setups=tuple(setups), widths=_int_list("widths", data["widths"], True),
+                     seeds=_int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
+                     coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
+                     source=source)
+
+
+def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
+    """The inverse of ``SweepSpec.as_dict`` (a spec stored with a sweep's studies)."""
+    setups = tuple(SetupSpec(label=s["label"], overrides=tuple(s["overrides"]),
+                             search=tuple(SearchSpec(**x) for x in s["search"])) for s in data["setups"])
+    return SweepSpec(name=data["name"], setups=setups, widths=tuple(data["widths"]), seeds=tuple(data["seeds"]),
+                     overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
+                     batch_trials=data.get("batch_trials", "auto"), model=data.get("model"))

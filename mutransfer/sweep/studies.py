@@ -1,0 +1,105 @@
+"""Optuna bookkeeping for a sweep: study names, the queue of points, who owns a point, abandoned trials.
+
+One study per (setup, searched key, width, seed), named ``<prefix>.<setup>.<key>.w<width>.s<seed>``,
+so every machine pointing at one storage with the same prefix shares the same studies. Grid points are
+enqueued (tagged ``grid``); the lowest-numbered live trial of a point is its owner, so a point that two
+workers or two machines enqueued is still trained once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from .liveness import is_alive
+from .policy import SearchPolicy, policy_for
+from .spec import SearchSpec, SweepSpec
+
+__all__ = ["StudyKey", "study_keys", "load_study", "enqueue_missing", "reap_abandoned", "owner_of", "is_bookkeeping",
+           "live_trials", "prefixed_studies", "LIVE", "RECORD_ATTR"]
+
+RECORD_ATTR = "mutransfer_record"
+LIVE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+BOOKKEEPING = ("duplicate", "spurious")
+
+
+@dataclass(frozen=True)
+class StudyKey:
+    setup: str
+    search: SearchSpec
+    width: int
+    seed: int
+
+    def name(self, prefix: str) -> str:
+        return f"{prefix}.{self.setup}.{self.search.column}.w{self.width}.s{self.seed}"
+
+    def policy(self) -> SearchPolicy:
+        return policy_for(self.search, self.seed)
+
+
+def study_keys(spec: SweepSpec) -> list[StudyKey]:
+    return [StudyKey(setup.label, search, width, seed)
+            for setup in spec.setups for search in setup.search for width in spec.widths for seed in spec.seeds]
+
+
+def load_study(storage: optuna.storages.BaseStorage, key: StudyKey, prefix: str) -> optuna.Study:
+    policy = key.policy()
+    return optuna.create_study(study_name=key.name(prefix), storage=storage, load_if_exists=True,
+                               direction="minimize", sampler=policy.sampler(), pruner=policy.pruner())
+
+
+def is_bookkeeping(trial: FrozenTrial) -> bool:
+    """A trial that only records a lost race (a duplicate claim, an ask that found the queue empty)."""
+    return any(trial.user_attrs.get(flag) for flag in BOOKKEEPING)
+
+
+def live_trials(study: optuna.Study, states: tuple[TrialState, ...] = LIVE) -> list[FrozenTrial]:
+    """The study's trials in ``states`` that are real trials, not bookkeeping."""
+    return [t for t in study.get_trials(deepcopy=False, states=states) if not is_bookkeeping(t)]
+
+
+def reap_abandoned(study: optuna.Study) -> int:
+    """Mark RUNNING trials of dead local workers FAIL (status 'abandoned') so their points run again."""
+    reaped = 0
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if "pid" in trial.user_attrs and not is_alive(trial.user_attrs):
+            study._storage.set_trial_user_attr(trial._trial_id, "status", "abandoned")
+            study._storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
+            reaped += 1
+    return reaped
+
+
+def _same(a: Any, b: Any) -> bool:
+    return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, abs_tol=1e-9)
+
+
+def _points(trials: Iterable[FrozenTrial], column: str) -> list[float]:
+    return [t.params.get(column, t.system_attrs.get("fixed_params", {}).get(column)) for t in trials]
+
+
+def enqueue_missing(study: optuna.Study, column: str, points: Iterable[float]) -> int:
+    """Enqueue every grid point that has no live trial (first run, resume, or a re-run of failed points)."""
+    have = _points(live_trials(study), column)
+    added = 0
+    for x in points:
+        if not any(_same(x, h) for h in have):
+            study.enqueue_trial({column: x}, user_attrs={"grid": True})
+            added += 1
+    return added
+
+
+def owner_of(study: optuna.Study, number: int, column: str, x: float) -> int:
+    """The number of the trial that owns point ``x``: the lowest-numbered live, non-bookkeeping trial."""
+    live = live_trials(study)
+    owners = [t.number for t, point in zip(live, _points(live, column)) if _same(point, x)]
+    return min(owners, default=number)
+
+
+def prefixed_studies(storage: optuna.storages.BaseStorage, prefix: str) -> list[str]:
+    return sorted(name for name in optuna.get_all_study_names(storage) if name.startswith(f"{prefix}."))
+
+

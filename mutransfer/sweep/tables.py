@@ -1,0 +1,61 @@
+"""A sweep's storage → tidy tables (``trials.csv``, ``curves.csv``). Reads the storage only."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+from optuna.trial import TrialState
+
+from ..files import CURVE_COLUMNS
+from ..schema import LR_COLUMN, LR_KEY
+from .spec import SweepSpec
+from .studies import live_trials, load_study, study_keys
+
+__all__ = ["TRIAL_COLUMNS", "collect"]
+
+TRIAL_COLUMNS = ["setup", "parametrization", "optimizer", "width", "seed", "search_key", LR_COLUMN, "lr", "val_loss",
+                 "train_loss", "status", "steps", "seconds", "tokens_per_s", "optimizer_fraction", "peak_memory_mb",
+                 "batch_trials", "study", "trial", "host", "pid"]
+STATE_STATUS = {TrialState.COMPLETE: "ok", TrialState.PRUNED: "pruned", TrialState.FAIL: "failed"}
+
+
+def _num(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
+def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One row per finished trial (bookkeeping entries left out) and one row per recorded curve point."""
+    extra_keys = sorted({s.key for setup in spec.setups for s in setup.search if s.key != LR_KEY})
+    rows: list[dict[str, Any]] = []
+    curves: list[dict[str, Any]] = []
+    for key in study_keys(spec):
+        study = load_study(storage, key, prefix)
+        for t in live_trials(study, tuple(STATE_STATUS)):
+            if key.search.column not in t.params:
+                continue
+            a = t.user_attrs
+            x = t.params[key.search.column]
+            lr = _num(a.get("lr"))
+            row = {"setup": key.setup, "parametrization": a.get("parametrization"), "optimizer": a.get("optimizer"),
+                   "width": key.width, "seed": key.seed, "search_key": key.search.key,
+                   LR_COLUMN: math.log2(lr) if lr > 0 else math.nan, "lr": lr,
+                   "val_loss": _num(a.get("val_loss")), "train_loss": _num(a.get("train_loss")),
+                   "status": a.get("status") or STATE_STATUS[t.state], "steps": a.get("steps"),
+                   "seconds": _num(a.get("seconds")), "tokens_per_s": _num(a.get("tokens_per_s")),
+                   "optimizer_fraction": _num(a.get("optimizer_fraction")),
+                   "peak_memory_mb": _num(a.get("peak_memory_mb")), "batch_trials": a.get("batch_trials"),
+                   "study": study.study_name, "trial": t.number,
+                   "host": a.get("host"), "pid": a.get("pid")}
+            for extra in extra_keys:
+                row[extra] = key.search.value(x) if key.search.key == extra else math.nan
+            rows.append(row)
+            evals = {int(step): val for step, val in a.get("evals") or []}
+            for step, loss in a.get("curve") or []:
+                curves.append({"setup": key.setup, "width": key.width, "seed": key.seed, "search_key": key.search.key,
+                               "x": x, "trial": t.number, "step": int(step), "train_loss": _num(loss),
+                               "val_loss": _num(evals.get(int(step)))})
+    trials = pd.DataFrame(rows, columns=TRIAL_COLUMNS + extra_keys)
+    trials = trials.sort_values(["setup", "search_key", "width", "seed", LR_COLUMN, "trial"], kind="stable")
+    return trials.reset_index(drop=True), pd.DataFrame(curves, columns=CURVE_COLUMNS)

@@ -1,0 +1,60 @@
+"""One trial's config, composed from the spec, and how many of a study's trials train stacked at once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from ..config import compose, to_dict
+from ..schema import LR_KEY, Config
+from ..train.device import resolve_device
+from .spec import SweepSpec
+from .studies import StudyKey
+
+__all__ = ["trial_config", "setup_configs", "sweep_record", "auto_trials", "trials_per_batch"]
+
+
+def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...] = ()) -> Config:
+    """The config one trial trains: setup overrides, spec overrides, then width, seed and the searched value."""
+    setup = next(s for s in spec.setups if s.label == key.setup)
+    value = key.search.value(x)
+    return compose([*setup.overrides, *spec.overrides, f"model.width={key.width}", f"train.seed={key.seed}",
+                    f"{key.search.key}={value!r}", *extra], spec.extra())
+
+
+def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:
+    """Each setup's resolved config at the first width and seed, with the searched keys at their base values."""
+    out = {}
+    for setup in spec.setups:
+        cfg = compose([*setup.overrides, *spec.overrides, f"model.width={spec.widths[0]}",
+                       f"train.seed={spec.seeds[0]}"], spec.extra())
+        out[setup.label] = to_dict(cfg)
+    return out
+
+
+def sweep_record(spec: SweepSpec, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What a sweep computes (its run directory's config.yaml and its studies' record), with a fingerprint.
+
+    The batch size is left out: changing ``batch_trials`` resumes the same sweep.
+    """
+    record = {"kind": "sweep", "spec": {k: v for k, v in spec.as_dict().items() if k != "batch_trials"},
+              "setups": configs}
+    fingerprint = hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return {"fingerprint": fingerprint, **record}
+
+
+def auto_trials(device_type: str, width: int) -> int:
+    """``batch_trials: auto``: 1 on CPU (measured: at most 1.2× there, see docs/performance.md); on a GPU
+    ``min(8, 2048 // width)`` learning-rate trials, since small widths leave most of a GPU idle."""
+    return max(1, min(8, 2048 // width)) if device_type == "cuda" else 1
+
+
+def trials_per_batch(setting: int | str, key: StudyKey, cfg: Config) -> int:
+    """How many of a study's trials train stacked as one model: ``batch_trials`` when it is a number, else
+    ``auto_trials``; only learning-rate searches of the built-in GPT batch."""
+    if setting != "auto":
+        return int(setting)
+    if key.search.key != LR_KEY or cfg.model.factory:
+        return 1
+    return auto_trials(resolve_device(cfg.train.device).type, cfg.model.width)

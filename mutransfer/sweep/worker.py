@@ -1,0 +1,270 @@
+"""One sweep worker: walk the studies in order, claim the points their policies say to train next, train
+them (up to ``batch_trials`` learning rates stacked as one model) and tell Optuna the results."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import optuna
+from optuna.trial import TrialState
+
+from ..schema import Config
+from ..train.data import Corpus, load_corpus, vocab_size
+from ..train.loop import TrainResult, train_model, train_trials
+from .liveness import process_identity
+from .policy import SearchPolicy
+from .spec import SweepSpec
+from .storage import heartbeat_of, open_storage
+from .studies import StudyKey, enqueue_missing, live_trials, load_study, owner_of, study_keys
+from .trial import trial_config, trials_per_batch
+
+__all__ = ["SweepOptions", "Worker", "run_worker", "record_result", "CURVE_POINTS", "EventCallback"]
+
+CURVE_POINTS = 200
+EventCallback = Callable[[str, StudyKey, float], None]
+Claimed = list[tuple[optuna.Trial, float]]
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How to execute a spec (not part of what is computed: changing these never invalidates a sweep)."""
+
+    run_dir: Path
+    storage: Optional[str] = None
+    prefix: str = ""
+    workers: int = 1
+    threads: int = 0
+    device: Optional[str] = None
+    heartbeat: int = 10
+    record: Optional[dict[str, Any]] = None
+
+
+class _Heartbeat:
+    """Keeps RDB trials' heartbeats fresh while they train (Optuna only does this inside ``optimize``)."""
+
+    def __init__(self, storage: optuna.storages.BaseStorage, trial_ids: list[int]) -> None:
+        self.storage, self.trial_ids, self.stop = storage, trial_ids, threading.Event()
+        interval = heartbeat_of(storage)
+        self.thread = threading.Thread(target=self._beat, args=(interval,), daemon=True) if interval else None
+
+    def _beat(self, interval: int) -> None:
+        while True:
+            for trial_id in self.trial_ids:
+                self.storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]
+            if self.stop.wait(interval):
+                return
+
+    def __enter__(self) -> "_Heartbeat":
+        if self.thread:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+
+
+class Worker:
+    """Claims, trains and tells until every study has its budget; the policies decide what to train."""
+
+    def __init__(self, spec: SweepSpec, opts: SweepOptions, on_event: Optional[EventCallback] = None) -> None:
+        self.spec, self.opts, self.on_event = spec, opts, on_event
+        self.storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
+        self.corpora: dict[str, Corpus] = {}
+        self.batch_sizes: dict[StudyKey, int] = {}
+        self.extra = tuple(x for x in (f"train.threads={opts.threads}" if opts.threads else "",
+                                       f"train.device={opts.device}" if opts.device else "") if x)
+
+    def run(self) -> None:
+        keys = study_keys(self.spec)
+        while True:
+            for key in keys:
+                study = load_study(self.storage, key, self.opts.prefix)
+                policy = key.policy()
+                if policy.queued:
+                    self._drain_queue(study, key, policy)
+                else:
+                    self._sample(study, key, policy)
+            if not self._others_running(keys):
+                return
+            time.sleep(self.opts.heartbeat)
+
+    def _fail_stale(self, study: optuna.Study) -> None:
+        if heartbeat_of(self.storage) is not None:
+            optuna.storages.fail_stale_trials(study)
+
+    def _others_running(self, keys: list[StudyKey]) -> bool:
+        """With a database storage, stay while other workers' trials run: if one of them dies its heartbeat
+        goes stale, its trial is failed and re-queued, and this worker trains it."""
+        if heartbeat_of(self.storage) is None:
+            return False
+        busy = False
+        for key in keys:
+            study = load_study(self.storage, key, self.opts.prefix)
+            self._fail_stale(study)
+            busy = busy or bool(live_trials(study, (TrialState.RUNNING, TrialState.WAITING)))
+        return busy
+
+    def _drain_queue(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy) -> None:
+        while True:
+            self._fail_stale(study)
+            if not _waiting(study) and not self._queue_more(study, key, policy):
+                return
+            claimed: Claimed = []
+            emptied = False
+            while len(claimed) < self._batch_size(key):
+                if claimed and not _waiting(study):
+                    break
+                trial = study.ask()
+                if not trial.user_attrs.get("grid"):
+                    trial.set_user_attr("spurious", True)  # the queue emptied between our look and our ask
+                    study.tell(trial, state=TrialState.FAIL)
+                    emptied = True
+                    break
+                x = self._claim(study, key, trial)
+                if x is not None:
+                    claimed.append((trial, x))
+            if claimed:
+                self._process(study, key, claimed)
+            if emptied:
+                return
+
+    def _queue_more(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy) -> bool:
+        """Ask the policy for more points once nothing runs; True when it queued some."""
+        trials = live_trials(study, tuple(TrialState))
+        if any(t.state == TrialState.RUNNING for t in trials):
+            return False
+        done = {t.params[key.search.column]: t.value for t in trials
+                if t.state == TrialState.COMPLETE and t.value is not None and math.isfinite(t.value)}
+        points = policy.next_points(done)
+        return bool(points) and enqueue_missing(study, key.search.column, points) > 0
+
+    def _sample(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy) -> None:
+        while True:
+            self._fail_stale(study)
+            live = live_trials(study, (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING))
+            room = policy.budget() - len(live)
+            if room <= 0:
+                return
+            claimed: Claimed = []
+            for _ in range(min(room, self._batch_size(key))):
+                trial = study.ask()
+                x = self._claim(study, key, trial)
+                if x is not None:
+                    claimed.append((trial, x))
+            if claimed:
+                self._process(study, key, claimed)
+
+    def _batch_size(self, key: StudyKey) -> int:
+        if key not in self.batch_sizes:
+            cfg = trial_config(self.spec, key, key.search.min, self.extra)
+            self.batch_sizes[key] = trials_per_batch(self.spec.batch_trials, key, cfg)
+        return self.batch_sizes[key]
+
+    def _claim(self, study: optuna.Study, key: StudyKey, trial: optuna.Trial) -> Optional[float]:
+        """The trial's searched value, or None when another live trial already holds that value."""
+        search = key.search
+        x = trial.suggest_float(search.column, search.min, search.max)
+        for name, value in {**process_identity(), "setup": key.setup, "width": key.width, "seed": key.seed,
+                            "search_key": search.key}.items():
+            trial.set_user_attr(name, value)
+        if owner_of(study, trial.number, search.column, x) != trial.number:
+            trial.set_user_attr("duplicate", True)
+            study.tell(trial, state=TrialState.FAIL)
+            return None
+        return x
+
+    def _process(self, study: optuna.Study, key: StudyKey, claimed: Claimed) -> None:
+        """Train the claimed trials; on Ctrl-C mark the unfinished ones for a re-run and stop."""
+        for _, x in claimed:
+            self._event("start", key, x)
+        pending = {trial.number: trial for trial, _ in claimed}
+        try:
+            self._train(study, key, claimed, pending)
+        except KeyboardInterrupt:
+            for trial in pending.values():
+                trial.set_user_attr("status", "interrupted")
+                study.tell(trial, state=TrialState.FAIL)
+            raise
+        for _, x in claimed:
+            self._event("end", key, x)
+
+    def _event(self, kind: str, key: StudyKey, x: float) -> None:
+        if self.on_event:
+            self.on_event(kind, key, x)
+
+    def _train(self, study: optuna.Study, key: StudyKey, claimed: Claimed, pending: dict[int, optuna.Trial]) -> None:
+        """Train the claimed trials (one ordinary model, or several stacked) and tell each its result."""
+        trials = [trial for trial, _ in claimed]
+        cfgs = [trial_config(self.spec, key, x, self.extra) for _, x in claimed]
+        for trial, cfg in zip(trials, cfgs):
+            for name, value in (("parametrization", cfg.parametrization.name), ("optimizer", cfg.optimizer.name),
+                                ("lr", cfg.optimizer.lr), ("batch_trials", len(trials))):
+                trial.set_user_attr(name, value)
+        prune = key.search.pruner != "none"
+
+        def on_eval(i: int, step: int, val: float) -> bool:
+            trials[i].report(val, step)
+            return prune and trials[i].should_prune()
+
+        try:
+            with _Heartbeat(self.storage, [trial._trial_id for trial in trials]):
+                results = self._fit(cfgs, on_eval)
+        except (RuntimeError, ValueError, MemoryError) as exc:
+            for trial in trials:
+                trial.set_user_attr("status", "failed")
+                trial.set_user_attr("message", f"{type(exc).__name__}: {exc}"[:500])
+                study.tell(trial, state=TrialState.FAIL)
+                pending.pop(trial.number)
+            return
+        for trial, cfg, result in zip(trials, cfgs, results):
+            record_result(study, trial, cfg, result)
+            pending.pop(trial.number)
+
+    def _fit(self, cfgs: list[Config], on_eval: Callable[[int, int, float], bool]) -> list[TrainResult]:
+        corpus = self._corpus(cfgs[0])
+        if len(cfgs) == 1:
+            return [train_model(cfgs[0], corpus, on_eval=lambda step, val: on_eval(0, step, val))[0]]
+        return train_trials(cfgs[0], corpus, [cfg.optimizer.lr for cfg in cfgs], on_eval=on_eval)[0]
+
+    def _corpus(self, cfg: Config) -> Corpus:
+        tag = f"{cfg.data.kind}:{cfg.data.path}:{cfg.data.val_fraction}:{cfg.train.seq_len}"
+        if tag not in self.corpora:
+            self.corpora[tag] = load_corpus(cfg.data, cfg.train.seq_len)
+        return self.corpora[tag]
+
+
+def _waiting(study: optuna.Study) -> int:
+    return len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+
+
+def record_result(study: optuna.Study, trial: optuna.Trial, cfg: Config, result: TrainResult) -> None:
+    """Store a trained trial's summary, thinned curve and evaluations, and tell Optuna its state and value.
+
+    A diverged trial is COMPLETE with its last finite loss (at least the initial one), so samplers learn
+    that the region is bad; a pruned one is PRUNED."""
+    stride = max(1, math.ceil(len(result.curve) / CURVE_POINTS))
+    curve = [[row["step"], row["train_loss"]] for row in result.curve[::stride]]
+    if result.curve and curve[-1][0] != result.curve[-1]["step"]:
+        curve.append([result.curve[-1]["step"], result.curve[-1]["train_loss"]])
+    status = {"stopped": "pruned"}.get(result.status, result.status)
+    for name, value in {**result.summary(), "status": status, "curve": curve,
+                        "evals": [[e["step"], e["val_loss"]] for e in result.evals]}.items():
+        trial.set_user_attr(name, value if not (isinstance(value, float) and not math.isfinite(value)) else None)
+    if status == "pruned":
+        study.tell(trial, state=TrialState.PRUNED)
+    elif status == "diverged":
+        fallback = cfg.train.diverge_factor * math.log(vocab_size(cfg.data))  # a loss of NaN from step 1
+        last = result.train_loss if result.train_loss is not None else fallback
+        study.tell(trial, max(last, result.initial_loss if math.isfinite(result.initial_loss) else 0.0))
+    else:
+        study.tell(trial, result.val_loss)
+
+
+def run_worker(spec: SweepSpec, opts: SweepOptions, on_event: Optional[EventCallback] = None) -> None:
+    """One worker: train queued/sampled trials of every study until the sweep is complete."""
+    Worker(spec, opts, on_event).run()

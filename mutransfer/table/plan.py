@@ -1,0 +1,201 @@
+"""The abc table evaluated: (preset, optimizer, width) → a ``ParamPlan`` per parameter, and its file format.
+
+This is the one place where widths turn into numbers. With m = width / base_width and a role's row
+(a, b, c, eps) from the preset, and base values (σ, multiplier, LR multiplier) from the optimizer config
+evaluated at the *base-width* shapes:
+
+    multiplier = mult_role · m^-a        init std = σ_role · m^-b        lr = η · lr_mult_role · m^-c
+    adam eps   = eps · m^-eps
+
+Gains are initialised to the constant σ·m^-b (std 0); every other parameter is drawn from N(0, std²).
+Pure data: the torch side (initialising, multipliers, optimizers) lives in ``mutransfer.model.apply``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from ..files import atomic_write_text, dump_yaml
+from ..schema import OptimizerConfig, ParametrizationConfig, RoleFloats, RoleRules, family_of
+from .rules import UPDATE_BY_FAMILY, base_value, matrix_dims
+
+__all__ = ["ParamPlan", "Plan", "make_plan", "PLAN_FORMAT", "Shape"]
+
+PLAN_FORMAT = 1
+PARAM_FIELDS = ("name", "role", "shape", "base_shape", "init_std", "init_mean", "multiplier", "lr", "lr_factor",
+                "update")
+OPTIONAL_PARAM_FIELDS = ("eps", "scale_rule", "scale_shape")
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ParamPlan:
+    """Everything the table says about one parameter at the planned width (``lr_factor``: its LR is η ×
+    lr_factor)."""
+
+    name: str
+    role: str
+    shape: Shape
+    base_shape: Shape
+    init_mean: float
+    init_std: float
+    multiplier: float
+    lr_factor: float
+    update: str
+    eps: Optional[float] = None
+    scale_rule: Optional[str] = None
+    scale_shape: Optional[tuple[int, int]] = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A parametrization evaluated for one model: a ``ParamPlan`` per parameter, in model order.
+
+    η lives in one place, ``optimizer_config.lr``; ``lr`` reads it.
+    """
+
+    preset: str
+    width: int
+    base_width: int
+    optimizer_config: OptimizerConfig
+    params: tuple[ParamPlan, ...] = field(default_factory=tuple)
+
+    @property
+    def lr(self) -> float:
+        return self.optimizer_config.lr
+
+    @property
+    def optimizer_name(self) -> str:
+        return self.optimizer_config.name
+
+    @property
+    def ratio(self) -> float:
+        return self.width / self.base_width
+
+    def by_name(self) -> dict[str, ParamPlan]:
+        return {p.name: p for p in self.params}
+
+    @property
+    def multipliers(self) -> dict[str, float]:
+        return {p.name: p.multiplier for p in self.params}
+
+    def lr_of(self, name: str) -> float:
+        return self.lr * self.by_name()[name].lr_factor
+
+    def with_lr(self, lr: float) -> "Plan":
+        return replace(self, optimizer_config=replace(self.optimizer_config, lr=lr))
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat dict per parameter (name, role, shape, init, multiplier, lr, update): tables and files."""
+        rows = []
+        for p in self.params:
+            row = asdict(p)
+            row["shape"] = list(p.shape)
+            row["base_shape"] = list(p.base_shape)
+            row["scale_shape"] = list(p.scale_shape) if p.scale_shape else None
+            row["lr"] = self.lr * p.lr_factor
+            rows.append(row)
+        return rows
+
+    def to_document(self) -> dict[str, Any]:
+        """The file format shared by ``Plan.save`` and ``mutransfer transfer``: one entry per parameter."""
+        groups = []
+        for row in self.rows():
+            entry = {k: row[k] for k in PARAM_FIELDS}
+            entry.update({k: row[k] for k in OPTIONAL_PARAM_FIELDS if row[k] is not None})
+            groups.append(entry)
+        return {"mutransfer_plan": PLAN_FORMAT, "preset": self.preset, "width": self.width,
+                "base_width": self.base_width, "lr": self.lr, "log2_lr": math.log2(self.lr),
+                "optimizer": asdict(self.optimizer_config), "param_groups": groups}
+
+    def save(self, path: Path | str) -> None:
+        """Write the plan as YAML (or JSON for a ``.json`` path), atomically."""
+        path = Path(path)
+        doc = self.to_document()
+        atomic_write_text(path, json.dumps(doc, indent=2) + "\n" if path.suffix == ".json" else dump_yaml(doc))
+
+    @classmethod
+    def load(cls, path: Path | str) -> "Plan":
+        """Read a file written by ``Plan.save`` or ``mutransfer transfer``."""
+        import yaml
+
+        text = Path(path).read_text()
+        doc = json.loads(text) if Path(path).suffix == ".json" else yaml.safe_load(text)
+        if not isinstance(doc, dict) or "param_groups" not in doc:
+            raise ValueError(f"{path} is not a plan or transfer file (no param_groups)")
+        return cls.from_document(doc)
+
+    @classmethod
+    def from_document(cls, doc: Mapping[str, Any]) -> "Plan":
+        """The inverse of ``to_document`` (older files without the full optimizer config keep loading)."""
+        params = tuple(ParamPlan(name=g["name"], role=g["role"], shape=tuple(g["shape"]),
+                                 base_shape=tuple(g.get("base_shape", g["shape"])), init_mean=g["init_mean"],
+                                 init_std=g["init_std"], multiplier=g["multiplier"],
+                                 lr_factor=g.get("lr_factor", g["lr"] / doc["lr"]), update=g["update"], eps=g.get("eps"),
+                                 scale_rule=g.get("scale_rule"),
+                                 scale_shape=tuple(g["scale_shape"]) if g.get("scale_shape") else None)
+                       for g in doc["param_groups"])
+        opt = doc.get("optimizer") or {}
+        config = _optimizer_from_dict(opt) if "init" in opt else OptimizerConfig(name=opt.get("name", "muon"))
+        config = replace(config, lr=float(doc["lr"]))
+        legacy = doc.get("parametrization") or {}
+        return cls(preset=doc.get("preset") or legacy.get("name", ""), width=int(doc["width"]),
+                   base_width=int(doc.get("base_width") or legacy.get("base_width", 0)), optimizer_config=config,
+                   params=params)
+
+
+def _optimizer_from_dict(data: Mapping[str, Any]) -> OptimizerConfig:
+    fields = dict(data)
+    fields["init"] = RoleRules(**fields["init"])
+    fields["multiplier"] = RoleFloats(**fields["multiplier"])
+    fields["lr_mult"] = RoleRules(**fields["lr_mult"])
+    fields["ns_coeffs"] = list(fields["ns_coeffs"])
+    return OptimizerConfig(**fields)
+
+
+def make_plan(
+    shapes: Mapping[str, Shape],
+    base_shapes: Mapping[str, Shape],
+    roles: Mapping[str, str],
+    width: int,
+    preset: ParametrizationConfig,
+    opt: OptimizerConfig,
+) -> Plan:
+    """Evaluate the preset for every parameter. ``base_shapes`` are the same parameters at the base width."""
+    family = family_of(opt.name)
+    m = width / preset.base_width
+    updates = UPDATE_BY_FAMILY[family]
+    plans = []
+    for name, shape in shapes.items():
+        role = roles[name]
+        row = getattr(preset.roles, role)
+        c = getattr(row.c, family)
+        if c is None:
+            raise ValueError(f"preset '{preset.name}' has no LR exponent for role '{role}' with optimizer family '{family}'")
+        dout, din = matrix_dims(role, base_shapes[name])
+        sigma = base_value(getattr(opt.init, role), dout, din) * m ** -row.b
+        update = updates[role]
+        scale_shape = None
+        if update == "spectral":
+            scale_shape = matrix_dims(role, base_shapes[name] if preset.muon_scale_shapes == "base" else shape)
+        plans.append(ParamPlan(
+            name=name,
+            role=role,
+            shape=tuple(int(s) for s in shape),
+            base_shape=tuple(int(s) for s in base_shapes[name]),
+            init_mean=sigma if role == "gain" else 0.0,
+            init_std=0.0 if role == "gain" else sigma,
+            multiplier=getattr(opt.multiplier, role) * m ** -row.a,
+            lr_factor=base_value(getattr(opt.lr_mult, role), dout, din) * m ** -c,
+            update=update,
+            eps=opt.eps * m ** -row.eps if family == "adam" else None,
+            scale_rule=opt.muon_scale if update == "spectral" else None,
+            scale_shape=scale_shape,
+        ))
+    return Plan(preset=preset.name, width=width, base_width=preset.base_width, optimizer_config=opt,
+                params=tuple(plans))

@@ -1,0 +1,3 @@
+"""One training run, plain PyTorch (no Hydra, Optuna or rich): data (``data``), the LR schedule
+(``schedule``), the device (``device``), the loop for one model or K stacked trials (``loop``,
+``stacking``), a step timer (``timing``) and the coordinate-check measurement (``coordcheck``)."""

@@ -1,0 +1,142 @@
+"""Corpora and the seeded batch sampler. No downloads, ever.
+
+``stdlib`` and ``text`` are bytes (vocabulary 256); ``tokens`` is a flat file of uint16 token ids in
+nanoGPT's ``.bin`` format, memory-mapped, with ``data.vocab_size``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..errors import UserError
+from ..schema import DataConfig
+
+__all__ = ["Corpus", "load_corpus", "stdlib_files", "vocab_size", "Batches", "fixed_batches", "BYTE_VOCAB"]
+
+BYTE_VOCAB = 256
+
+SKIP_DIRS = frozenset({"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"})
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Token ids split into a training part and a held-out validation tail."""
+
+    train: Tensor | np.ndarray  # (N_train,) uint8 tensor, or a uint16 memmap for token files
+    val: Tensor | np.ndarray  # (N_val,)
+    vocab_size: int
+    source: str
+    size_bytes: int
+    sha256: str
+
+    def describe(self) -> dict[str, object]:
+        return {"source": self.source, "size_bytes": self.size_bytes, "sha256": self.sha256,
+                "vocab_size": self.vocab_size, "train_tokens": len(self.train), "val_tokens": len(self.val)}
+
+
+def stdlib_files() -> list[Path]:
+    """The interpreter's standard-library ``.py`` files, sorted, without site-packages and test packages."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    return sorted(p for p in root.rglob("*.py") if not SKIP_DIRS & set(p.relative_to(root).parts[:-1]))
+
+
+def _read_bytes(cfg: DataConfig) -> tuple[bytes, str]:
+    if cfg.kind == "stdlib":
+        files = stdlib_files()
+        if not files:
+            raise UserError("no standard-library sources found for data=stdlib", "use data=text data.path=FILE")
+        return b"".join(p.read_bytes() for p in files), f"stdlib:{sysconfig.get_paths()['stdlib']}"
+    path = Path(str(cfg.path)).expanduser()
+    if not path.is_file():
+        raise UserError(f"data.path={cfg.path} does not exist or is not a file", "give the path of a text file")
+    return path.read_bytes(), str(path.resolve())
+
+
+def vocab_size(cfg: DataConfig) -> int:
+    """The model's vocabulary, known from the data config without reading the data."""
+    return int(cfg.vocab_size) if cfg.kind == "tokens" and cfg.vocab_size else BYTE_VOCAB
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _load_tokens(cfg: DataConfig, min_tokens: int) -> Corpus:
+    path = Path(str(cfg.path)).expanduser()
+    if not path.is_file():
+        raise UserError(f"data.path={cfg.path} does not exist or is not a file", "give a uint16 .bin token file")
+    if path.stat().st_size % 2:
+        raise UserError(f"data file {path} has an odd number of bytes", "give a flat file of uint16 token ids")
+    ids = np.memmap(path, dtype=np.uint16, mode="r")
+    if len(ids) == 0:
+        raise UserError(f"data file {path} is empty", "give a file with token ids in it")
+    vocab = vocab_size(cfg)
+    top = int(ids.max())
+    if top >= vocab:
+        raise UserError(f"data file {path} holds token id {top} >= data.vocab_size={vocab}",
+                        f"set data.vocab_size to at least {top + 1}")
+    n_val = int(len(ids) * cfg.val_fraction)
+    if n_val < min_tokens + 1 or len(ids) - n_val < min_tokens + 1:
+        raise UserError(f"data file {path} is too short ({len(ids)} tokens) for sequences of {min_tokens} tokens",
+                        "give a longer file or lower train.seq_len")
+    return Corpus(train=ids[: len(ids) - n_val], val=ids[len(ids) - n_val :], vocab_size=vocab,
+                  source=str(path.resolve()), size_bytes=path.stat().st_size, sha256=_file_digest(path))
+
+
+def load_corpus(cfg: DataConfig, min_tokens: int) -> Corpus:
+    """Read the corpus; both splits must hold at least ``min_tokens`` + 1 tokens (one training sequence)."""
+    if cfg.kind == "tokens":
+        return _load_tokens(cfg, min_tokens)
+    raw, source = _read_bytes(cfg)
+    if not raw:
+        raise UserError(f"data file {source} is empty", "give a file with text in it")
+    n_val = int(len(raw) * cfg.val_fraction)
+    need = (min_tokens + 1)
+    if n_val < need or len(raw) - n_val < need:
+        raise UserError(f"data file {source} is too short ({len(raw)} bytes) for sequences of {min_tokens} tokens",
+                        f"give at least {int(need / min(cfg.val_fraction, 1 - cfg.val_fraction)) + 1} bytes "
+                        "or lower train.seq_len")
+    tokens = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+    return Corpus(train=tokens[: len(raw) - n_val], val=tokens[len(raw) - n_val :], vocab_size=BYTE_VOCAB, source=source,
+                  size_bytes=len(raw), sha256=hashlib.sha256(raw).hexdigest())
+
+
+def _gather(tokens: Tensor | np.ndarray, starts: Tensor, seq_len: int) -> tuple[Tensor, Tensor]:
+    index = starts[:, None] + torch.arange(seq_len + 1)[None, :]  # (B, T+1)
+    if isinstance(tokens, np.ndarray):
+        window = torch.from_numpy(tokens[index.numpy()].astype(np.int64))
+    else:
+        window = tokens[index].long()
+    return window[:, :-1], window[:, 1:]
+
+
+class Batches:
+    """Random (x, y) windows from a seeded generator: the same seed gives the same batches in the same order."""
+
+    def __init__(self, tokens: Tensor | np.ndarray, batch_size: int, seq_len: int, seed: int, device: torch.device) -> None:
+        self.tokens, self.batch_size, self.seq_len, self.device = tokens, batch_size, seq_len, device
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def next(self) -> tuple[Tensor, Tensor]:
+        high = len(self.tokens) - self.seq_len - 1
+        starts = torch.randint(0, high + 1, (self.batch_size,), generator=self.generator)
+        x, y = _gather(self.tokens, starts, self.seq_len)
+        return x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+
+
+def fixed_batches(tokens: Tensor | np.ndarray, batch_size: int, seq_len: int, n: int, seed: int,
+                  device: torch.device) -> list[tuple[Tensor, Tensor]]:
+    """``n`` held-out batches, identical for every run with the same shapes and seed."""
+    sampler = Batches(tokens, batch_size, seq_len, seed, device)
+    return [sampler.next() for _ in range(n)]

@@ -1,0 +1,222 @@
+"""Training: config in, loss curve + status out, for one run or K learning-rate trials stacked as one model.
+Plain PyTorch (no Hydra, Optuna or rich)."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+
+from ..model.apply import build_optimizer
+from ..model.build import build_model
+from ..model.gpt import next_token_loss
+from ..schema import Config
+from ..table.plan import Plan
+from .data import Batches, Corpus, fixed_batches
+from .device import peak_memory_mb, prepare_device, synchronize
+from .schedule import schedule_factor
+from .stacking import clip_grad_norm_per_trial_, keep_trials
+
+__all__ = ["TrainResult", "train_model", "train_trials", "loss_of", "evaluate", "EVAL_SEED"]
+
+EVAL_SEED = 2_147_483_647
+StepCallback = Callable[[int, float], None]
+EvalCallback = Callable[[int, float], bool]
+TrialsStepCallback = Callable[[int, dict[int, float]], None]
+TrialEvalCallback = Callable[[int, int, float], bool]
+
+
+@dataclass
+class TrainResult:
+    status: str  # "ok" | "diverged" | "stopped"
+    val_loss: Optional[float]
+    train_loss: Optional[float]
+    initial_loss: float
+    steps: int
+    seconds: float
+    tokens_per_s: float
+    optimizer_fraction: float
+    peak_memory_mb: float
+    message: str = ""
+    curve: list[dict[str, float]] = field(default_factory=list)
+    evals: list[dict[str, float]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        keys = ("status", "val_loss", "train_loss", "initial_loss", "steps", "seconds", "tokens_per_s",
+                "optimizer_fraction", "peak_memory_mb", "message")
+        return {k: getattr(self, k) for k in keys}
+
+
+def loss_of(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy; the model returns logits (B, T, V) or a tuple starting with them.
+    For a stacked model (logits (K, B, T, V)) one loss per trial, shape (K,)."""
+    out = model(x)
+    return next_token_loss(out[0] if isinstance(out, tuple) else out, y)
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]], autocast: bool) -> list[float]:
+    """Mean validation loss of each trial (one value for an ordinary model)."""
+    model.eval()
+    total = torch.zeros(())
+    for x, y in batches:
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            total = total + loss_of(model, x, y).cpu().reshape(-1)
+    model.train()
+    return (total / len(batches)).tolist()
+
+
+@dataclass
+class _Record:
+    """One trial's progress while it trains."""
+
+    eta: float
+    status: str = "ok"
+    message: str = ""
+    initial_loss: float = math.nan
+    steps: int = 0
+    seconds: float = 0.0
+    opt_seconds: float = 0.0
+    curve: list[dict[str, float]] = field(default_factory=list)
+    evals: list[dict[str, float]] = field(default_factory=list)
+
+    def add_step(self, step: int, loss: float, factor: float, tokens: int, seconds: float, opt_seconds: float,
+                 diverge_factor: float) -> None:
+        self.opt_seconds += opt_seconds
+        self.seconds += seconds
+        self.steps = step
+        if step == 1:
+            self.initial_loss = loss
+        self.curve.append({"step": step, "train_loss": loss, "lr": self.eta * factor, "tokens": step * tokens,
+                           "seconds": self.seconds})
+        if not math.isfinite(loss) or loss > diverge_factor * self.initial_loss:
+            self.status = "diverged"
+            self.message = f"training loss {loss:.4g} at step {step} (initial {self.initial_loss:.4g}): diverged"
+
+    def result(self, tokens_per_step: int, peak_memory: float) -> TrainResult:
+        finite = [row["train_loss"] for row in self.curve if math.isfinite(row["train_loss"])]
+        return TrainResult(
+            status=self.status,
+            val_loss=self.evals[-1]["val_loss"] if self.evals and self.status != "diverged" else None,
+            train_loss=finite[-1] if finite else None,
+            initial_loss=self.initial_loss,
+            steps=self.steps,
+            seconds=self.seconds,
+            tokens_per_s=self.steps * tokens_per_step / self.seconds if self.seconds > 0 else 0.0,
+            optimizer_fraction=self.opt_seconds / self.seconds if self.seconds > 0 else 0.0,
+            peak_memory_mb=peak_memory,
+            message=self.message,
+            curve=self.curve,
+            evals=self.evals,
+        )
+
+
+def train_model(
+    cfg: Config,
+    corpus: Corpus,
+    on_step: Optional[StepCallback] = None,
+    on_eval: Optional[EvalCallback] = None,
+) -> tuple[TrainResult, Plan]:
+    """Train the configured model. ``on_eval(step, val_loss)`` returning True stops the run (status 'stopped')."""
+    results, plan = _Run(cfg, corpus, None).train(
+        (lambda step, losses: on_step(step, losses[0])) if on_step else None,
+        (lambda _, step, val: on_eval(step, val)) if on_eval else None)
+    return results[0], plan
+
+
+def train_trials(
+    cfg: Config,
+    corpus: Corpus,
+    lrs: Sequence[float],
+    on_step: Optional[TrialsStepCallback] = None,
+    on_eval: Optional[TrialEvalCallback] = None,
+) -> tuple[list[TrainResult], Plan]:
+    """Train one trial per η in ``lrs`` (same config, seed and data otherwise) as one stacked GPT.
+
+    Each trial has its own LR and optimizer state; a trial that diverges, or that ``on_eval(trial, step,
+    val_loss)`` stops, leaves the batch and the others go on. Results come back in the order of ``lrs``.
+    """
+    if not lrs:
+        raise ValueError("train_trials needs at least one learning rate")
+    return _Run(cfg, corpus, [float(lr) for lr in lrs]).train(on_step, on_eval)
+
+
+class _Run:
+    """The one training loop: the ordinary model (``lrs`` None) or one stacked trial per η in ``lrs``."""
+
+    def __init__(self, cfg: Config, corpus: Corpus, lrs: Optional[list[float]]) -> None:
+        t = self.t = cfg.train
+        self.stacked = lrs is not None
+        self.device = prepare_device(t.device, t.threads)
+        self.model, self.plan = build_model(cfg, corpus.vocab_size, self.device, trials=None if lrs is None else len(lrs))
+        self.optimizer = build_optimizer(self.model, self.plan, trial_lrs=lrs)
+        self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
+        self.batches = Batches(corpus.train, t.batch_size, t.seq_len, t.seed, self.device)
+        self.val_batches = fixed_batches(corpus.val, t.batch_size, t.seq_len, t.eval_batches, EVAL_SEED, self.device)
+        self.tokens_per_step = t.batch_size * t.seq_len
+        self.records = [_Record(eta) for eta in (lrs if lrs is not None else [self.plan.lr])]
+        self.active = list(range(len(self.records)))
+
+    def train(self, on_step: Optional[TrialsStepCallback],
+              on_eval: Optional[TrialEvalCallback]) -> tuple[list[TrainResult], Plan]:
+        for step in range(1, self.t.steps + 1):
+            losses = self._step(step)
+            if on_step is not None:
+                on_step(step, dict(zip(self.active, losses)))
+            self._drop_finished()
+            if self.active and (step == self.t.steps or (self.t.eval_every and step % self.t.eval_every == 0)):
+                self._evaluate(step, on_eval)
+                self._drop_finished()
+            if not self.active:
+                break
+        peak = peak_memory_mb(self.device)
+        return [rec.result(self.tokens_per_step, peak) for rec in self.records], self.plan
+
+    def _step(self, step: int) -> list[float]:
+        """One optimizer step (``step`` counts from 1): schedule, forward, backward, clip, update, record."""
+        start = time.perf_counter()
+        factor = schedule_factor(step - 1, self.t)
+        for group, base in zip(self.optimizer.param_groups, self.base_lrs):
+            group["lr"] = base * factor
+        if hasattr(self.optimizer, "set_progress"):
+            self.optimizer.set_progress((step - 1) / self.t.steps)
+        x, y = self.batches.next()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
+            losses = loss_of(self.model, x, y).reshape(-1)
+        losses.sum().backward()
+        if self.t.grad_clip > 0:
+            clip = clip_grad_norm_per_trial_ if self.stacked else torch.nn.utils.clip_grad_norm_
+            clip(self.model.parameters(), self.t.grad_clip)
+        values = losses.tolist()
+        synchronize(self.device)
+        opt_start = time.perf_counter()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        synchronize(self.device)
+        now = time.perf_counter()
+        for i, value in zip(self.active, values):
+            self.records[i].add_step(step, value, factor, self.tokens_per_step, now - start, now - opt_start,
+                                     self.t.diverge_factor)
+        return values
+
+    def _evaluate(self, step: int, on_eval: Optional[TrialEvalCallback]) -> None:
+        last = step == self.t.steps
+        for i, val in zip(self.active, evaluate(self.model, self.val_batches, self.device.type == "cuda")):
+            rec = self.records[i]
+            rec.evals.append({"step": step, "val_loss": val})
+            if not math.isfinite(val):
+                rec.status, rec.message = "diverged", f"validation loss {val} at step {step}: diverged"
+            elif on_eval is not None and on_eval(i, step, val) and not last:
+                rec.status, rec.message = "stopped", f"stopped by the caller at step {step}"
+
+    def _drop_finished(self) -> None:
+        """Trials that diverged or were stopped leave the stacked model and its optimizer."""
+        keep = [pos for pos, i in enumerate(self.active) if self.records[i].status == "ok"]
+        if len(keep) < len(self.active) and keep:
+            index = torch.tensor(keep, device=self.device)
+            keep_trials(self.model, self.optimizer, index)
+            self.base_lrs = [base[index] if isinstance(base, torch.Tensor) else base for base in self.base_lrs]
+        self.active = [self.active[pos] for pos in keep]

@@ -1,0 +1,127 @@
+"""A target-width config from a sweep: η* (the base LR found at the swept widths) and every parameter's
+init std, multiplier, LR and update rule at the target width, computed by the code that builds the model."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from ..analysis.optimum import Z95
+from ..analysis.summary import summarize_run
+from ..config import check_width, config_from_dict, to_dict
+from ..errors import UserError
+from ..files import CONFIG_FILE, atomic_write_text, dump_yaml
+from ..model.build import model_plan
+from ..schema import Config
+from ..train.data import vocab_size
+
+__all__ = ["Transfer", "make_transfer", "write_transfer", "transferred_lr", "FAR_FACTOR", "FORMATS"]
+
+FAR_FACTOR = 64
+FORMATS = ("yaml", "json")
+
+
+class Transfer:
+    """The transfer document plus the Config it spells out."""
+
+    def __init__(self, document: dict[str, Any], config: Config, warnings: list[str]) -> None:
+        self.document, self.config, self.warnings = document, config, warnings
+
+
+def _sweep_record(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / CONFIG_FILE
+    record = yaml.safe_load(path.read_text()) if path.is_file() else None
+    if not isinstance(record, dict) or record.get("kind") != "sweep":
+        raise UserError(f"{run_dir} is not a sweep run directory (no sweep config.yaml)", "pass --from RUN_DIR of a sweep")
+    return record
+
+
+def _choose(summary: dict[str, Any], setup: Optional[str]) -> tuple[str, dict[str, Any], list[str]]:
+    setups = {k: v for k, v in summary.get("setups", {}).items() if v.get("widths")}
+    if not setups:
+        raise UserError("the sweep has no finished trials to transfer from", "run or resume the sweep first")
+    if setup is not None:
+        if setup not in setups:
+            raise UserError(f"unknown setup '{setup}'", f"choose one of: {', '.join(setups)}")
+        return setup, setups[setup], []
+    best_loss = {k: min(w["best_loss"] for w in v["widths"].values()) for k, v in setups.items()}
+    transfers = [k for k, v in setups.items() if v.get("verdict") == "transfers"]
+    if transfers:
+        label = min(transfers, key=lambda k: best_loss[k])
+        return label, setups[label], []
+    label = min(setups, key=lambda k: abs(setups[k]["slope"]) if setups[k].get("slope") is not None else math.inf)
+    return label, setups[label], [f"no setup's LR transfers across widths; using '{label}', whose optimum moves "
+                                  "least (|slope| smallest): treat the result with care"]
+
+
+def transferred_lr(info: dict[str, Any], width: int, correct_drift: bool) -> float:
+    """log2 η* at ``width``: the inverse-variance mean of the per-width optima, or the fitted line with drift."""
+    if correct_drift and info.get("slope") is not None:
+        return float(info["intercept"] + info["slope"] * math.log2(width))
+    xs, ws = [], []
+    for opt in info["widths"].values():
+        sigma = max((opt["ci"][1] - opt["ci"][0]) / (2 * Z95), 1e-6)
+        xs.append(opt["log2_lr_star"])
+        ws.append(1.0 / sigma**2)
+    return sum(x * w for x, w in zip(xs, ws)) / sum(ws)
+
+
+def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correct_drift: bool = False) -> Transfer:
+    if width <= 0:
+        raise UserError(f"--width {width} must be positive", "give the target width, e.g. --width 4096")
+    record = _sweep_record(run_dir)
+    summary = summarize_run(run_dir)
+    label, info, warnings = _choose(summary, setup)
+    base = config_from_dict(record["setups"][label], where=f"{run_dir}/{CONFIG_FILE}")
+    if base.model.factory is None:
+        check_width(f"--width {width}", width, base.model.head_dim)
+    log2_lr = transferred_lr(info, width, correct_drift)
+    cfg = replace(base, model=replace(base.model, width=width), optimizer=replace(base.optimizer, lr=2.0**log2_lr))
+    widths = sorted(int(w) for w in info["widths"])
+    slope = info.get("slope")
+    implied = abs(slope) * math.log2(width / widths[-1]) if slope is not None and width > widths[-1] else 0.0
+    warnings += _warnings(label, info, width, implied, correct_drift)
+    plan = model_plan(cfg, vocab_size(cfg.data))
+    document = {
+        "mutransfer_transfer": 1,
+        "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.get("verdict"), "slope": slope,
+                   "slope_ci": info.get("slope_ci"), "swept_widths": widths,
+                   "log2_lr_star": {w: o["log2_lr_star"] for w, o in info["widths"].items()}},
+        "correct_drift": correct_drift,
+        "implied_error_octaves": implied,
+        **plan.to_document(),
+        "model": to_dict(cfg)["model"],
+        "parametrization": {"name": cfg.parametrization.name, "base_width": cfg.parametrization.base_width},
+        "train": to_dict(cfg)["train"],
+        "warnings": warnings,
+        "config": to_dict(cfg),
+    }
+    return Transfer(document, cfg, warnings)
+
+
+def _warnings(label: str, info: dict[str, Any], width: int, implied: float, correct_drift: bool) -> list[str]:
+    """What a user should know before trusting the transferred η* at ``width``."""
+    warnings = []
+    slope, largest = info.get("slope"), max(int(w) for w in info["widths"])
+    if info.get("verdict") == "drifts":
+        warnings.append(f"setup '{label}' drifts ({slope:+.2f} octaves of LR per width doubling): expect the optimum "
+                        f"at width {width} to be off by about {implied:.1f} octaves" +
+                        ("" if correct_drift else "; --correct-drift applies the fitted slope"))
+    edges = sorted({f for w in info["widths"].values() for f in w["flags"] if f.startswith("edge_of_grid")})
+    if edges:
+        warnings.append(f"the optimum sat at the edge of the LR grid ({', '.join(edges)}): extend the grid and resweep")
+    if width > FAR_FACTOR * largest:
+        warnings.append(f"width {width} is more than {FAR_FACTOR}× the largest swept width {largest}")
+    return warnings
+
+
+def write_transfer(transfer: Transfer, path: Path, fmt: str = "yaml") -> None:
+    if fmt not in FORMATS:
+        raise UserError(f"--format {fmt} is not supported", f"use one of: {', '.join(FORMATS)}")
+    text = json.dumps(transfer.document, indent=2) + "\n" if fmt == "json" else dump_yaml(transfer.document)
+    atomic_write_text(path, text)

@@ -115,11 +115,12 @@ def transfer(
     out: Optional[Path] = typer.Option(None, "--out", help="Output file (default RUN_DIR/transfer_w<N>.yaml)."),
     fmt: str = typer.Option("yaml", "--format", help="yaml or json."),
     correct_drift: bool = typer.Option(False, "--correct-drift", help="Apply the fitted drift LR* ∝ width^slope."),
+    tolerance: str = typer.Option("1", "--tolerance", help="Octaves: warn when the predicted range at N is wider."),
 ) -> None:
-    """Write the config for width N: η* from the sweep and every parameter's init std, multiplier and LR."""
+    """Write the config for width N: η* with its predicted range, and every parameter's init std, multiplier and LR."""
     from .commands import transfer as command
 
-    _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift))
+    _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift, tolerance))
 
 
 @app.command()

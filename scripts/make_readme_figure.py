@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from mutransfer.analysis.plots import save, transfer_figure
-from mutransfer.analysis.summary import read_tables, search_steps, summarize
+from mutransfer.analysis.summary import read_tables, search_settings, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE = ROOT / "docs" / "transfer.png"
@@ -27,7 +27,7 @@ def main() -> None:
     if not args.skip_sweep:
         subprocess.run([sys.executable, "-m", "mutransfer", "sweep", "--out", str(args.run_dir)], check=True)
     trials, _ = read_tables(args.run_dir)
-    summary = summarize(trials, search_steps(args.run_dir, trials))
+    summary = summarize(trials, search_settings(args.run_dir, trials))
     save(transfer_figure([(args.run_dir.name, trials, summary)]), FIGURE, dpi=DPI)
     print(f"wrote {FIGURE} ({FIGURE.stat().st_size / 1024:.0f} KiB) from {args.run_dir}")
 

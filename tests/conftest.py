@@ -41,7 +41,7 @@ def spec_file(tmp_path: Path, text_file: Path) -> Path:
                                 "search": {"log2_min": -6, "log2_max": -2}}},
         "widths": [32, 64],
         "seeds": [0],
-        "search": {"key": "optimizer.lr", "step": 2, "sampler": "grid"},
+        "search": {"key": "optimizer.lr", "step": 2, "sampler": "grid", "extend": False, "noise_seeds": 0},
         "overrides": ["model.depth=1", "parametrization.base_width=32", "train.steps=8", "train.batch_size=4",
                       "train.seq_len=32", "train.eval_every=4", "train.eval_batches=2", "data=text",
                       f"data.path={text_file}"],

@@ -156,3 +156,38 @@ def test_abc_symmetry_under_sgd(tiny: list[str]) -> None:
     reference = losses(tiny, *sgd)
     assert losses(tiny, *sgd, *shifted(1.0, sgd=True, only="abc")) == pytest.approx(reference, rel=1e-4, abs=1e-5)
     assert max(abs(x - y) for x, y in zip(losses(tiny, *sgd, *shifted(1.0, sgd=True, only="ab")), reference)) > 1e-3
+
+
+@pytest.mark.parametrize("optimizer", ["muon", "adamw"])
+def test_effective_lr_is_the_size_of_one_real_step(optimizer: str) -> None:
+    """One optimizer step at width 256 (no warm-up, no decay), measured per role: the spectral norm of a Muon
+    matrix's step, the row RMS of a row-normalised one, the per-entry size of a sign or Adam step, the RMS of
+    a bias step — each equals the plan's ``effective_lr`` (within the Newton–Schulz band for msign)."""
+    from mutransfer.model.apply import build_optimizer
+    from mutransfer.train.loop import loss_of
+
+    cfg = compose([f"optimizer={optimizer}", "model.width=256", "model.depth=1", "model.bias=true",
+                   "optimizer.momentum=0.0" if optimizer == "muon" else "optimizer.beta1=0.9"])
+    model, plan = build_model(cfg, 256)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    x = torch.randint(0, 256, (4, 32), generator=torch.Generator().manual_seed(0))
+    loss_of(model, x, x).backward()
+    build_optimizer(model, plan).step()
+    rows = {row["name"]: row for row in plan.rows()}
+    if optimizer == "muon":
+        assert rows["blocks.0.mlp.up.weight"]["shape_factor"] == pytest.approx(2.0)
+        assert rows["blocks.0.mlp.down.weight"]["shape_factor"] == pytest.approx(0.5)
+    for name, p in model.named_parameters():
+        step, eff = (p.detach() - before[name]).float(), rows[name]["effective_lr"]
+        update = rows[name]["update"]
+        if update == "spectral":
+            assert 0.7 * eff <= torch.linalg.matrix_norm(step, ord=2).item() <= 1.25 * eff, name
+        elif update == "row_norm":
+            moved = step.abs().sum(1) > 0
+            rms = step[moved].pow(2).mean(1).sqrt()
+            torch.testing.assert_close(rms, torch.full_like(rms, eff), rtol=1e-2, atol=0.0)  # RMS + eps
+        elif update == "rms":
+            assert step.pow(2).mean().sqrt().item() == pytest.approx(eff, rel=1e-2), name  # RMS + eps
+        else:
+            moved = step[step != 0].abs()
+            assert moved.median().item() == pytest.approx(eff, rel=1e-2), name

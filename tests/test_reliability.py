@@ -38,7 +38,7 @@ def write_spec(tmp_path: Path, text_file: Path, steps: int = 8, name: str = "rel
     spec = {"name": name,
             "setups": {"mup_muon": {"overrides": ["parametrization=mup", "optimizer=muon"],
                                     "search": {"log2_min": -7, "log2_max": -1}}},
-            "widths": [32, 64], "search": {"step": 1},
+            "widths": [32, 64], "search": {"step": 1, "extend": False, "noise_seeds": 0},
             "overrides": ["model.depth=1", "parametrization.base_width=32", f"train.steps={steps}",
                           "train.batch_size=4", "train.seq_len=32", "train.eval_every=0", "train.eval_batches=2",
                           "data=text", f"data.path={text_file}"]}

@@ -18,6 +18,7 @@ from optuna.trial import TrialState
 from typer.testing import CliRunner
 
 import mutransfer.sweep.worker as sweep_module
+from mutransfer.cli import app
 from conftest import invoke
 from mutransfer.analysis.optimum import local_optimum
 from mutransfer.sweep.spec import load_spec
@@ -236,7 +237,7 @@ def test_other_keys_are_searched_one_at_a_time(runner: CliRunner, spec_file: Pat
     out = tmp_path / "run"
     spec = yaml.safe_load(spec_file.read_text())
     spec["search"] = [spec["search"], {"key": "optimizer.weight_decay", "scale": "linear", "min": 0.0, "max": 0.2,
-                                       "step": 0.1}]
+                                       "step": 0.1, "noise_seeds": 0}]
     spec["setups"] = {"mup_muon": spec["setups"]["mup_muon"]}
     path = tmp_path / "multi.yaml"
     path.write_text(yaml.safe_dump(spec))
@@ -268,3 +269,35 @@ def test_workers_auto_measures_the_layouts(runner: CliRunner, spec_file: Path, t
     assert result.exit_code == 0, result.output
     assert "--workers auto: measured at width 32" in result.output and "steps/s" in result.output
     assert len(pd.read_csv(tmp_path / "run" / "trials.csv")) == 6
+
+
+def test_the_grid_extends_past_an_edge_and_noise_probes_fill_the_window(runner: CliRunner, spec_file: Path,
+                                                                       tmp_path: Path) -> None:
+    """A grid that ends below the optimum grows until the optimum is bracketed (or diverges, or the limit),
+    the fit window is re-trained with two more seeds, and the summary says what was added and what kind of
+    interval it holds; a rerun trains nothing more."""
+    out = tmp_path / "run"
+    words = ["sweep", str(spec_file), "--out", str(out), "search.extend=true", "search.extend_max=4",
+             "search.noise_seeds=2", "setups.mup_muon.search.log2_max=-4"]
+    result = runner.invoke(app, words)
+    assert result.exit_code == 0, result.output
+    trials = pd.read_csv(out / "trials.csv")
+    summary = json.loads((out / "summary.json").read_text())
+    mup = trials[trials["setup"] == "mup_muon"]
+    for width, part in mup.groupby("width"):
+        grid = part[part["seed"] == 0].sort_values("log2_lr")
+        entry = summary["setups"]["mup_muon"]["widths"][str(width)]
+        assert entry["added"] == sorted(x for x in grid["log2_lr"] if x > -4 + 1e-9)
+        ok = grid[grid["status"] == "ok"]
+        best = ok.loc[ok["val_loss"].idxmin(), "log2_lr"]
+        bracketed = best < grid["log2_lr"].max() or grid["log2_lr"].max() >= -4 + 4 - 1e-9
+        assert entry["added"] and bracketed, grid[["log2_lr", "val_loss", "status"]]
+        window = entry["window"]
+        for seed in (1, 2):
+            assert sorted(part[part["seed"] == seed]["log2_lr"]) == window
+        assert entry["ci_kind"] == "confidence" and len(entry["seed_vertices"]) == 3
+    assert summary["setups"]["mup_muon"]["ci_kind"] == "confidence"
+    before = len(trials)
+    again = runner.invoke(app, words)
+    assert again.exit_code == 0, again.output
+    assert len(pd.read_csv(out / "trials.csv")) == before

@@ -152,3 +152,24 @@ def test_plots_from_csvs_alone(runner: CliRunner, sweep_dir: Path, tmp_path: Pat
 def test_plot_on_empty_directory_is_refused(runner: CliRunner, tmp_path: Path) -> None:
     result = invoke(runner, "plot", str(tmp_path))
     assert result.exit_code == 2 and "has no trials.csv" in result.output
+
+
+def test_transfer_prints_and_writes_a_predicted_range(runner: CliRunner, sweep_dir: Path, tmp_path: Path) -> None:
+    docs = {}
+    for width, tolerance in ((4096, "0.01"), (256, "100")):
+        out = tmp_path / f"t{width}.yaml"
+        result = invoke(runner, "transfer", "--width", str(width), "--from", str(sweep_dir), "--setup", "mup_muon",
+                        "--out", str(out), "--tolerance", tolerance)
+        assert result.exit_code == 0, result.output
+        assert result.output.lstrip().startswith(f"prediction at width {width}: log2 η* =")
+        docs[width] = yaml.safe_load(out.read_text())
+    far, near = docs[4096]["prediction"], docs[256]["prediction"]
+    lo, hi = far["interval"]
+    assert lo < far["log2_lr"] < hi and far["half_width"] == pytest.approx((hi - lo) / 2)
+    assert far["log2_lr"] == pytest.approx(docs[4096]["log2_lr"])
+    assert far["within_tolerance"] is False and near["within_tolerance"] is True
+    assert any("wider than --tolerance" in w for w in docs[4096]["warnings"])
+    assert far["half_width"] > near["half_width"], "the slope's uncertainty grows with the distance extrapolated"
+    rows = {g["name"]: g for g in docs[4096]["param_groups"]}
+    up = rows["blocks.0.mlp.up.weight"]
+    assert up["effective_lr"] == pytest.approx(up["lr"] * up["shape_factor"]) and up["shape_factor"] == 2.0

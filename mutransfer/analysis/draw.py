@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..files import CURVES_PLOT, DRIFT_PLOT, TRANSFER_PLOT, VERIFY_FILE, VERIFY_PLOT
 from .plots import curves_figure, drift_figure, save, transfer_figure, verify_figure
-from .summary import read_tables, search_steps, summarize
+from .summary import read_tables, search_settings, summarize
 
 __all__ = ["draw"]
 
@@ -19,7 +19,7 @@ def draw(run_dirs: Sequence[Path], out: Optional[Path] = None) -> list[Path]:
     runs = []
     for run_dir in run_dirs:
         trials, curves = read_tables(run_dir)
-        runs.append((run_dir.name, trials, curves, summarize(trials, search_steps(run_dir, trials))))
+        runs.append((run_dir.name, trials, curves, summarize(trials, search_settings(run_dir, trials))))
     target = out or run_dirs[0]
     target.mkdir(parents=True, exist_ok=True)
     triples = [(name, trials, summary) for name, trials, _, summary in runs]

@@ -1,44 +1,55 @@
-"""The optimum at one width, with an interval. Pure pandas/numpy.
+"""The optimum at one width, with an interval. Pure numpy.
 
-Input is a tidy table with columns ``seed, x, loss, status`` (x = the searched value in search units,
-log2(LR) for the learning rate; loss = final validation loss; status ok/diverged/...).
+Input: the trials of one (setup, width) — searched value x (log2 η for the learning rate), seed, final
+validation loss and status (ok / diverged / ...).
 
-Average the loss over seeds at each x, then a local quadratic regression — least squares through the ok
-points within ±h of a centre (h = the grid step; for log2 scales at least ``fit_octaves``), the centre
-starting at the argmin and moving to the point nearest the fitted vertex until it stays put; the vertex,
-kept inside the window, is x*. With a 1-octave grid this is the parabola through the argmin and its two
-neighbours; on a finer grid it averages the loss noise over ±1 octave.
-Interval: with ≥ 3 seeds, a seeded bootstrap over seeds (2.5–97.5 %). Otherwise the delta-method error of
-the vertex: from the fit's covariance when the window holds more than 3 points (noise = the fit's residual
-RMS, at least ``noise_floor``), else σ_x = σ_L / (√2 · 2 a h) (σ_L = the seed spread at the argmin, or
-``noise_floor`` with one seed; a = curvature); ±1.96 σ_x plus a quarter of the local point spacing.
-Diverged trials are censored: the smallest diverged x caps the interval from above.
+Point estimate: average the ok losses over seeds at each x, then a local quadratic regression — least
+squares through the points within ±h of a centre (h = the grid step, for log2 scales at least
+``fit_octaves``), the centre starting at the argmin and moving to the point nearest the fitted vertex until
+it stays put; the vertex, kept inside the window, is x*.
+
+Interval (``ci_kind``):
+- ``confidence``: with two or more seeds that cover the fit window (the spec's seeds, or the sweep's noise
+  probes), each seed's own window gives its own vertex; their spread is the seed-to-seed error of x*, and
+  the interval is x* ± t₀.₉₇₅(k−1) · sd/√k (``drift.analyze`` pools the spread over a setup's widths).
+- ``resolution``: one seed only. Its residuals cannot show how far the optimum moves between seeds (every
+  point shares the init and the batches), so this is a grid-resolution bound, not a confidence interval:
+  the delta-method vertex error σ_x = (σ_L / (a·h)) · √(1/8 + 3u²/2) at an assumed noise σ_L
+  (``noise_floor``, or the fit's residuals when the window holds more than three points), ±1.96 σ_x plus a
+  quarter of the local spacing.
+An optimum on the edge of the tried grid is censored: a one-sided bound, never a point of the drift fit.
+Diverged trials cap the interval from above.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Thresholds", "WidthOptimum", "optimum", "fit_halfwidth", "local_optimum", "Z95"]
+from .stats import Z95, t_quantile
 
-Z95 = 1.959964
-"""The two-sided 95 % quantile of the standard normal."""
+__all__ = ["Thresholds", "WidthOptimum", "optimum", "optimum_of_arrays", "fit_halfwidth", "local_optimum",
+           "fit_window", "window_of", "grid_seeds", "Z95", "CONFIDENCE", "RESOLUTION", "MIN_SE"]
+
+CONFIDENCE = "confidence"
+RESOLUTION = "resolution"
+MIN_SE = 1e-3
 
 
 @dataclass(frozen=True)
 class Thresholds:
     transfer_slope: float = 0.25
-    transfer_halfwidth: float = 0.5
+    """Equivalence margin: |LR* slope| in octaves per width doubling that counts as "stays put"."""
     flat_tol: float = 0.01
+    """Nats: a curve that rises less than this across the fit window is flat."""
     noise_floor: float = 0.01
+    """Nats: the loss noise a resolution bound assumes."""
     fit_octaves: float = 1.0
-    bootstrap: int = 400
-    seed: int = 0
+    """The fit window's minimum half-width on log2 scales."""
 
 
 @dataclass
@@ -47,36 +58,52 @@ class WidthOptimum:
     x_star: float
     ci: tuple[float, float]
     best_loss: float
+    se: float
+    dof: Optional[int]
+    ci_kind: str
     flags: list[str] = field(default_factory=list)
     diverged_above: Optional[float] = None
+    censored: Optional[str] = None
+    seed_vertices: list[float] = field(default_factory=list)
+    window: list[float] = field(default_factory=list)
 
     @property
-    def sigma(self) -> float:
-        return max((self.ci[1] - self.ci[0]) / (2 * Z95), 1e-6)
+    def measured(self) -> bool:
+        """A point of the drift fit: not censored at a grid edge."""
+        return self.censored is None
+
+    def with_se(self, se: float, dof: int) -> "WidthOptimum":
+        """The same optimum with a pooled standard error (confidence intervals only)."""
+        half = t_quantile(0.975, dof) * se
+        lo, hi = self.x_star - half, self.x_star + half
+        if self.diverged_above is not None:
+            hi = min(hi, max(self.diverged_above, self.x_star))
+        return WidthOptimum(**{**self.__dict__, "se": se, "dof": dof, "ci": (lo, hi)})
 
     def as_dict(self) -> dict[str, Any]:
-        return {"log2_lr_star": self.x_star, "ci": list(self.ci), "best_loss": self.best_loss, "flags": self.flags,
-                "diverged_above": self.diverged_above}
+        return {"log2_lr_star": self.x_star, "ci": list(self.ci), "se": self.se, "dof": self.dof,
+                "ci_kind": self.ci_kind, "best_loss": self.best_loss, "flags": self.flags, "censored": self.censored,
+                "diverged_above": self.diverged_above, "seed_vertices": self.seed_vertices, "window": self.window}
 
 
 @dataclass(frozen=True)
 class _Fit:
-    """A local quadratic fit: vertex, curvature, argmin index, the vertex's standard error per unit of loss
-    noise and the residual RMS (both NaN when the window has no residual degrees of freedom), and the
-    window's point spacing."""
+    """A local quadratic fit: vertex, curvature, argmin index, the window's indices, the vertex's standard
+    error per unit of loss noise and the residual RMS (NaN without residual degrees of freedom)."""
 
     x_star: float
     curvature: float
     argmin: int
+    window: np.ndarray
     sigma_unit: float
     residual: float
-    spacing: float
 
 
 def _quadratic(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float, float, float]:
     """Vertex (inside the span; the best point when there is no minimum), curvature, the vertex's standard
     error per unit noise (delta method on the least-squares coefficients) and the residual RMS."""
-    coeffs = np.polyfit(xs, ys, 2)
+    design = np.vander(xs, 3)
+    coeffs = np.linalg.lstsq(design, ys, rcond=None)[0]
     a, b, _ = coeffs
     if a <= 0:
         return float(xs[np.argmin(ys)]), float(a), math.nan, math.nan
@@ -84,91 +111,130 @@ def _quadratic(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float, float, flo
     dof = len(xs) - 3
     if dof <= 0:
         return vertex, float(a), math.nan, math.nan
-    design = np.vander(xs, 3)
     resid = ys - design @ coeffs
     grad = np.array([b / (2 * a * a), -1 / (2 * a), 0.0])
     sigma_unit = float(np.sqrt(grad @ np.linalg.inv(design.T @ design) @ grad))
     return vertex, float(a), sigma_unit, float(np.sqrt(resid @ resid / dof))
 
 
-def _point_estimate(curve: pd.DataFrame, halfwidth: float) -> _Fit:
-    """Local quadratic regression on a per-x mean curve sorted by x (see the module docstring)."""
-    xs, ys = curve["x"].to_numpy(float), curve["loss"].to_numpy(float)
+def fit_window(xs: np.ndarray, centre: int, halfwidth: float) -> np.ndarray:
+    """Indices of the points within ±halfwidth of ``xs[centre]`` (at least the three nearest)."""
+    window = np.flatnonzero(np.abs(xs - xs[centre]) <= halfwidth + 1e-9)
+    if len(window) < 3:
+        window = np.sort(np.argsort(np.abs(xs - xs[centre]), kind="stable")[:3])
+    return window
+
+
+def _point_estimate(xs: np.ndarray, ys: np.ndarray, halfwidth: float) -> _Fit:
+    """Local quadratic regression on a mean curve sorted by x (see the module docstring)."""
     i = int(np.argmin(ys))
     if len(xs) < 3:
-        return _Fit(float(xs[i]), 0.0, i, math.nan, math.nan, float(np.diff(xs).min()) if len(xs) > 1 else 1.0)
+        return _Fit(float(xs[i]), 0.0, i, np.arange(len(xs)), math.nan, math.nan)
     centre, visited = i, set()
     while True:
-        window = np.flatnonzero(np.abs(xs - xs[centre]) <= halfwidth + 1e-9)
-        if len(window) < 3:
-            window = np.argsort(np.abs(xs - xs[centre]), kind="stable")[:3]
-            window.sort()
+        window = fit_window(xs, centre, halfwidth)
         x_star, a, sigma_unit, residual = _quadratic(xs[window], ys[window])
         nearest = int(np.argmin(np.abs(xs - x_star)))
         visited.add(centre)
         if nearest in visited:
-            return _Fit(x_star, a, i, sigma_unit, residual, float(np.diff(xs[window]).min()))
+            return _Fit(x_star, a, i, window, sigma_unit, residual)
         centre = nearest
+
+
+def grid_seeds(x: np.ndarray, seed: np.ndarray, halfwidth: float) -> np.ndarray:
+    """The seeds that trained the grid: those whose points span more than a fit window (noise probes train
+    one window only); every seed when none does (a grid no wider than the window)."""
+    seeds = np.unique(seed)
+    wide = [s for s in seeds if np.ptp(x[seed == s]) > 2 * halfwidth + 1e-9]
+    return np.array(wide if wide else seeds)
+
+
+def _mean_curve(x: np.ndarray, loss: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    xs, inverse = np.unique(x, return_inverse=True)
+    return xs, np.bincount(inverse, weights=loss) / np.bincount(inverse)
+
+
+def _covering(x: np.ndarray, seed: np.ndarray, window_x: np.ndarray) -> list[int]:
+    """The seeds that trained every point of the window."""
+    keys = np.round(window_x, 9)
+    return [s for s in np.unique(seed) if np.isin(keys, np.round(x[seed == s], 9)).all()]
+
+
+def _seed_vertices(x: np.ndarray, seed: np.ndarray, loss: np.ndarray, window_x: np.ndarray,
+                   seeds: list[int]) -> list[float]:
+    """Each covering seed's own vertex over the fit window."""
+    keys = np.round(window_x, 9)
+    vertices = []
+    for s in seeds:
+        mine = (seed == s) & np.isin(np.round(x, 9), keys)
+        xs, ys = _mean_curve(x[mine], loss[mine])
+        vertices.append(_quadratic(xs, ys)[0])
+    return vertices
+
+
+def _resolution_se(fit: _Fit, xs: np.ndarray, step: float, th: Thresholds) -> float:
+    """The vertex error a grid of this spacing allows at the assumed noise (one seed: not a confidence)."""
+    if math.isfinite(fit.sigma_unit):
+        return fit.sigma_unit * max(fit.residual, th.noise_floor)
+    centre = xs[fit.window[len(fit.window) // 2]] if len(fit.window) else fit.x_star
+    u = (fit.x_star - centre) / step
+    return th.noise_floor / (fit.curvature * step) * math.sqrt(1 / 8 + 1.5 * u * u)
+
+
+def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndarray, ok: np.ndarray,
+                      diverged: np.ndarray, step: float, halfwidth: float,
+                      th: Thresholds = Thresholds()) -> Optional[WidthOptimum]:
+    """The optimum at one width from parallel arrays (the fast path the coverage simulations use).
+
+    The grid seeds' mean curve places the fit window and decides censoring; the seeds that trained the whole
+    window (grid seeds and noise probes alike) give the estimate, balanced, and their spread its error."""
+    good = ok & np.isfinite(loss)
+    if not good.any():
+        return None
+    tried = np.unique(x)
+    div_above = float(x[diverged].min()) if diverged.any() else None
+    x, seed, loss = x[good], seed[good], loss[good]
+    on_grid = np.isin(seed, grid_seeds(x, seed, halfwidth))
+    xs, ys = _mean_curve(x[on_grid], loss[on_grid])
+    fit = _point_estimate(xs, ys, halfwidth)
+    window_x = xs[fit.window]
+    covering = _covering(x, seed, window_x) if len(xs) >= 3 else []
+    vertices = _seed_vertices(x, seed, loss, window_x, covering) if len(covering) >= 2 else []
+    x_star = fit.x_star
+    if vertices:
+        inside = np.isin(np.round(x, 9), np.round(window_x, 9)) & np.isin(seed, covering)
+        x_star = _quadratic(*_mean_curve(x[inside], loss[inside]))[0]
+    censored = {tried[0]: "low", tried[-1]: "high"}.get(float(xs[fit.argmin]))
+    flags = ([] if len(xs) >= 3 else ["few_points"]) + ([f"edge_of_grid:{censored}"] if censored else [])
+    flat = len(xs) >= 3 and fit.curvature * halfwidth**2 < th.flat_tol
+    flags += ["flat"] if flat else []
+    kind, dof = RESOLUTION, None
+    if flat or len(xs) < 3:
+        near = xs[ys <= ys.min() + th.flat_tol]
+        lo, hi = float(near.min()) - step / 2, float(near.max()) + step / 2
+        se = (hi - lo) / (2 * Z95)
+    elif vertices:
+        kind, dof = CONFIDENCE, len(vertices) - 1
+        se = max(float(np.std(vertices, ddof=1)) / math.sqrt(len(vertices)), MIN_SE)
+        lo, hi = x_star - t_quantile(0.975, dof) * se, x_star + t_quantile(0.975, dof) * se
+    else:
+        spacing = float(np.diff(window_x).min())
+        se = _resolution_se(fit, xs, spacing, th)
+        lo, hi = x_star - Z95 * se - spacing / 4, x_star + Z95 * se + spacing / 4
+    lo, hi = (-math.inf if censored == "low" else lo), (math.inf if censored == "high" else hi)
+    hi = min(hi, div_above) if div_above is not None else hi
+    return WidthOptimum(width=width, x_star=x_star, ci=(min(lo, x_star), max(hi, x_star)), best_loss=float(ys.min()),
+                        se=se, dof=dof, ci_kind=kind, flags=flags, diverged_above=div_above, censored=censored,
+                        seed_vertices=[float(v) for v in vertices], window=[float(v) for v in window_x])
 
 
 def optimum(table: pd.DataFrame, width: int, step: float, th: Thresholds = Thresholds(),
             halfwidth: Optional[float] = None) -> Optional[WidthOptimum]:
     """The optimum at one width from rows of one setup (columns seed, x, loss, status); ``halfwidth`` is the
     fit window's half-width (default: ``step``)."""
-    ok = table[(table["status"] == "ok") & np.isfinite(table["loss"])]
-    diverged = table[table["status"] == "diverged"]
-    if ok.empty:
-        return None
-    halfwidth = step if halfwidth is None else halfwidth
-    curve = ok.groupby("x", as_index=False)["loss"].mean().sort_values("x").reset_index(drop=True)
-    fit = _point_estimate(curve, halfwidth)
-    x_star, a, i = fit.x_star, fit.curvature, fit.argmin
-    grid = sorted(table["x"].unique())
-    flags: list[str] = []
-    if len(curve) < 3:
-        flags.append("few_points")
-    div_above = float(diverged["x"].min()) if not diverged.empty else None
-    if curve["x"].iloc[i] == grid[0]:
-        flags.append("edge_of_grid:low")
-    if curve["x"].iloc[i] == grid[-1]:
-        flags.append("edge_of_grid:high")
-    curvature_loss = a * halfwidth**2
-    flat = len(curve) >= 3 and curvature_loss < th.flat_tol
-    if flat:
-        flags.append("flat")
-    seeds = sorted(ok["seed"].unique())
-    if flat or len(curve) < 3:
-        near = curve[curve["loss"] <= curve["loss"].min() + th.flat_tol]["x"]
-        lo, hi = float(near.min()) - step / 2, float(near.max()) + step / 2
-    elif len(seeds) >= 3:
-        lo, hi = _bootstrap(ok, seeds, th, halfwidth)
-    elif math.isfinite(fit.sigma_unit):
-        half = Z95 * fit.sigma_unit * max(fit.residual, th.noise_floor) + fit.spacing / 4
-        lo, hi = x_star - half, x_star + half
-    else:
-        at_min = ok[ok["x"] == curve["x"].iloc[i]]["loss"]
-        noise = float(at_min.std(ddof=1)) if len(at_min) > 1 else th.noise_floor
-        noise = max(noise, th.noise_floor)
-        sigma_x = noise / (math.sqrt(2) * 2 * a * step)
-        half = Z95 * sigma_x + step / 4
-        lo, hi = x_star - half, x_star + half
-    if div_above is not None:
-        hi = min(hi, div_above)
-    lo, hi = min(lo, x_star), max(hi, x_star)
-    return WidthOptimum(width=width, x_star=x_star, ci=(lo, hi), best_loss=float(curve["loss"].min()), flags=flags,
-                        diverged_above=div_above)
-
-
-def _bootstrap(ok: pd.DataFrame, seeds: list[int], th: Thresholds, halfwidth: float) -> tuple[float, float]:
-    rng = np.random.default_rng(th.seed)
-    by_seed = {s: ok[ok["seed"] == s] for s in seeds}
-    draws = []
-    for _ in range(th.bootstrap):
-        pick = rng.choice(seeds, size=len(seeds), replace=True)
-        sample = pd.concat([by_seed[s] for s in pick])
-        curve = sample.groupby("x", as_index=False)["loss"].mean().sort_values("x").reset_index(drop=True)
-        draws.append(_point_estimate(curve, halfwidth).x_star)
-    return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
+    status = table["status"].to_numpy()
+    return optimum_of_arrays(width, table["x"].to_numpy(float), table["seed"].to_numpy(), table["loss"].to_numpy(float),
+                             status == "ok", status == "diverged", step, step if halfwidth is None else halfwidth, th)
 
 
 def fit_halfwidth(step: float, log2: bool, th: Thresholds = Thresholds()) -> float:
@@ -176,9 +242,15 @@ def fit_halfwidth(step: float, log2: bool, th: Thresholds = Thresholds()) -> flo
     return max(step, th.fit_octaves) if log2 else step
 
 
-def local_optimum(points: dict[float, float], halfwidth: float) -> tuple[float, float]:
+def window_of(xs: np.ndarray, ys: np.ndarray, halfwidth: float) -> np.ndarray:
+    """The x values of the fit window the local regression settles on for a sorted mean curve (the points the
+    noise probes re-train)."""
+    return xs[_point_estimate(xs, ys, halfwidth).window]
+
+
+def local_optimum(points: Mapping[float, float], halfwidth: float) -> tuple[float, float]:
     """(x*, the grid point nearest it) of ``{x: loss}`` by the same local quadratic regression as ``optimum``."""
-    curve = pd.DataFrame({"x": list(points), "loss": list(points.values())}).sort_values("x").reset_index(drop=True)
-    x_star = _point_estimate(curve, halfwidth).x_star
-    xs = curve["x"].to_numpy(float)
+    xs = np.array(sorted(points), dtype=float)
+    ys = np.array([points[x] for x in sorted(points)], dtype=float)
+    x_star = _point_estimate(xs, ys, halfwidth).x_star
     return x_star, float(xs[np.argmin(np.abs(xs - x_star))])

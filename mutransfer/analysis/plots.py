@@ -42,7 +42,8 @@ def _panels(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> list[tu
 
 
 def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> Any:
-    """Loss vs log2(LR), one line per width, one panel per setup (and per run), shared y axis."""
+    """Loss vs log2(LR), one line per width (the seeds that trained the grid), the seeds' spread shaded where
+    several trained a point (the noise probes), one panel per setup (and per run), shared y axis."""
     plt = _pyplot()
     panels = _panels(runs)
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5.2 * max(1, len(panels)), 4.6), sharey=True,
@@ -56,27 +57,47 @@ def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) ->
         colors = _colors(rows["width"].unique())
         for width, part in rows.groupby("width"):
             ok = part[part["status"] == "ok"]
-            stats = ok.groupby(LR_COLUMN)["val_loss"].agg(["mean", "min", "max"]).reset_index()
+            points = ok.groupby("seed")[LR_COLUMN].nunique()
+            grid = ok[ok["seed"].isin(points[points == points.max()].index)]
+            line = grid.groupby(LR_COLUMN)["val_loss"].mean().reset_index()
             color = colors[int(width)]
-            ax.plot(stats[LR_COLUMN], stats["mean"], "-o", color=color, ms=3.5, lw=1.5, label=f"width {width}")
+            ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=3.5, lw=1.5, label=f"width {width}")
             if ok["seed"].nunique() > 1:
-                ax.fill_between(stats[LR_COLUMN], stats["min"], stats["max"], color=color, alpha=0.18, lw=0)
+                spread = ok.groupby(LR_COLUMN)["val_loss"].agg(["min", "max", "count"]).reset_index()
+                spread = spread[spread["count"] > 1]
+                ax.fill_between(spread[LR_COLUMN], spread["min"], spread["max"], color=color, alpha=0.25, lw=0)
             div = part[part["status"] == "diverged"][LR_COLUMN].unique()
             if len(div):
                 ax.plot(div, np.full(len(div), top + 0.6 * pad), "x", color=color, ms=7, mew=2, clip_on=False)
             opt = info.get("widths", {}).get(str(int(width)))
-            if opt:
-                y = opt["best_loss"] - 0.3 * pad
-                ax.errorbar([opt["log2_lr_star"]], [y], xerr=[[opt["log2_lr_star"] - opt["ci"][0]],
-                            [opt["ci"][1] - opt["log2_lr_star"]]], fmt="v", color=color, ms=7, capsize=3, lw=1.2)
+            if opt and opt.get("log2_lr_star") is not None:
+                _optimum_marker(ax, opt, opt["best_loss"] - 0.3 * pad, color)
         verdict = info.get("verdict", "")
         slope = info.get("slope")
-        extra = f"\n{verdict}: LR* {slope:+.2f} octaves / width doubling" if slope is not None else ""
+        extra = f"\n{verdict}: LR* {slope:+.2f} octaves / width doubling" if slope is not None else f"\n{verdict}"
         _label(ax, f"{title}{extra}", "log2(base learning rate η)", title_size=10, legend_loc="upper left")
     axes[0][0].set_ylabel("validation loss (nats/token)")
     axes[0][0].set_ylim(bottom - pad, top + pad)
-    fig.suptitle("Loss vs learning rate per width  (▼ LR* with interval, × diverged)", fontsize=11)
+    fig.suptitle("Loss vs learning rate per width  (▼ LR* with interval, ◀ ▶ past the grid's edge, × diverged)",
+                 fontsize=11)
     return fig
+
+
+def _interval_bars(opt: dict[str, Any]) -> tuple[float, float]:
+    """The distances from LR* to its interval's ends (0 on a censored, open side)."""
+    lo, hi = opt["ci"] if opt.get("ci") else (None, None)
+    x = opt["log2_lr_star"]
+    below = x - lo if lo is not None and np.isfinite(lo) else 0.0
+    above = hi - x if hi is not None and np.isfinite(hi) else 0.0
+    return below, above
+
+
+def _optimum_marker(ax: Any, opt: dict[str, Any], y: float, color: Any) -> None:
+    """▼ with its interval for a measured optimum; ◀ or ▶ for one censored at the grid's low or high edge."""
+    marker = {"low": "<", "high": ">"}.get(opt.get("censored") or "", "v")
+    below, above = _interval_bars(opt)
+    ax.errorbar([opt["log2_lr_star"]], [y], xerr=[[below], [above]], fmt=marker, color=color, ms=7, capsize=3,
+                lw=1.2)
 
 
 def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> Any:
@@ -87,13 +108,9 @@ def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> An
     index = 0
     for run, _, summary in runs:
         for setup, info in summary.get("setups", {}).items():
-            widths = sorted(int(w) for w in info.get("widths", {}))
+            widths = sorted(int(w) for w, o in info.get("widths", {}).items() if o.get("log2_lr_star") is not None)
             if not widths:
                 continue
-            x = np.log2(widths)
-            opts = [info["widths"][str(w)] for w in widths]
-            y = np.array([o["log2_lr_star"] for o in opts])
-            err = np.array([[o["log2_lr_star"] - o["ci"][0] for o in opts], [o["ci"][1] - o["log2_lr_star"] for o in opts]])
             label = setup if len(runs) == 1 else f"{run}: {setup}"
             color = cmap(index % 10)
             index += 1
@@ -101,13 +118,22 @@ def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> An
             if slope is not None:
                 lo, hi = info["slope_ci"]
                 label += f" (slope {slope:+.2f} [{lo:+.2f}, {hi:+.2f}], {info['verdict']})"
+                x = np.log2(widths)
                 ax.plot(x, info["intercept"] + slope * x, "--", color=color, lw=1)
-            ax.errorbar(x, y, yerr=err, fmt="o", color=color, capsize=3, label=label)
+            else:
+                label += f" ({info.get('verdict', 'inconclusive')})"
+            for i, width in enumerate(widths):
+                opt = info["widths"][str(width)]
+                below, above = _interval_bars(opt)
+                marker = {"low": "v", "high": "^"}.get(opt.get("censored") or "", "o")
+                ax.errorbar([np.log2(width)], [opt["log2_lr_star"]], yerr=[[below], [above]], fmt=marker, color=color,
+                            capsize=3, label=label if i == 0 else None)
     all_widths = sorted({int(w) for _, _, summary in runs for info in summary.get("setups", {}).values()
                          for w in info.get("widths", {})})
     if all_widths:
         ax.set_xticks(np.log2(all_widths), [str(w) for w in all_widths])
-    _label(ax, "Optimal learning rate vs width", "width (log2 axis)", "log2(LR*)  (base learning rate η)")
+    _label(ax, "Optimal learning rate vs width  (▼ ▲ past the grid's edge)", "width (log2 axis)",
+           "log2(LR*)  (base learning rate η)")
     return fig
 
 

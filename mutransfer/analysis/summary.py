@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -14,11 +14,11 @@ import yaml
 from ..errors import UserError
 from ..files import CONFIG_FILE, CURVE_COLUMNS, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, write_json
 from ..schema import LR_COLUMN, LR_KEY
-from .drift import analyze
-from .optimum import Thresholds, fit_halfwidth
+from .drift import SearchSettings, analyze
+from .optimum import Thresholds
 
-__all__ = ["summarize", "write_tables", "read_tables", "search_steps", "write_summary", "summarize_run",
-           "searched_column"]
+__all__ = ["summarize", "write_tables", "read_tables", "search_settings", "write_summary", "summarize_run",
+           "searched_column", "measured_widths"]
 
 
 def searched_column(key: str) -> str:
@@ -26,18 +26,20 @@ def searched_column(key: str) -> str:
     return LR_COLUMN if key == LR_KEY else key
 
 
-def summarize(trials: pd.DataFrame, steps: dict[str, Any], th: Thresholds = Thresholds()) -> dict[str, Any]:
-    """summary.json: the learning rate under ``setups``, every other searched key under ``keys``."""
+def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSettings]],
+              th: Thresholds = Thresholds()) -> dict[str, Any]:
+    """summary.json: the learning rate under ``setups``, every other searched key under ``keys``;
+    ``settings[key][setup]`` says how each setup searched each key."""
     summary: dict[str, Any] = {"setups": {}, "keys": {}}
     for key, part in trials.groupby("search_key", sort=False):
-        log2 = key == LR_KEY or steps.get(f"{key}:scale") == "log2"
+        own = settings.get(str(key), {})
         x = part[searched_column(str(key))].astype(float)
+        log2 = key == LR_KEY or all(s.log2 for s in own.values()) and bool(own)
         if key != LR_KEY and log2:
             x = np.log2(x)
         tidy = pd.DataFrame({"setup": part["setup"], "width": part["width"], "seed": part["seed"], "x": x,
                              "loss": part["val_loss"].astype(float), "status": part["status"]})
-        step = steps[str(key)]
-        result = analyze(tidy, step, th, fit_halfwidth(step, log2, th))
+        result = analyze(tidy, dict(own), th)
         if key == LR_KEY:
             summary["setups"] = result
         else:
@@ -65,32 +67,39 @@ def read_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return trials, curves
 
 
-def search_steps(run_dir: Path, trials: pd.DataFrame) -> dict[str, Any]:
-    """Grid step (and scale) per searched key: from the sweep's config.yaml, else the most common spacing."""
-    steps: dict[str, Any] = {}
+def search_settings(run_dir: Path, trials: pd.DataFrame) -> dict[str, dict[str, SearchSettings]]:
+    """How each setup searched each key (``settings[key][setup]``): from the sweep's config.yaml, else each
+    setup's most common spacing on a log2 scale with an unknown range."""
+    settings: dict[str, dict[str, SearchSettings]] = {}
     config = run_dir / CONFIG_FILE
-    if config.is_file():
-        spec = (yaml.safe_load(config.read_text()) or {}).get("spec") or {}
-        for setup in spec.get("setups", []):
-            for search in setup.get("search", []):
-                steps.setdefault(search["key"], float(search["step"]))
-                steps.setdefault(f"{search['key']}:scale", search["scale"])
-    for key, part in trials.groupby("search_key"):
-        if key not in steps:
+    spec = (yaml.safe_load(config.read_text()) or {}).get("spec") or {} if config.is_file() else {}
+    for setup in spec.get("setups", []):
+        for search in setup.get("search", []):
+            settings.setdefault(search["key"], {})[setup["label"]] = SearchSettings(
+                step=float(search["step"]), log2=search["scale"] == "log2", low=float(search["min"]),
+                high=float(search["max"]))
+    for (key, setup), part in trials.groupby(["search_key", "setup"]):
+        if str(setup) not in settings.get(str(key), {}):
             xs = np.sort(part[searched_column(str(key))].dropna().unique())
             diffs = Counter(np.round(np.diff(xs), 6)) if len(xs) > 1 else Counter({1.0: 1})
-            steps[str(key)] = float(diffs.most_common(1)[0][0])
-    return steps
+            settings.setdefault(str(key), {})[str(setup)] = SearchSettings(step=float(diffs.most_common(1)[0][0]))
+    return settings
 
 
 def summarize_run(run_dir: Path, th: Thresholds = Thresholds()) -> dict[str, Any]:
     """The summary computed afresh from the run directory's trials.csv (so it matches the tables even when
     summary.json is older)."""
     trials, _ = read_tables(run_dir)
-    return summarize(trials, search_steps(run_dir, trials), th)
+    return summarize(trials, search_settings(run_dir, trials), th)
 
 
 def write_summary(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Thresholds()) -> dict[str, Any]:
-    summary = summarize(trials, search_steps(run_dir, trials), th)
+    summary = summarize(trials, search_settings(run_dir, trials), th)
     write_json(run_dir / SUMMARY_FILE, summary)
     return summary
+
+
+def measured_widths(info: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A setup's widths whose optimum was measured (not censored, not all diverged or failed)."""
+    return {w: o for w, o in info.get("widths", {}).items()
+            if o.get("log2_lr_star") is not None and not o.get("censored")}

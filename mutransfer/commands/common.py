@@ -6,7 +6,7 @@ import math
 import sys
 from typing import Any
 
-__all__ = ["console", "format_number"]
+__all__ = ["console", "format_number", "positive_number"]
 
 
 def console(log_width: int = 140, stderr: bool = False) -> Any:
@@ -25,3 +25,16 @@ def format_number(value: float) -> str:
     if abs(exponent - round(exponent)) < 1e-9 and abs(exponent) >= 3:
         return f"2^{int(round(exponent))}"
     return f"{value:.4g}"
+
+
+def positive_number(option: str, text: str, example: str) -> float:
+    """A numeric option given as text: a finite number > 0, else one line that names the option."""
+    from ..errors import UserError
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"{option} {text} is not a number", f"give a positive number, e.g. {option} {example}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise UserError(f"{option} {text} must be a positive finite number", f"e.g. {option} {example}")
+    return value

@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-__all__ = ["SweepDisplay", "summary_table"]
+__all__ = ["SweepDisplay", "summary_table", "verdict_notes"]
 
 
 class SweepDisplay:
@@ -41,14 +41,23 @@ class SweepDisplay:
         return Group(self.progress, running, table)
 
 
-def _ci(values: Optional[list[float]]) -> str:
-    return f"[{values[0]:+.2f}, {values[1]:+.2f}]" if values else "-"
+def _bound(value: Any) -> str:
+    return f"{value:+.2f}" if value is not None and math.isfinite(value) else "…"
+
+
+def _ci(values: Optional[list[Any]]) -> str:
+    return f"[{_bound(values[0])}, {_bound(values[1])}]" if values else "-"
+
+
+def _number(value: Any, digits: int) -> str:
+    return f"{value:.{digits}f}" if value is not None else "-"
 
 
 def summary_table(summary: dict[str, Any], title: str = "optimal learning rate per width") -> Table:
-    """setup × width → log2 LR*, interval, best loss, flags; then each setup's slope and verdict."""
+    """setup × width → log2 LR*, interval (95 % confidence, or a resolution bound with one seed), best loss,
+    flags; then each setup's slope and verdict."""
     table = Table(title=title)
-    for column in ("setup", "width", "log2 LR*", "95% interval", "best loss", "flags", "slope / doubling", "verdict"):
+    for column in ("setup", "width", "log2 LR*", "interval", "best loss", "flags", "slope / doubling", "verdict"):
         table.add_column(column, justify="right" if column not in ("setup", "flags", "verdict") else "left")
     colors = {"transfers": "green", "drifts": "red", "inconclusive": "yellow"}
     for setup, info in summary.get("setups", {}).items():
@@ -58,8 +67,19 @@ def summary_table(summary: dict[str, Any], title: str = "optimal learning rate p
         verdict = info.get("verdict", "inconclusive")
         for i, width in enumerate(widths):
             opt = info["widths"][width]
-            table.add_row(setup if i == 0 else "", width, f"{opt['log2_lr_star']:.2f}", _ci(opt["ci"]),
-                          f"{opt['best_loss']:.4f}", ", ".join(opt["flags"]) or "-", slope_text if i == 0 else "",
+            kind = " (res.)" if opt.get("ci_kind") == "resolution" else ""
+            table.add_row(setup if i == 0 else "", width, _number(opt.get("log2_lr_star"), 2),
+                          _ci(opt.get("ci")) + kind, _number(opt.get("best_loss"), 4),
+                          ", ".join(opt.get("flags", [])) or "-", slope_text if i == 0 else "",
                           f"[{colors.get(verdict, 'white')}]{verdict}[/]" if i == 0 else "")
         table.add_section()
+    table.caption = ("interval: 95 % confidence from the seeds' spread; (res.): one seed, a grid-resolution bound, "
+                     "not a confidence interval")
     return table
+
+
+def verdict_notes(summary: dict[str, Any]) -> list[str]:
+    """One line per setup that is not decided: why, and what would decide it."""
+    return [f"{setup}: inconclusive — {info['reason']}; {info['fix']}"
+            for setup, info in summary.get("setups", {}).items()
+            if info.get("verdict") == "inconclusive" and info.get("reason")]

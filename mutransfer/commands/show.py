@@ -6,7 +6,8 @@ from typing import Sequence
 
 __all__ = ["run"]
 
-COLUMNS = ("parameter", "role", "shape", "init std", "init mean", "multiplier", "lr", "update")
+COLUMNS = ("parameter", "role", "shape", "init std", "init mean", "multiplier", "lr", "shape factor",
+           "effective lr", "update")
 LEFT = ("parameter", "role", "update")
 
 
@@ -36,5 +37,6 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
         if row["eps"] is not None:
             update += f" eps={row['eps']:.3g}"
         table.add_row(row["name"], row["role"], "×".join(map(str, row["shape"])), f"{row['init_std']:.4g}",
-                      f"{row['init_mean']:.4g}", f"{row['multiplier']:.4g}", f"{row['lr']:.4g}", update)
+                      f"{row['init_mean']:.4g}", f"{row['multiplier']:.4g}", f"{row['lr']:.4g}",
+                      f"{row['shape_factor']:.4g}", f"{row['effective_lr']:.4g}", update)
     out.print(table)

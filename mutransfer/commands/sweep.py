@@ -151,7 +151,7 @@ def _execute(screen: Any, spec: Any, opts: Any) -> int:
 
     from ..files import CURVES_FILE, DRIFT_PLOT, SUMMARY_FILE, TRANSFER_PLOT, TRIALS_FILE
     from ..sweep.runner import run_sweep
-    from .display import SweepDisplay, summary_table
+    from .display import SweepDisplay, summary_table, verdict_notes
 
     display = SweepDisplay()
     interrupted = False
@@ -164,6 +164,8 @@ def _execute(screen: Any, spec: Any, opts: Any) -> int:
     summary = finalize(spec, opts.run_dir, opts.storage, opts.prefix)
     if summary["setups"]:
         screen.print(summary_table(summary))
+        for note in verdict_notes(summary):
+            screen.print(f"[yellow]{note}[/]")
     outputs = (TRIALS_FILE, CURVES_FILE, SUMMARY_FILE, TRANSFER_PLOT, DRIFT_PLOT)
     screen.print(f"run directory: {opts.run_dir} ({', '.join(outputs)})")
     return EXIT_INTERRUPTED if interrupted else 0

@@ -5,36 +5,48 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["run"]
+__all__ = ["run", "prediction_line"]
 
-COLUMNS = ("parameter", "role", "shape", "init std", "multiplier", "lr", "update")
+COLUMNS = ("parameter", "role", "shape", "init std", "multiplier", "lr", "effective lr", "update")
 LEFT = ("parameter", "role", "update")
 
 
 def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[Path], fmt: str,
-        correct_drift: bool) -> None:
+        correct_drift: bool, tolerance: str = "1") -> None:
     from ..errors import UserError
     from ..files import latest_run, transfer_file
     from ..transfer.target import FORMATS, make_transfer, write_transfer
-    from .common import console
+    from .common import console, positive_number
 
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt} is not supported", f"use one of: {', '.join(FORMATS)}")
+    octaves = positive_number("--tolerance", tolerance, "1")
     run_dir = source or latest_run()
-    result = make_transfer(run_dir, width, setup, correct_drift)
+    result = make_transfer(run_dir, width, setup, correct_drift, octaves)
     path = out or run_dir / transfer_file(width, fmt)
     write_transfer(result, path, fmt)
     screen = console()
+    screen.print(prediction_line(result.document["prediction"]))
     screen.print(_table(result.document, width))
-    src, doc = result.document["source"], result.document
+    src = result.document["source"]
     ci = src["slope_ci"]
+    slope = f"slope {src['slope']:+.2f} octaves/doubling" if src["slope"] is not None else "no slope"
     screen.print(f"from {src['run_dir']} (widths {src['swept_widths']}): verdict [bold]{src['verdict']}[/], "
-                 f"slope {src['slope']:+.2f} octaves/doubling" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "") +
-                 f"; implied error at width {width}: {doc['implied_error_octaves']:.2f} octaves"
-                 + (" (drift corrected)" if correct_drift else ""))
+                 + slope + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "") + (" (drift corrected)" if correct_drift
+                                                                              else ""))
     for warning in result.warnings:
         screen.print(f"[bold red]warning:[/] {warning}")
     screen.print(f"wrote {path}")
+
+
+def prediction_line(prediction: dict[str, Any]) -> str:
+    """The first thing ``transfer`` prints: log2 η* at the target with its 95 % range."""
+    head = f"prediction at width {prediction['width']}: log2 η* = {prediction['log2_lr']:.2f}"
+    if prediction["interval"] is None:
+        return f"{head}, range unknown — {prediction['narrow']}"
+    lo, hi = prediction["interval"]
+    return (f"{head}, 95 % range [{lo:.2f}, {hi:.2f}] (±{prediction['half_width']:.2f} octaves, "
+            f"{'within' if prediction['within_tolerance'] else 'wider than'} --tolerance {prediction['tolerance']:g})")
 
 
 def _table(doc: dict[str, Any], width: int) -> Any:
@@ -46,5 +58,5 @@ def _table(doc: dict[str, Any], width: int) -> Any:
     for row in doc["param_groups"]:
         init = f"const {row['init_mean']:.4g}" if row["role"] == "gain" else f"{row['init_std']:.4g}"
         table.add_row(row["name"], row["role"], "×".join(map(str, row["shape"])), init,
-                      f"{row['multiplier']:.4g}", f"{row['lr']:.4g}", row["update"])
+                      f"{row['multiplier']:.4g}", f"{row['lr']:.4g}", f"{row['effective_lr']:.4g}", row["update"])
     return table

@@ -17,7 +17,7 @@ from optuna.trial import TrialState
 from ..errors import UserError
 from .spec import SweepSpec
 from .storage import open_storage
-from .studies import RECORD_ATTR, enqueue_missing, live_trials, load_study, reap_abandoned, study_keys
+from .studies import RECORD_ATTR, enqueue_missing, live_trials, load_study, reap_abandoned, seed_of, study_keys
 from .worker import SweepOptions, run_worker
 
 __all__ = ["Snapshot", "prepare", "snapshot", "run_sweep"]
@@ -43,7 +43,7 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> int:
         reap_abandoned(study)
         policy = key.policy()
         if policy.queued:
-            enqueue_missing(study, key.search.column, policy.initial_points())
+            enqueue_missing(study, key, policy.initial_points())
         total += policy.budget()
     return total
 
@@ -56,7 +56,7 @@ def snapshot(spec: SweepSpec, opts: SweepOptions, total: int) -> Snapshot:
         study = load_study(storage, key, opts.prefix)
         for t in live_trials(study, (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)):
             if t.state == TrialState.RUNNING:
-                snap.running.append(f"{key.setup} w{key.width} s{key.seed} {key.search.column}="
+                snap.running.append(f"{key.setup} w{key.width} s{seed_of(t, key)} {key.search.column}="
                                     f"{t.params.get(key.search.column, float('nan')):g}")
                 continue
             snap.done += 1

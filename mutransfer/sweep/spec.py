@@ -23,7 +23,8 @@ __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "load_spec", "spec_from_dict"
 SAMPLERS = ("grid", "tpe", "gp", "refine")
 PRUNERS = ("none", "median", "halving")
 SPEC_KEYS = ("name", "setups", "widths", "seeds", "search", "overrides", "coord_check", "batch_trials", "model")
-SEARCH_KEYS = ("key", "scale", "log2_min", "log2_max", "min", "max", "step", "sampler", "n_trials", "pruner")
+SEARCH_KEYS = ("key", "scale", "log2_min", "log2_max", "min", "max", "step", "sampler", "n_trials", "pruner", "extend",
+               "extend_max", "noise_seeds")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ class SearchSpec:
     sampler: str = "grid"
     n_trials: Optional[int] = None
     pruner: str = "none"
+    extend: bool = True
+    """Queue points one step past an edge of the grid while a width's best point sits on it."""
+    extend_max: float = 4.0
+    """How far (in search units: octaves for log2) the grid may grow past each end."""
+    noise_seeds: int = 2
+    """Extra seeds that re-train each width's fit window, so the seed-to-seed spread of the optimum is measured."""
 
     @property
     def column(self) -> str:
@@ -188,6 +195,15 @@ def _search(where: str, raw: Any, base: Optional[SearchSpec] = None) -> SearchSp
         raise UserError(f"{where}: min {lo} > max {hi}", "swap them or widen the range")
     if spec.n_trials is not None:
         _number(f"{where}.n_trials", spec.n_trials, integer=True, positive=True)
+    if not isinstance(spec.extend, bool):
+        raise UserError(f"{where}.extend={spec.extend!r} must be true or false", "e.g. search.extend=false")
+    _number(f"{where}.extend_max", spec.extend_max, positive=True)
+    if spec.extend and spec.extend_max < spec.step - 1e-9:
+        raise UserError(f"{where}.extend_max={spec.extend_max} is less than one grid step ({spec.step})",
+                        f"give at least {spec.step:g}, or search.extend=false")
+    _number(f"{where}.noise_seeds", spec.noise_seeds, integer=True)
+    if spec.noise_seeds < 0:
+        raise UserError(f"{where}.noise_seeds={spec.noise_seeds} must be >= 0", "e.g. search.noise_seeds=2 (0: none)")
     if spec.key == LR_KEY and spec.scale != "log2":
         raise UserError(f"{where}: the learning rate is searched in log2", "use log2_min / log2_max")
     return spec

@@ -19,8 +19,8 @@ from .liveness import is_alive
 from .policy import SearchPolicy, policy_for
 from .spec import SearchSpec, SweepSpec
 
-__all__ = ["StudyKey", "study_keys", "load_study", "enqueue_missing", "reap_abandoned", "owner_of", "is_bookkeeping",
-           "live_trials", "prefixed_studies", "LIVE", "RECORD_ATTR"]
+__all__ = ["StudyKey", "study_keys", "probe_seeds", "seed_of", "load_study", "enqueue_missing", "reap_abandoned",
+           "owner_of", "is_bookkeeping", "live_trials", "prefixed_studies", "LIVE", "RECORD_ATTR"]
 
 RECORD_ATTR = "mutransfer_record"
 LIVE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
@@ -33,17 +33,31 @@ class StudyKey:
     search: SearchSpec
     width: int
     seed: int
+    probe_seeds: tuple[int, ...] = ()
+    """The noise-probe seeds whose trials live in this study (the primary seed's study only)."""
 
     def name(self, prefix: str) -> str:
         return f"{prefix}.{self.setup}.{self.search.column}.w{self.width}.s{self.seed}"
 
     def policy(self) -> SearchPolicy:
-        return policy_for(self.search, self.seed)
+        return policy_for(self.search, self.seed, self.probe_seeds)
+
+
+def probe_seeds(spec: SweepSpec, search: SearchSpec) -> tuple[int, ...]:
+    """The seeds after the spec's own that re-train the fit window (``search.noise_seeds`` of them)."""
+    first = max(spec.seeds) + 1
+    return tuple(range(first, first + search.noise_seeds))
 
 
 def study_keys(spec: SweepSpec) -> list[StudyKey]:
-    return [StudyKey(setup.label, search, width, seed)
+    return [StudyKey(setup.label, search, width, seed, probe_seeds(spec, search) if seed == spec.seeds[0] else ())
             for setup in spec.setups for search in setup.search for width in spec.widths for seed in spec.seeds]
+
+
+def seed_of(trial: FrozenTrial, key: StudyKey) -> int:
+    """The seed a trial trains with: the one queued with it (a noise probe's), else the study's."""
+    seed = trial.user_attrs.get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else key.seed
 
 
 def load_study(storage: optuna.storages.BaseStorage, key: StudyKey, prefix: str) -> optuna.Study:
@@ -77,25 +91,27 @@ def _same(a: Any, b: Any) -> bool:
     return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, abs_tol=1e-9)
 
 
-def _points(trials: Iterable[FrozenTrial], column: str) -> list[float]:
-    return [t.params.get(column, t.system_attrs.get("fixed_params", {}).get(column)) for t in trials]
+def _points(trials: Iterable[FrozenTrial], key: StudyKey) -> list[tuple[Any, int]]:
+    column = key.search.column
+    return [(t.params.get(column, t.system_attrs.get("fixed_params", {}).get(column)), seed_of(t, key))
+            for t in trials]
 
 
-def enqueue_missing(study: optuna.Study, column: str, points: Iterable[float]) -> int:
-    """Enqueue every grid point that has no live trial (first run, resume, or a re-run of failed points)."""
-    have = _points(live_trials(study), column)
+def enqueue_missing(study: optuna.Study, key: StudyKey, points: Iterable[tuple[float, int]]) -> int:
+    """Enqueue every (x, seed) point that has no live trial (first run, resume, a re-run of failed points)."""
+    have = _points(live_trials(study), key)
     added = 0
-    for x in points:
-        if not any(_same(x, h) for h in have):
-            study.enqueue_trial({column: x}, user_attrs={"grid": True})
+    for x, seed in points:
+        if not any(_same(x, h) and seed == s for h, s in have):
+            study.enqueue_trial({key.search.column: x}, user_attrs={"grid": True, "seed": seed})
             added += 1
     return added
 
 
-def owner_of(study: optuna.Study, number: int, column: str, x: float) -> int:
-    """The number of the trial that owns point ``x``: the lowest-numbered live, non-bookkeeping trial."""
+def owner_of(study: optuna.Study, number: int, key: StudyKey, x: float, seed: int) -> int:
+    """The number of the trial that owns point (x, seed): the lowest-numbered live, non-bookkeeping trial."""
     live = live_trials(study)
-    owners = [t.number for t, point in zip(live, _points(live, column)) if _same(point, x)]
+    owners = [t.number for t, (point, s) in zip(live, _points(live, key)) if _same(point, x) and s == seed]
     return min(owners, default=number)
 
 

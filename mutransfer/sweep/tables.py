@@ -11,7 +11,7 @@ from optuna.trial import TrialState
 from ..files import CURVE_COLUMNS
 from ..schema import LR_COLUMN, LR_KEY
 from .spec import SweepSpec
-from .studies import live_trials, load_study, study_keys
+from .studies import live_trials, load_study, seed_of, study_keys
 
 __all__ = ["TRIAL_COLUMNS", "collect"]
 
@@ -39,7 +39,7 @@ def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, p
             x = t.params[key.search.column]
             lr = _num(a.get("lr"))
             row = {"setup": key.setup, "parametrization": a.get("parametrization"), "optimizer": a.get("optimizer"),
-                   "width": key.width, "seed": key.seed, "search_key": key.search.key,
+                   "width": key.width, "seed": seed_of(t, key), "search_key": key.search.key,
                    LR_COLUMN: math.log2(lr) if lr > 0 else math.nan, "lr": lr,
                    "val_loss": _num(a.get("val_loss")), "train_loss": _num(a.get("train_loss")),
                    "status": a.get("status") or STATE_STATUS[t.state], "steps": a.get("steps"),
@@ -53,7 +53,7 @@ def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, p
             rows.append(row)
             evals = {int(step): val for step, val in a.get("evals") or []}
             for step, loss in a.get("curve") or []:
-                curves.append({"setup": key.setup, "width": key.width, "seed": key.seed, "search_key": key.search.key,
+                curves.append({"setup": key.setup, "width": key.width, "seed": seed_of(t, key), "search_key": key.search.key,
                                "x": x, "trial": t.number, "step": int(step), "train_loss": _num(loss),
                                "val_loss": _num(evals.get(int(step)))})
     trials = pd.DataFrame(rows, columns=TRIAL_COLUMNS + extra_keys)

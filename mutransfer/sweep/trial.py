@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Optional
 
 from ..config import compose, to_dict
 from ..schema import LR_KEY, Config
@@ -15,11 +15,14 @@ from .studies import StudyKey
 __all__ = ["trial_config", "setup_configs", "sweep_record", "auto_trials", "trials_per_batch"]
 
 
-def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...] = ()) -> Config:
-    """The config one trial trains: setup overrides, spec overrides, then width, seed and the searched value."""
+def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...] = (),
+                 seed: Optional[int] = None) -> Config:
+    """The config one trial trains: setup overrides, spec overrides, then width, seed (the study's, or a noise
+    probe's) and the searched value."""
     setup = next(s for s in spec.setups if s.label == key.setup)
     value = key.search.value(x)
-    return compose([*setup.overrides, *spec.overrides, f"model.width={key.width}", f"train.seed={key.seed}",
+    seed = key.seed if seed is None else seed
+    return compose([*setup.overrides, *spec.overrides, f"model.width={key.width}", f"train.seed={seed}",
                     f"{key.search.key}={value!r}", *extra], spec.extra())
 
 

@@ -20,7 +20,7 @@ from .liveness import process_identity
 from .policy import SearchPolicy
 from .spec import SweepSpec
 from .storage import heartbeat_of, open_storage
-from .studies import StudyKey, enqueue_missing, live_trials, load_study, owner_of, study_keys
+from .studies import StudyKey, enqueue_missing, live_trials, load_study, owner_of, seed_of, study_keys
 from .trial import trial_config, trials_per_batch
 
 __all__ = ["SweepOptions", "Worker", "run_worker", "record_result", "CURVE_POINTS", "EventCallback"]
@@ -28,6 +28,8 @@ __all__ = ["SweepOptions", "Worker", "run_worker", "record_result", "CURVE_POINT
 CURVE_POINTS = 200
 EventCallback = Callable[[str, StudyKey, float], None]
 Claimed = list[tuple[optuna.Trial, float]]
+RERUN = ("interrupted", "abandoned")
+"""Statuses of failed trials whose points are trained again (the others count as finished, at infinite loss)."""
 
 
 @dataclass(frozen=True)
@@ -138,10 +140,12 @@ class Worker:
         trials = live_trials(study, tuple(TrialState))
         if any(t.state == TrialState.RUNNING for t in trials):
             return False
-        done = {t.params[key.search.column]: t.value for t in trials
-                if t.state == TrialState.COMPLETE and t.value is not None and math.isfinite(t.value)}
-        points = policy.next_points(done)
-        return bool(points) and enqueue_missing(study, key.search.column, points) > 0
+        finished = [(t.params[key.search.column], seed_of(t, key), _loss(t)) for t in trials
+                    if key.search.column in t.params and (t.state == TrialState.COMPLETE or
+                                                          t.state == TrialState.FAIL and
+                                                          t.user_attrs.get("status") not in RERUN)]
+        points = policy.next_points(finished)
+        return bool(points) and enqueue_missing(study, key, points) > 0
 
     def _sample(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy) -> None:
         while True:
@@ -168,11 +172,12 @@ class Worker:
     def _claim(self, study: optuna.Study, key: StudyKey, trial: optuna.Trial) -> Optional[float]:
         """The trial's searched value, or None when another live trial already holds that value."""
         search = key.search
-        x = trial.suggest_float(search.column, search.min, search.max)
-        for name, value in {**process_identity(), "setup": key.setup, "width": key.width, "seed": key.seed,
+        x = trial.suggest_float(search.column, *key.policy().bounds)
+        seed = seed_of(trial, key)  # type: ignore[arg-type]
+        for name, value in {**process_identity(), "setup": key.setup, "width": key.width, "seed": seed,
                             "search_key": search.key}.items():
             trial.set_user_attr(name, value)
-        if owner_of(study, trial.number, search.column, x) != trial.number:
+        if owner_of(study, trial.number, key, x, seed) != trial.number:
             trial.set_user_attr("duplicate", True)
             study.tell(trial, state=TrialState.FAIL)
             return None
@@ -198,9 +203,18 @@ class Worker:
             self.on_event(kind, key, x)
 
     def _train(self, study: optuna.Study, key: StudyKey, claimed: Claimed, pending: dict[int, optuna.Trial]) -> None:
-        """Train the claimed trials (one ordinary model, or several stacked) and tell each its result."""
+        """Train the claimed trials, those of one seed stacked together."""
+        by_seed: dict[int, Claimed] = {}
+        for trial, x in claimed:
+            by_seed.setdefault(trial.user_attrs["seed"], []).append((trial, x))
+        for group in by_seed.values():
+            self._train_group(study, key, group, pending)
+
+    def _train_group(self, study: optuna.Study, key: StudyKey, claimed: Claimed,
+                     pending: dict[int, optuna.Trial]) -> None:
+        """Train trials of one seed (one ordinary model, or several stacked) and tell each its result."""
         trials = [trial for trial, _ in claimed]
-        cfgs = [trial_config(self.spec, key, x, self.extra) for _, x in claimed]
+        cfgs = [trial_config(self.spec, key, x, self.extra, trial.user_attrs["seed"]) for trial, x in claimed]
         for trial, cfg in zip(trials, cfgs):
             for name, value in (("parametrization", cfg.parametrization.name), ("optimizer", cfg.optimizer.name),
                                 ("lr", cfg.optimizer.lr), ("batch_trials", len(trials))):
@@ -236,6 +250,12 @@ class Worker:
         if tag not in self.corpora:
             self.corpora[tag] = load_corpus(cfg.data, cfg.train.seq_len)
         return self.corpora[tag]
+
+
+def _loss(trial: optuna.trial.FrozenTrial) -> float:
+    """A finished trial's loss for the policies: its value when it trained fine, else infinite."""
+    ok = trial.state == TrialState.COMPLETE and trial.user_attrs.get("status") == "ok" and trial.value is not None
+    return float(trial.value) if ok and math.isfinite(trial.value) else math.inf
 
 
 def _waiting(study: optuna.Study) -> int:

@@ -21,13 +21,13 @@ from typing import Any, Mapping, Optional
 
 from ..files import atomic_write_text, dump_yaml
 from ..schema import OptimizerConfig, ParametrizationConfig, RoleFloats, RoleRules, family_of
-from .rules import UPDATE_BY_FAMILY, base_value, matrix_dims
+from .rules import UPDATE_BY_FAMILY, base_value, matrix_dims, muon_scale
 
 __all__ = ["ParamPlan", "Plan", "make_plan", "PLAN_FORMAT", "Shape"]
 
 PLAN_FORMAT = 1
 PARAM_FIELDS = ("name", "role", "shape", "base_shape", "init_std", "init_mean", "multiplier", "lr", "lr_factor",
-                "update")
+                "update", "shape_factor", "effective_lr")
 OPTIONAL_PARAM_FIELDS = ("eps", "scale_rule", "scale_shape")
 
 Shape = tuple[int, ...]
@@ -35,8 +35,11 @@ Shape = tuple[int, ...]
 
 @dataclass(frozen=True)
 class ParamPlan:
-    """Everything the table says about one parameter at the planned width (``lr_factor``: its LR is η ×
-    lr_factor)."""
+    """Everything the table says about one parameter at the planned width. Its LR is η × ``lr_factor``; the
+    optimizer multiplies that by ``shape_factor`` (Muon's α for spectral updates, 1 elsewhere), so the
+    coefficient of the real step, ``effective_lr``, is lr × shape_factor: the spectral norm of the step for
+    ``spectral``, its row RMS for ``row_norm``, its per-entry size for ``sign``, its RMS for ``rms``, Adam's
+    per-entry step for ``adamw``."""
 
     name: str
     role: str
@@ -50,6 +53,7 @@ class ParamPlan:
     eps: Optional[float] = None
     scale_rule: Optional[str] = None
     scale_shape: Optional[tuple[int, int]] = None
+    shape_factor: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,7 @@ class Plan:
             row["base_shape"] = list(p.base_shape)
             row["scale_shape"] = list(p.scale_shape) if p.scale_shape else None
             row["lr"] = self.lr * p.lr_factor
+            row["effective_lr"] = row["lr"] * p.shape_factor
             rows.append(row)
         return rows
 
@@ -138,7 +143,8 @@ class Plan:
                                  init_std=g["init_std"], multiplier=g["multiplier"],
                                  lr_factor=g.get("lr_factor", g["lr"] / doc["lr"]), update=g["update"], eps=g.get("eps"),
                                  scale_rule=g.get("scale_rule"),
-                                 scale_shape=tuple(g["scale_shape"]) if g.get("scale_shape") else None)
+                                 scale_shape=tuple(g["scale_shape"]) if g.get("scale_shape") else None,
+                                 shape_factor=g.get("shape_factor", 1.0))
                        for g in doc["param_groups"])
         opt = doc.get("optimizer") or {}
         config = _optimizer_from_dict(opt) if "init" in opt else OptimizerConfig(name=opt.get("name", "muon"))
@@ -196,6 +202,7 @@ def make_plan(
             eps=opt.eps * m ** -row.eps if family == "adam" else None,
             scale_rule=opt.muon_scale if update == "spectral" else None,
             scale_shape=scale_shape,
+            shape_factor=muon_scale(opt.muon_scale, *scale_shape) if scale_shape else 1.0,
         ))
     return Plan(preset=preset.name, width=width, base_width=preset.base_width, optimizer_config=opt,
                 params=tuple(plans))

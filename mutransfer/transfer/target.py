@@ -11,26 +11,27 @@ from typing import Any, Optional
 
 import yaml
 
-from ..analysis.optimum import Z95
-from ..analysis.summary import summarize_run
+from ..analysis.summary import measured_widths, summarize_run
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
 from ..files import CONFIG_FILE, atomic_write_text, dump_yaml
 from ..model.build import model_plan
 from ..schema import Config
 from ..train.data import vocab_size
+from ..analysis.prediction import Prediction, predict
 
-__all__ = ["Transfer", "make_transfer", "write_transfer", "transferred_lr", "FAR_FACTOR", "FORMATS"]
+__all__ = ["Transfer", "make_transfer", "write_transfer", "FAR_FACTOR", "FORMATS", "DEFAULT_TOLERANCE"]
 
 FAR_FACTOR = 64
 FORMATS = ("yaml", "json")
+DEFAULT_TOLERANCE = 1.0
 
 
 class Transfer:
     """The transfer document plus the Config it spells out."""
 
-    def __init__(self, document: dict[str, Any], config: Config, warnings: list[str]) -> None:
-        self.document, self.config, self.warnings = document, config, warnings
+    def __init__(self, document: dict[str, Any], config: Config, warnings: list[str], prediction: Prediction) -> None:
+        self.document, self.config, self.warnings, self.prediction = document, config, warnings, prediction
 
 
 def _sweep_record(run_dir: Path) -> dict[str, Any]:
@@ -42,14 +43,15 @@ def _sweep_record(run_dir: Path) -> dict[str, Any]:
 
 
 def _choose(summary: dict[str, Any], setup: Optional[str]) -> tuple[str, dict[str, Any], list[str]]:
-    setups = {k: v for k, v in summary.get("setups", {}).items() if v.get("widths")}
+    setups = {k: v for k, v in summary.get("setups", {}).items() if measured_widths(v)}
     if not setups:
-        raise UserError("the sweep has no finished trials to transfer from", "run or resume the sweep first")
+        raise UserError("the sweep has no finished trials that give a measured optimum (none finished, or every "
+                        "optimum is at the grid's edge)", "run or resume the sweep, or extend its grid")
     if setup is not None:
         if setup not in setups:
             raise UserError(f"unknown setup '{setup}'", f"choose one of: {', '.join(setups)}")
         return setup, setups[setup], []
-    best_loss = {k: min(w["best_loss"] for w in v["widths"].values()) for k, v in setups.items()}
+    best_loss = {k: min(w["best_loss"] for w in measured_widths(v).values()) for k, v in setups.items()}
     transfers = [k for k, v in setups.items() if v.get("verdict") == "transfers"]
     if transfers:
         label = min(transfers, key=lambda k: best_loss[k])
@@ -59,38 +61,31 @@ def _choose(summary: dict[str, Any], setup: Optional[str]) -> tuple[str, dict[st
                                   "least (|slope| smallest): treat the result with care"]
 
 
-def transferred_lr(info: dict[str, Any], width: int, correct_drift: bool) -> float:
-    """log2 η* at ``width``: the inverse-variance mean of the per-width optima, or the fitted line with drift."""
-    if correct_drift and info.get("slope") is not None:
-        return float(info["intercept"] + info["slope"] * math.log2(width))
-    xs, ws = [], []
-    for opt in info["widths"].values():
-        sigma = max((opt["ci"][1] - opt["ci"][0]) / (2 * Z95), 1e-6)
-        xs.append(opt["log2_lr_star"])
-        ws.append(1.0 / sigma**2)
-    return sum(x * w for x, w in zip(xs, ws)) / sum(ws)
-
-
-def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correct_drift: bool = False) -> Transfer:
+def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correct_drift: bool = False,
+                  tolerance: float = DEFAULT_TOLERANCE) -> Transfer:
     if width <= 0:
         raise UserError(f"--width {width} must be positive", "give the target width, e.g. --width 4096")
+    if not math.isfinite(tolerance) or tolerance <= 0:
+        raise UserError(f"--tolerance {tolerance} must be a positive number of octaves", "e.g. --tolerance 1")
     record = _sweep_record(run_dir)
     summary = summarize_run(run_dir)
     label, info, warnings = _choose(summary, setup)
     base = config_from_dict(record["setups"][label], where=f"{run_dir}/{CONFIG_FILE}")
     if base.model.factory is None:
         check_width(f"--width {width}", width, base.model.head_dim)
-    log2_lr = transferred_lr(info, width, correct_drift)
-    cfg = replace(base, model=replace(base.model, width=width), optimizer=replace(base.optimizer, lr=2.0**log2_lr))
-    widths = sorted(int(w) for w in info["widths"])
+    prediction = predict(info, width, correct_drift, tolerance)
+    cfg = replace(base, model=replace(base.model, width=width),
+                  optimizer=replace(base.optimizer, lr=2.0**prediction.log2_lr))
     slope = info.get("slope")
-    implied = abs(slope) * math.log2(width / widths[-1]) if slope is not None and width > widths[-1] else 0.0
-    warnings += _warnings(label, info, width, implied, correct_drift)
+    implied = abs(slope * prediction.doublings) if slope is not None else math.nan
+    warnings += _warnings(label, info, prediction, implied, correct_drift)
     plan = model_plan(cfg, vocab_size(cfg.data))
     document = {
         "mutransfer_transfer": 1,
-        "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.get("verdict"), "slope": slope,
-                   "slope_ci": info.get("slope_ci"), "swept_widths": widths,
+        "prediction": prediction.as_dict(),
+        "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.get("verdict"),
+                   "reason": info.get("reason"), "slope": slope, "slope_ci": info.get("slope_ci"),
+                   "swept_widths": sorted(int(w) for w in info["widths"]),
                    "log2_lr_star": {w: o["log2_lr_star"] for w, o in info["widths"].items()}},
         "correct_drift": correct_drift,
         "implied_error_octaves": implied,
@@ -101,20 +96,24 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         "warnings": warnings,
         "config": to_dict(cfg),
     }
-    return Transfer(document, cfg, warnings)
+    return Transfer(document, cfg, warnings, prediction)
 
 
-def _warnings(label: str, info: dict[str, Any], width: int, implied: float, correct_drift: bool) -> list[str]:
-    """What a user should know before trusting the transferred η* at ``width``."""
+def _warnings(label: str, info: dict[str, Any], prediction: Prediction, implied: float,
+              correct_drift: bool) -> list[str]:
+    """What a user should know before trusting the transferred η* at the target width."""
     warnings = []
-    slope, largest = info.get("slope"), max(int(w) for w in info["widths"])
+    width, slope, largest = prediction.width, info.get("slope"), max(int(w) for w in info["widths"])
+    if not prediction.within_tolerance:
+        span = f"±{prediction.half_width:.2f}" if prediction.half_width is not None else "unknown"
+        warnings.append(f"the predicted range at width {width} is {span} octaves, wider than --tolerance "
+                        f"{prediction.tolerance:g}: {prediction.narrow}")
     if info.get("verdict") == "drifts":
         warnings.append(f"setup '{label}' drifts ({slope:+.2f} octaves of LR per width doubling): expect the optimum "
                         f"at width {width} to be off by about {implied:.1f} octaves" +
                         ("" if correct_drift else "; --correct-drift applies the fitted slope"))
-    edges = sorted({f for w in info["widths"].values() for f in w["flags"] if f.startswith("edge_of_grid")})
-    if edges:
-        warnings.append(f"the optimum sat at the edge of the LR grid ({', '.join(edges)}): extend the grid and resweep")
+    if info.get("verdict") == "inconclusive" and info.get("reason"):
+        warnings.append(f"setup '{label}' is inconclusive: {info['reason']}; {info['fix']}")
     if width > FAR_FACTOR * largest:
         warnings.append(f"width {width} is more than {FAR_FACTOR}× the largest swept width {largest}")
     return warnings

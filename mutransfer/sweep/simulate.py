@@ -1,0 +1,152 @@
+"""Sweeps simulated from a known truth, for checking the analysis by coverage rather than by its formulas.
+
+A simulated width has a true optimum x_w = x0 + slope · log2(w / w0); each seed shifts it by N(0, shift²)
+(its init and batches), and each trained point adds N(0, noise²) to a bowl of curvature a (a·asymmetry on
+the high side, divergence past ``diverge_after`` octaves above the seed's optimum). The sweep itself runs
+the real policies — the grid, its extension past an edge, the noise probes — and the real analysis (the
+optimum per width, pooling, the drift fit and the verdict). Pure numpy: no training.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from ..analysis.drift import Drift, drift, pool
+from ..analysis.optimum import Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays
+from ..analysis.prediction import predict
+from .policy import extension_point, probe_points
+
+__all__ = ["Truth", "Design", "Outcome", "simulate", "coverage", "summary_entry"]
+
+
+@dataclass(frozen=True)
+class Truth:
+    slope: float = 0.0
+    x0: float = -5.0
+    curvature: float = 0.2
+    asymmetry: float = 1.0
+    noise: float = 0.02
+    seed_shift: float = 0.1
+    diverge_after: Optional[float] = None
+
+    def optimum(self, width: int, base: int) -> float:
+        return self.x0 + self.slope * math.log2(width / base)
+
+
+@dataclass(frozen=True)
+class Design:
+    widths: tuple[int, ...] = (32, 64, 128)
+    low: float = -8.0
+    high: float = -2.0
+    step: float = 1.0
+    seeds: int = 1
+    noise_seeds: int = 2
+    extend: bool = True
+    extend_max: float = 4.0
+
+
+@dataclass
+class Outcome:
+    optima: list[WidthOptimum]
+    fit: Drift
+    truth: dict[int, float] = field(default_factory=dict)
+
+
+class _Width:
+    """One simulated width: each seed's true optimum, and the trained points."""
+
+    def __init__(self, truth: Truth, x_true: float, rng: np.random.Generator) -> None:
+        self.truth, self.x_true, self.rng = truth, x_true, rng
+        self.shifts: dict[int, float] = {}
+        self.points: list[tuple[float, int, float, str]] = []
+
+    def train(self, x: float, seed: int) -> None:
+        if seed not in self.shifts:
+            self.shifts[seed] = self.rng.normal(0.0, self.truth.seed_shift)
+        d = x - (self.x_true + self.shifts[seed])
+        t = self.truth
+        if t.diverge_after is not None and d > t.diverge_after:
+            self.points.append((x, seed, math.nan, "diverged"))
+            return
+        a = t.curvature * (t.asymmetry if d > 0 else 1.0)
+        self.points.append((x, seed, 2.0 + a * d * d + self.rng.normal(0.0, t.noise), "ok"))
+
+    def finished(self) -> list[tuple[float, int, float]]:
+        return [(x, s, loss if status == "ok" else math.inf) for x, s, loss, status in self.points]
+
+
+def _sweep_width(width: _Width, design: Design, halfwidth: float) -> None:
+    grid = [round(design.low + i * design.step, 10)
+            for i in range(int(math.floor((design.high - design.low) / design.step + 1e-9)) + 1)]
+    extra = design.extend_max if design.extend else 0.0
+    for seed in range(design.seeds):
+        for x in grid:
+            width.train(x, seed)
+        while design.extend:
+            own = {x: loss for x, s, loss in width.finished() if s == seed}
+            new = extension_point(own, design.step, design.low - extra, design.high + extra)
+            if not new:
+                break
+            width.train(new[0], seed)
+    probes = tuple(range(design.seeds, design.seeds + design.noise_seeds))
+    while True:
+        done = {(round(x, 9), s) for x, s, _ in width.finished()}
+        new = [p for p in probe_points(width.finished(), halfwidth, probes) if (round(p[0], 9), p[1]) not in done]
+        if not new:
+            return
+        for x, seed in new:
+            width.train(x, seed)
+
+
+def simulate(truth: Truth, design: Design, rng: np.random.Generator, th: Thresholds = Thresholds()) -> Outcome:
+    """One simulated sweep of one setup, analysed as ``mutransfer`` analyses a real one."""
+    halfwidth = fit_halfwidth(design.step, True, th)
+    optima, missing, truths = [], [], {}
+    for w in design.widths:
+        width = _Width(truth, truth.optimum(w, design.widths[0]), rng)
+        _sweep_width(width, design, halfwidth)
+        x, seed, loss, status = (np.array(col) for col in zip(*width.points))
+        opt = optimum_of_arrays(w, x.astype(float), seed.astype(int), loss.astype(float), status == "ok",
+                                status == "diverged", design.step, halfwidth, th)
+        truths[w] = width.x_true
+        if opt is None:
+            missing.append(w)
+        else:
+            optima.append(opt)
+    optima = pool(optima)
+    return Outcome(optima, drift(optima, th, missing, design.step), truths)
+
+
+def summary_entry(out: Outcome) -> dict[str, Any]:
+    """The setup's summary.json entry for a simulated sweep (what ``transfer`` reads)."""
+    return {**out.fit.as_dict(), "widths": {str(o.width): o.as_dict() for o in out.optima}}
+
+
+def coverage(truth: Truth, design: Design, sims: int, seed: int = 0, target: int = 4096) -> dict[str, float]:
+    """Over ``sims`` simulated sweeps: how often the per-width and slope 95 % intervals and the predicted
+    range at ``target`` (drift-corrected when the truth drifts) hold the truth, and how often each verdict
+    comes out."""
+    rng = np.random.default_rng(seed)
+    width_hits = width_total = slope_hits = slope_total = predicted = predicted_total = 0
+    verdicts = {"transfers": 0, "drifts": 0, "inconclusive": 0}
+    for _ in range(sims):
+        out = simulate(truth, design, rng)
+        verdicts[out.fit.verdict] += 1
+        if out.fit.slope is not None:
+            forecast = predict(summary_entry(out), target, truth.slope != 0, 1.0)
+            assert forecast.interval is not None
+            predicted_total += 1
+            predicted += forecast.interval[0] <= truth.optimum(target, design.widths[0]) <= forecast.interval[1]
+        for opt in out.optima:
+            if opt.measured:
+                width_total += 1
+                width_hits += opt.ci[0] <= out.truth[opt.width] <= opt.ci[1]
+        if out.fit.ci is not None:
+            slope_total += 1
+            slope_hits += out.fit.ci[0] <= truth.slope <= out.fit.ci[1]
+    return {"width_coverage": width_hits / max(width_total, 1), "slope_coverage": slope_hits / max(slope_total, 1),
+            "prediction_coverage": predicted / max(predicted_total, 1), **{k: v / sims for k, v in verdicts.items()}}

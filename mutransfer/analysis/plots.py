@@ -78,8 +78,8 @@ def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) ->
         _label(ax, f"{title}{extra}", "log2(base learning rate η)", title_size=10, legend_loc="upper left")
     axes[0][0].set_ylabel("validation loss (nats/token)")
     axes[0][0].set_ylim(bottom - pad, top + pad)
-    fig.suptitle("Loss vs learning rate per width  (▼ LR* with interval, ◀ ▶ past the grid's edge, × diverged)",
-                 fontsize=11)
+    fig.suptitle("Loss vs learning rate per width\n▼ LR* with interval · ◀ ▶ past the grid's edge · × diverged",
+                 fontsize=10)
     return fig
 
 

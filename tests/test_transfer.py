@@ -173,3 +173,23 @@ def test_transfer_prints_and_writes_a_predicted_range(runner: CliRunner, sweep_d
     rows = {g["name"]: g for g in docs[4096]["param_groups"]}
     up = rows["blocks.0.mlp.up.weight"]
     assert up["effective_lr"] == pytest.approx(up["lr"] * up["shape_factor"]) and up["shape_factor"] == 2.0
+
+
+def test_transfer_from_a_sweep_whose_optima_are_all_at_the_edge(runner: CliRunner, sweep_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    """Every width's best point on the grid's high edge: bounds only. transfer still writes the config from
+    them, says the setup is inconclusive with the fix, and gives no range (no slope was measured)."""
+    run = tmp_path / "edge"
+    shutil.copytree(sweep_dir, run)
+    trials = pd.read_csv(run / "trials.csv")
+    trials["val_loss"] = 3.0 - 0.1 * trials["log2_lr"]
+    trials["status"] = "ok"
+    trials.to_csv(run / "trials.csv", index=False)
+    out = tmp_path / "t.yaml"
+    result = invoke(runner, "transfer", "--width", "256", "--from", str(run), "--setup", "mup_muon", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    doc = yaml.safe_load(out.read_text())
+    assert doc["source"]["verdict"] == "inconclusive" and "high edge" in doc["source"]["reason"]
+    assert doc["prediction"]["interval"] is None and doc["prediction"]["within_tolerance"] is False
+    assert any("extend the grid above" in w for w in doc["warnings"])
+    assert doc["log2_lr"] == pytest.approx(trials[trials["setup"] == "mup_muon"]["log2_lr"].max())

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from .stats import quantile
-from .summary import measured_widths
+from .summary import estimated_widths, measured_widths
 
 __all__ = ["Prediction", "predict", "transferred_lr"]
 
@@ -39,10 +39,11 @@ class Prediction:
 
 
 def transferred_lr(info: Mapping[str, Any], width: int, correct_drift: bool) -> float:
-    """log2 η* at ``width``: the inverse-variance mean of the measured optima, or the fitted line with drift."""
+    """log2 η* at ``width``: the inverse-variance mean of the measured optima (of the edge bounds when no
+    optimum was measured; ``transfer`` then warns that the setup is inconclusive), or the fitted line with drift."""
     if correct_drift and info.get("slope") is not None:
         return float(info["intercept"] + info["slope"] * math.log2(width))
-    widths = measured_widths(info)
+    widths = measured_widths(info) or estimated_widths(info)
     weights = {w: 1.0 / max(o["se"], 1e-6) ** 2 for w, o in widths.items()}
     return sum(widths[w]["log2_lr_star"] * weights[w] for w in widths) / sum(weights.values())
 

@@ -18,7 +18,7 @@ from .drift import SearchSettings, analyze
 from .optimum import Thresholds
 
 __all__ = ["summarize", "write_tables", "read_tables", "search_settings", "write_summary", "summarize_run",
-           "searched_column", "measured_widths"]
+           "searched_column", "measured_widths", "estimated_widths"]
 
 
 def searched_column(key: str) -> str:
@@ -99,7 +99,11 @@ def write_summary(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Threshol
     return summary
 
 
+def estimated_widths(info: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A setup's widths with an estimate (a measured optimum, or a bound at the grid's edge)."""
+    return {w: o for w, o in info.get("widths", {}).items() if o.get("log2_lr_star") is not None}
+
+
 def measured_widths(info: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """A setup's widths whose optimum was measured (not censored, not all diverged or failed)."""
-    return {w: o for w, o in info.get("widths", {}).items()
-            if o.get("log2_lr_star") is not None and not o.get("censored")}
+    return {w: o for w, o in estimated_widths(info).items() if not o.get("censored")}

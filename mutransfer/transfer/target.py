@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import yaml
 
-from ..analysis.summary import measured_widths, summarize_run
+from ..analysis.summary import estimated_widths, summarize_run
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
 from ..files import CONFIG_FILE, atomic_write_text, dump_yaml
@@ -43,15 +43,14 @@ def _sweep_record(run_dir: Path) -> dict[str, Any]:
 
 
 def _choose(summary: dict[str, Any], setup: Optional[str]) -> tuple[str, dict[str, Any], list[str]]:
-    setups = {k: v for k, v in summary.get("setups", {}).items() if measured_widths(v)}
+    setups = {k: v for k, v in summary.get("setups", {}).items() if estimated_widths(v)}
     if not setups:
-        raise UserError("the sweep has no finished trials that give a measured optimum (none finished, or every "
-                        "optimum is at the grid's edge)", "run or resume the sweep, or extend its grid")
+        raise UserError("the sweep has no finished trials to transfer from", "run or resume the sweep first")
     if setup is not None:
         if setup not in setups:
             raise UserError(f"unknown setup '{setup}'", f"choose one of: {', '.join(setups)}")
         return setup, setups[setup], []
-    best_loss = {k: min(w["best_loss"] for w in measured_widths(v).values()) for k, v in setups.items()}
+    best_loss = {k: min(w["best_loss"] for w in estimated_widths(v).values()) for k, v in setups.items()}
     transfers = [k for k, v in setups.items() if v.get("verdict") == "transfers"]
     if transfers:
         label = min(transfers, key=lambda k: best_loss[k])

@@ -83,7 +83,7 @@ def verdict(slope: float, ci90: tuple[float, float], ci95: tuple[float, float],
     return "inconclusive"
 
 
-def _undecided(slope: float, ci90: tuple[float, float], th: Thresholds, kind: str) -> tuple[str, str]:
+def _undecided(ci90: tuple[float, float], th: Thresholds, kind: str) -> tuple[str, str]:
     reason = (f"the slope's 90 % interval [{ci90[0]:+.2f}, {ci90[1]:+.2f}] is neither inside ±{th.transfer_slope:g} "
               "nor clear of 0 beyond it")
     more = "more noise probes (search.noise_seeds) or seeds" if kind == CONFIDENCE else \
@@ -91,8 +91,7 @@ def _undecided(slope: float, ci90: tuple[float, float], th: Thresholds, kind: st
     return reason, f"{more}, or widths further apart, narrow it"
 
 
-def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing: Sequence[int] = (),
-          step: float = 1.0) -> Drift:
+def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing: Sequence[int] = ()) -> Drift:
     """The weighted slope of x* over log2(width) and the verdict; censored or ``missing`` widths (all their
     trials diverged or failed) make the verdict ``inconclusive``."""
     used = [o for o in optima if o.measured]
@@ -102,7 +101,7 @@ def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing
                    widths_used=[o.width for o in used])
     if len(used) >= 2:
         _fit_line(result, used)
-    blockers = _blockers(optima, missing, step)
+    blockers = _blockers(optima, missing)
     if blockers:
         result.reason, result.fix = blockers
     elif result.slope is None:
@@ -111,7 +110,7 @@ def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing
         assert result.ci90 is not None and result.ci is not None
         result.verdict = verdict(result.slope, result.ci90, result.ci, th)
         if result.verdict == "inconclusive":
-            result.reason, result.fix = _undecided(result.slope, result.ci90, th, kind)
+            result.reason, result.fix = _undecided(result.ci90, th, kind)
     return result
 
 
@@ -130,7 +129,7 @@ def _fit_line(result: Drift, used: Sequence[WidthOptimum]) -> None:
     result.ci, result.ci90 = (slope - q95 * se, slope + q95 * se), (slope - q90 * se, slope + q90 * se)
 
 
-def _blockers(optima: Sequence[WidthOptimum], missing: Sequence[int], step: float) -> Optional[tuple[str, str]]:
+def _blockers(optima: Sequence[WidthOptimum], missing: Sequence[int]) -> Optional[tuple[str, str]]:
     """Why no verdict can be reached whatever the slope: censored optima or widths without any result."""
     if missing:
         names = ", ".join(map(str, missing))
@@ -167,7 +166,7 @@ def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds =
     optima = pool(optima)
     for opt in optima:
         entries[str(opt.width)] = {**opt.as_dict(), "added": entries[str(opt.width)]["added"]}
-    fit = drift(optima, th, missing, settings.step)
+    fit = drift(optima, th, missing)
     return {**fit.as_dict(), "widths": dict(sorted(entries.items(), key=lambda kv: int(kv[0])))}
 
 

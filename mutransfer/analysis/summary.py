@@ -34,7 +34,7 @@ def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSe
     for key, part in trials.groupby("search_key", sort=False):
         own = settings.get(str(key), {})
         x = part[searched_column(str(key))].astype(float)
-        log2 = key == LR_KEY or all(s.log2 for s in own.values()) and bool(own)
+        log2 = key == LR_KEY or (bool(own) and all(s.log2 for s in own.values()))
         if key != LR_KEY and log2:
             x = np.log2(x)
         tidy = pd.DataFrame({"setup": part["setup"], "width": part["width"], "seed": part["seed"], "x": x,

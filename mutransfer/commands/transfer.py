@@ -13,13 +13,10 @@ LEFT = ("parameter", "role", "update")
 
 def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[Path], fmt: str,
         correct_drift: bool, tolerance: str = "1") -> None:
-    from ..errors import UserError
     from ..files import latest_run, transfer_file
-    from ..transfer.target import FORMATS, make_transfer, write_transfer
+    from ..transfer.target import make_transfer, write_transfer
     from .common import console, positive_number
 
-    if fmt not in FORMATS:
-        raise UserError(f"--format {fmt} is not supported", f"use one of: {', '.join(FORMATS)}")
     octaves = positive_number("--tolerance", tolerance, "1")
     run_dir = source or latest_run()
     result = make_transfer(run_dir, width, setup, correct_drift, octaves)

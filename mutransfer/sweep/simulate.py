@@ -118,7 +118,7 @@ def simulate(truth: Truth, design: Design, rng: np.random.Generator, th: Thresho
         else:
             optima.append(opt)
     optima = pool(optima)
-    return Outcome(optima, drift(optima, th, missing, design.step), truths)
+    return Outcome(optima, drift(optima, th, missing), truths)
 
 
 def summary_entry(out: Outcome) -> dict[str, Any]:

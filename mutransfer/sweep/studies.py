@@ -54,7 +54,7 @@ def study_keys(spec: SweepSpec) -> list[StudyKey]:
             for setup in spec.setups for search in setup.search for width in spec.widths for seed in spec.seeds]
 
 
-def seed_of(trial: FrozenTrial, key: StudyKey) -> int:
+def seed_of(trial: FrozenTrial | optuna.Trial, key: StudyKey) -> int:
     """The seed a trial trains with: the one queued with it (a noise probe's), else the study's."""
     seed = trial.user_attrs.get("seed")
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else key.seed

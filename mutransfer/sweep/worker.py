@@ -173,7 +173,7 @@ class Worker:
         """The trial's searched value, or None when another live trial already holds that value."""
         search = key.search
         x = trial.suggest_float(search.column, *key.policy().bounds)
-        seed = seed_of(trial, key)  # type: ignore[arg-type]
+        seed = seed_of(trial, key)
         for name, value in {**process_identity(), "setup": key.setup, "width": key.width, "seed": seed,
                             "search_key": search.key}.items():
             trial.set_user_attr(name, value)

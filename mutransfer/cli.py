@@ -125,16 +125,31 @@ def transfer(
 
 @app.command()
 def verify(
-    width: int = typer.Option(..., "--width", help="Width to verify at (e.g. 4× the largest swept width)."),
+    width: str = typer.Option(..., "--width", help="Target width(s), comma-separated (e.g. 512 or 256,512)."),
     source: Optional[Path] = SOURCE,
-    factors: str = typer.Option("0.5,1,2", "--factors", help="Multiples of the transferred η* to train."),
-    setup: Optional[str] = SETUP,
-    overrides: Optional[List[str]] = typer.Argument(None, help="Plain key=value overrides, e.g. train.device=cpu"),
+    setup: Optional[str] = typer.Option(None, "--setup", help="Setup label(s), comma-separated, or 'all' (default: "
+                                        "the one transfer chooses)."),
+    span: str = typer.Option("1.5", "--span", help="Octaves each side of the predicted η* (the grid grows past an "
+                             "edge that holds the optimum)."),
+    step: str = typer.Option("0.5", "--step", help="Grid spacing in octaves."),
+    tolerance: str = typer.Option("0.5", "--tolerance", help="Octaves of |measured − predicted| log2 η* that pass."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 when a target's error exceeds --tolerance."),
+    correct_drift: bool = typer.Option(False, "--correct-drift", help="Verify the drift-corrected prediction."),
+    factors: Optional[str] = typer.Option(None, "--factors", help="The quick check instead: train only η*·f for each "
+                                          "factor (e.g. 0.5,1,2) and say whether f = 1 wins."),
+    storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage URL (default: the sweep's journal "
+                                          "file)."),
+    workers: str = typer.Option("1", "--workers", help="Local worker processes, or 'auto'."),
+    threads: int = typer.Option(0, "--threads", help="Torch threads per worker (0: cores / workers)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the targets and a measured time estimate; train "
+                                 "nothing."),
+    overrides: Optional[List[str]] = typer.Argument(None, help="Plain key=value overrides, e.g. train.steps=300"),
 ) -> None:
-    """Train width N at η*·factor for each factor and report whether the transferred η* wins."""
+    """Measure LR* at width N around the predicted η*; report the prediction's error and the loss regret."""
     from .commands import verify as command
 
-    _guarded(lambda: command.run(width, source, factors, setup, overrides or []))
+    _guarded(lambda: command.run(width, source, setup, span, step, tolerance, strict, correct_drift, factors, storage,
+                                 workers, threads, dry_run, overrides or []))
 
 
 @app.command("coord-check")

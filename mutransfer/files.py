@@ -24,6 +24,7 @@ __all__ = [
     "CURVES_FILE",
     "SUMMARY_FILE",
     "VERIFY_FILE",
+    "VERIFY_REPORT",
     "CURVE_COLUMNS",
     "TRANSFER_PLOT",
     "DRIFT_PLOT",
@@ -49,6 +50,7 @@ TRIALS_FILE = "trials.csv"
 CURVES_FILE = "curves.csv"
 SUMMARY_FILE = "summary.json"
 VERIFY_FILE = "verify.csv"
+VERIFY_REPORT = "verify.json"
 CURVE_COLUMNS = ["setup", "width", "seed", "search_key", "x", "trial", "step", "train_loss", "val_loss"]
 
 TRANSFER_PLOT = "transfer.png"

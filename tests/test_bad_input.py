@@ -94,6 +94,11 @@ def cases(w: dict[str, Path]) -> list[tuple[list[str], str]]:
         (["transfer", "--width", "64", "--from", run, "--tolerance", "abc"], "--tolerance abc"),
         (["plot", str(w["empty_dir"])], "has no trials.csv"),
         (["verify", "--width", "64", "--from", run, "--factors", "x"], "comma-separated numbers"),
+        (["verify", "--width", "0", "--from", run], "--width 0"),
+        (["verify", "--width", "256,abc", "--from", run], "'abc' is not a width"),
+        (["verify", "--width", "64", "--from", run, "--span", "-1"], "--span -1"),
+        (["verify", "--width", "64", "--from", run, "--step", "0"], "--step 0"),
+        (["verify", "--width", "64", "--from", run, "--span", "0.25"], "less than --step"),
         (["export", "--storage", str(w["run"] / "optuna.journal"), "--study", "nope", "--out", str(root / "exp")],
          "no studies named 'nope.*'"),
     ]
@@ -107,7 +112,7 @@ def test_at_least_25_cases(world: dict[str, Path]) -> None:
     assert len(cases(world)) >= 25
 
 
-@pytest.mark.parametrize("index", range(38))
+@pytest.mark.parametrize("index", range(43))
 def test_bad_input_in_process(world: dict[str, Path], index: int) -> None:
     args, needle = cases(world)[index]
     before = snapshot(world["run"])

@@ -119,15 +119,72 @@ def test_transfer_without_a_sweep(runner: CliRunner, tmp_path: Path, monkeypatch
     assert result.exit_code == 2 and "not a sweep run directory" in result.output
 
 
-def test_verify_appends_rows_and_plots(runner: CliRunner, sweep_dir: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def verified(sweep_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the sweep, verified at width 128 for both setups (the study machinery, the real training)."""
+    run = tmp_path_factory.mktemp("verified") / "run"
+    shutil.copytree(sweep_dir, run)
+    result = invoke(CliRunner(), "verify", "--width", "128", "--from", str(run), "--setup", "all")
+    assert result.exit_code == 0, result.output
+    return run
+
+
+def test_verify_measures_the_optimum_around_the_prediction(runner: CliRunner, verified: Path,
+                                                          tmp_path: Path) -> None:
+    report = json.loads((verified / "verify.json").read_text())
+    rows = pd.read_csv(verified / "verify.csv")
+    assert report["mode"] == "measure" and report["tolerance"] == 0.5 and (verified / "verify.png").is_file()
+    assert {t["setup"] for t in report["targets"]} == {"sp_adamw", "mup_muon"}
+    for target in report["targets"]:
+        out = tmp_path / f"{target['setup']}.yaml"
+        invoke(runner, "transfer", "--width", "128", "--from", str(verified), "--setup", target["setup"], "--out",
+               str(out))
+        p = yaml.safe_load(out.read_text())["prediction"]["log2_lr"]
+        assert target["predicted_log2_lr"] == pytest.approx(p)
+        mine = rows[(rows["setup"] == target["setup"]) & (rows["width"] == 128)]
+        low, high = target["grid"]
+        assert low == pytest.approx(0.5 * round((p - 1.5) / 0.5)) and high - low == pytest.approx(3.0)
+        lattice = mine[(mine["log2_lr"] - p).abs() > 1e-6]["log2_lr"]
+        assert ((lattice / 0.5 - (lattice / 0.5).round()).abs() < 1e-6).all()
+        assert set(mine[(mine["log2_lr"] - p).abs() < 1e-6]["seed"]) == {0, 1, 2}
+        measured = target["measured"]
+        assert target["error"] == pytest.approx(measured["log2_lr_star"] - p)
+        assert target["error_ci"] == pytest.approx([measured["ci"][0] - p, measured["ci"][1] - p])
+        regret = target["regret"]
+        assert regret["seeds"] == 3 and regret["nats_ci"][0] <= regret["nats"] <= regret["nats_ci"][1]
+        at_p = mine[((mine["log2_lr"] - p).abs() < 1e-6) & (mine["status"] == "ok")]["val_loss"].mean()
+        assert regret["loss_at_prediction"] == pytest.approx(at_p)
+        assert regret["nats"] == pytest.approx(regret["loss_at_prediction"] - regret["loss_at_optimum"])
+        assert target["passed"] == (measured["censored"] is None and abs(target["error"]) <= 0.5)
+
+
+def test_verify_resumes_and_strict_fails_a_tight_tolerance(runner: CliRunner, verified: Path) -> None:
+    before = pd.read_csv(verified / "verify.csv")
+    result = invoke(runner, "verify", "--width", "128", "--from", str(verified), "--setup", "all", "--strict",
+                    "--tolerance", "1e-9")
+    after = pd.read_csv(verified / "verify.csv")
+    assert result.exit_code == 1, result.output
+    assert sorted(after["trial"]) == sorted(before["trial"]) and len(after) == len(before)
+    assert json.loads((verified / "verify.json").read_text())["passed"] is False
+
+
+def test_verify_several_widths_dry_run_and_factors(runner: CliRunner, sweep_dir: Path, tmp_path: Path) -> None:
     run = tmp_path / "copy"
     shutil.copytree(sweep_dir, run)
-    result = invoke(runner, "verify", "--width", "64", "--from", str(run), "--factors", "0.25,1,4")
+    dry = invoke(runner, "verify", "--width", "64,128", "--from", str(run), "--dry-run")
+    assert dry.exit_code == 0 and "est. s/trial" in dry.output and not (run / "verify.csv").exists()
+    result = invoke(runner, "verify", "--width", "64,128", "--from", str(run), "--factors", "0.25,1,4",
+                    "--setup", "mup_muon")
     assert result.exit_code == 0, result.output
+    report = json.loads((run / "verify.json").read_text())
+    assert report["mode"] == "factors" and [t["width"] for t in report["targets"]] == [64, 128]
+    for target in report["targets"]:
+        xs = [point["log2_lr"] for point in target["factors"]]
+        assert xs == pytest.approx([target["predicted_log2_lr"] + d for d in (-2, 0, 2)])
+        assert target["passed"] == (target["margin"] > 0)
     table = pd.read_csv(run / "verify.csv")
-    assert sorted(table["factor"]) == [0.25, 1.0, 4.0] and (table["width"] == 64).all()
-    assert "η* × 1" in result.output and ("wins" in result.output)
-    assert (run / "verify.png").is_file()
+    assert set(table["width"]) == {64, 128} and set(table["seed"]) == {0} and len(table) == 6
+    assert "η* × 1" in result.output and (run / "verify.png").is_file()
     bad = invoke(runner, "verify", "--width", "64", "--from", str(run), "--factors", "1")
     assert bad.exit_code == 2 and "two or more" in bad.output
 

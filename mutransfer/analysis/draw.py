@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import pandas as pd
 
-from ..files import CURVES_PLOT, DRIFT_PLOT, TRANSFER_PLOT, VERIFY_FILE, VERIFY_PLOT
+from ..files import CURVES_PLOT, DRIFT_PLOT, TRANSFER_PLOT, VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT
 from .plots import curves_figure, drift_figure, save, transfer_figure, verify_figure
 from .summary import read_tables, search_settings, summarize
 
@@ -31,8 +32,27 @@ def draw(run_dirs: Sequence[Path], out: Optional[Path] = None) -> list[Path]:
         if not curves.empty:
             written.append(target / CURVES_PLOT)
             save(curves_figure(trials, curves, summary), written[-1])
-        verify = run_dirs[0] / VERIFY_FILE
-        if verify.is_file():
+        report = _verify_report(run_dirs[0])
+        if report is not None:
             written.append(target / VERIFY_PLOT)
-            save(verify_figure(pd.read_csv(verify)), written[-1])
+            save(verify_figure(trials, *report), written[-1])
     return written
+
+
+def _verify_report(run_dir: Path) -> Optional[tuple[pd.DataFrame, dict[str, Any]]]:
+    """The last verify's rows and report (verify.csv, verify.json), when both are there and readable."""
+    table, report = run_dir / VERIFY_FILE, run_dir / VERIFY_REPORT
+    if not (table.is_file() and report.is_file()):
+        return None
+    try:
+        document = json.loads(report.read_text())
+        rows = pd.read_csv(table)
+    except (ValueError, pd.errors.ParserError):
+        return None
+    if document.get("mutransfer_verify") != 1 or "study" not in rows.columns:
+        return None
+    widths = {(t["setup"], t["width"]) for t in document["targets"]}
+    prefix = f"{document.get('prefix')}."
+    keep = [(s, w) in widths and str(study).startswith(prefix)
+            for s, w, study in zip(rows["setup"], rows["width"], rows["study"])]
+    return rows[keep], document

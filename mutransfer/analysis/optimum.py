@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -183,18 +183,21 @@ def _resolution_se(fit: _Fit, xs: np.ndarray, step: float, th: Thresholds) -> fl
 
 def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndarray, ok: np.ndarray,
                       diverged: np.ndarray, step: float, halfwidth: float,
-                      th: Thresholds = Thresholds()) -> Optional[WidthOptimum]:
+                      th: Thresholds = Thresholds(), grid: Optional[Sequence[int]] = None) -> Optional[WidthOptimum]:
     """The optimum at one width from parallel arrays (the fast path the coverage simulations use).
 
     The grid seeds' mean curve places the fit window and decides censoring; the seeds that trained the whole
-    window (grid seeds and noise probes alike) give the estimate, balanced, and their spread its error."""
+    window (grid seeds and noise probes alike) give the estimate, balanced, and their spread its error.
+    ``grid`` names the grid seeds when the caller knows them (default: ``grid_seeds`` infers them)."""
     good = ok & np.isfinite(loss)
     if not good.any():
         return None
     tried = np.unique(x)
     div_above = float(x[diverged].min()) if diverged.any() else None
     x, seed, loss = x[good], seed[good], loss[good]
-    on_grid = np.isin(seed, grid_seeds(x, seed, halfwidth))
+    on_grid = np.isin(seed, grid_seeds(x, seed, halfwidth) if grid is None else np.asarray(grid))
+    if not on_grid.any():
+        return None
     xs, ys = _mean_curve(x[on_grid], loss[on_grid])
     fit = _point_estimate(xs, ys, halfwidth)
     window_x = xs[fit.window]

@@ -170,16 +170,74 @@ def curves_figure(trials: pd.DataFrame, curves: pd.DataFrame, summary: dict[str,
     return fig
 
 
-def verify_figure(verify: pd.DataFrame) -> Any:
-    """Validation loss against the LR factor applied to the transferred η*, one line per verified width."""
+def _grid_curve(rows: pd.DataFrame) -> pd.DataFrame:
+    """Mean ok validation loss per log2 η over the seeds that trained the most points (the grid seeds)."""
+    ok = rows[rows["status"] == "ok"]
+    points = ok.groupby("seed")[LR_COLUMN].nunique()
+    grid = ok[ok["seed"].isin(points[points == points.max()].index)]
+    return grid.groupby(LR_COLUMN)["val_loss"].mean().reset_index()
+
+
+def verify_figure(swept: pd.DataFrame, rows: pd.DataFrame, report: dict[str, Any]) -> Any:
+    """Loss vs log2 η at each verified width — the prediction as a band (its 95 % range) and a dashed line,
+    the measured optimum as ★ with its interval — over the swept widths' curves, faded; one panel per setup."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.6, 4.2), layout="constrained")
-    for width, part in verify.groupby("width"):
-        part = part.sort_values("factor")
-        ax.plot(np.log2(part["factor"]), part["val_loss"], "-o", label=f"width {width}")
-    ax.axvline(0.0, color="grey", lw=0.8, ls=":")
-    _label(ax, "Verification at the target width", "log2(factor × transferred η*)", "validation loss (nats/token)")
+    targets = report["targets"]
+    setups = list(dict.fromkeys(t["setup"] for t in targets))
+    fig, axes = plt.subplots(1, max(1, len(setups)), figsize=(6.4 * max(1, len(setups)), 4.8), squeeze=False,
+                             layout="constrained")
+    warm = plt.get_cmap("autumn")
+    widths = sorted({t["width"] for t in targets})
+    colors = {w: warm(0.75 * i / max(1, len(widths) - 1)) for i, w in enumerate(widths)}
+    for ax, setup in zip(axes[0], setups):
+        behind = swept[(swept["setup"] == setup) & (swept["search_key"] == LR_KEY)]
+        faded = _colors(behind["width"].unique())
+        for width, part in behind.groupby("width"):
+            line = _grid_curve(part)
+            ax.plot(line[LR_COLUMN], line["val_loss"], "-", color=faded[int(width)], alpha=0.35, lw=1.2,
+                    label=f"swept width {width}")
+        mine = rows[rows["setup"] == setup]
+        for t in (t for t in targets if t["setup"] == setup):
+            _verified_width(ax, mine[mine["width"] == t["width"]], t, colors[t["width"]])
+        _zoom(ax, mine, behind)
+        _label(ax, f"{setup}: verified at width {', '.join(str(t['width']) for t in targets if t['setup'] == setup)}",
+               "log2(base learning rate η)", title_size=10, legend_loc="upper left")
+    axes[0][0].set_ylabel("validation loss (nats/token)")
+    fig.suptitle("Verification at the target width\nband: predicted 95 % range · dashed: predicted η* · "
+                 "★ measured optimum", fontsize=10)
     return fig
+
+
+def _zoom(ax: Any, rows: pd.DataFrame, behind: pd.DataFrame) -> None:
+    """The verified points' range of η, one octave more each side; their losses and the swept curves' lowest
+    point in that range (the swept curves' high ends clipped)."""
+    ok = rows[rows["status"] == "ok"]
+    if ok.empty:
+        return
+    left, right = float(rows[LR_COLUMN].min()) - 1.0, float(rows[LR_COLUMN].max()) + 1.0
+    ax.set_xlim(left, right)
+    seen = behind[(behind["status"] == "ok") & behind[LR_COLUMN].between(left, right)]["val_loss"]
+    low, high = min(float(ok["val_loss"].min()), float(seen.min()) if len(seen) else np.inf), float(ok["val_loss"].max())
+    pad = 0.15 * (high - low if high > low else 1.0)
+    ax.set_ylim(low - pad, high + pad)
+
+
+def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: Any) -> None:
+    width, prediction = target["width"], target["prediction"]
+    ok = rows[rows["status"] == "ok"]
+    line = _grid_curve(rows)
+    ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=3.5, lw=1.8, label=f"width {width}")
+    ax.plot(ok[LR_COLUMN], ok["val_loss"], ".", color=color, ms=3, alpha=0.6)
+    if prediction.get("interval"):
+        ax.axvspan(*prediction["interval"], color=color, alpha=0.12, lw=0)
+    ax.axvline(target.get("predicted_log2_lr", prediction["log2_lr"]), color=color, ls="--", lw=1)
+    measured = target.get("measured")
+    if measured and measured.get("log2_lr_star") is not None:
+        below, above = _interval_bars(measured)
+        y = measured["best_loss"]
+        ax.errorbar([measured["log2_lr_star"]], [y], xerr=[[below], [above]], fmt="*", color=color, ms=12,
+                    mec="black", mew=0.6, capsize=3, lw=1.2,
+                    label=f"error {target['error']:+.2f} octaves" if target.get("error") is not None else None)
 
 
 def save(fig: Any, path: Path, dpi: int = 120) -> None:

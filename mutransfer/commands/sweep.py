@@ -9,7 +9,8 @@ from typing import Any, Optional, Sequence
 
 from ..errors import UserError
 
-__all__ = ["run", "split_spec", "resolve_workers", "finalize", "precheck", "EXIT_INTERRUPTED", "DEFAULT_SPEC"]
+__all__ = ["run", "split_spec", "resolve_workers", "validate_trials", "finalize", "precheck", "EXIT_INTERRUPTED",
+           "DEFAULT_SPEC"]
 
 EXIT_INTERRUPTED = 130
 DEFAULT_SPEC = "default"
@@ -40,7 +41,7 @@ def resolve_workers(workers: str, threads: int) -> tuple[Optional[int], int]:
     return count, threads or max(1, (os.cpu_count() or 1) // count)
 
 
-def _validate_trials(spec: Any) -> dict[str, Any]:
+def validate_trials(spec: Any) -> dict[str, Any]:
     """Compose every (setup, width) config once so a bad override or width fails before any training."""
     from ..sweep.studies import study_keys
     from ..sweep.trial import setup_configs, trial_config
@@ -115,7 +116,7 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
     workers, threads = resolve_workers(workers_text, threads)
     if heartbeat < 1:
         raise UserError(f"--heartbeat {heartbeat} must be at least 1 second", "e.g. --heartbeat 10")
-    configs = _validate_trials(spec)
+    configs = validate_trials(spec)
     screen = console()
     if workers is None:
         from ..sweep.layout import choose_layout

@@ -1,26 +1,166 @@
-"""``mutransfer verify``: train the target width at η*·f for each factor f and say whether f = 1 wins."""
+"""``mutransfer verify``: measure LR* at the target width(s) around the predicted η*, report the prediction's
+error and loss regret, write verify.csv / verify.json / verify.png into the sweep's run directory."""
 
 from __future__ import annotations
 
-import sys
+import math
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
-__all__ = ["run"]
+__all__ = ["run", "EXIT_MISSED"]
+
+EXIT_MISSED = 1
+"""``--strict``: a target's |error| exceeded ``--tolerance`` (or its optimum was not measured)."""
 
 
-def run(width: int, source: Optional[Path], factors: str, setup: Optional[str], overrides: Sequence[str]) -> None:
-    from ..analysis.draw import draw
-    from ..files import VERIFY_FILE, latest_run
-    from ..transfer.verify import parse_factors, verify
+def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span_text: str, step_text: str,
+        tolerance_text: str, strict: bool, correct_drift: bool, factors_text: Optional[str], storage: Optional[str],
+        workers_text: str, threads: int, dry_run: bool, overrides: Sequence[str]) -> int:
+    from ..errors import UserError
+    from ..files import latest_run
+    from ..transfer.verify import Verification, VerifyRequest, parse_factors, parse_setups, parse_widths
+    from .common import console, positive_number
+    from .sweep import EXIT_INTERRUPTED, resolve_workers, validate_trials
 
+    widths = parse_widths(width_text)
+    span = positive_number("--span", span_text, "1.5")
+    step = positive_number("--step", step_text, "0.5")
+    tolerance = positive_number("--tolerance", tolerance_text, "0.5")
+    factors = parse_factors(factors_text) if factors_text is not None else None
+    workers, threads = resolve_workers(workers_text, threads)
+    bad = next((o for o in overrides if "=" not in o or o.startswith("-")), None)
+    if bad is not None:
+        raise UserError(f"override '{bad}' is not key=value", "e.g. mutransfer verify --width 512 train.device=cpu")
     run_dir = source or latest_run()
-    parsed = parse_factors(factors)
-    result = verify(run_dir, width, parsed, setup, overrides,
-                    on_trial=lambda f: print(f"training width {width} at {f:g} × η*", file=sys.stderr))
-    for row in result["rows"].itertuples():
-        print(f"factor {row.factor:>6g}  log2 lr {row.log2_lr:7.2f}  val_loss {row.val_loss:.4f}  {row.status}")
-    verdict = "wins" if result["middle_wins"] else "does not win"
-    print(f"η* × {result['middle']:g} {verdict} at width {width} (margin {result['margin']:+.4f} nats over "
-          f"the best other factor); appended to {run_dir / VERIFY_FILE}")
-    draw([run_dir])
+    request = VerifyRequest(widths, parse_setups(setup_text, run_dir), span, step, tolerance, correct_drift, factors,
+                            tuple(overrides))
+    verification = Verification(run_dir, request)
+    specs = verification.specs()
+    for spec in specs:
+        validate_trials(spec)
+    screen = console()
+    if workers is None:
+        from ..sweep.layout import choose_layout
+
+        workers, threads, message = choose_layout(specs[-1])
+        screen.print(f"--workers auto: {message}")
+    screen.print(_targets_table(verification))
+    if dry_run:
+        from .dry_run import dry_run_table
+
+        for spec in specs:
+            screen.print(dry_run_table(spec, workers, threads))
+        return 0
+    rows, interrupted = _execute(screen, verification, specs, storage, workers, threads)
+    document = _finish(screen, verification, rows)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_MISSED if strict and not document["passed"] else 0
+
+
+def _execute(screen: Any, verification: Any, specs: Sequence[Any], storage: Optional[str], workers: int,
+             threads: int) -> tuple[Any, bool]:
+    """Train every target's points (resuming what the storage holds) and collect the rows."""
+    import pandas as pd
+    from rich.live import Live
+
+    from ..sweep.runner import run_sweep
+    from ..sweep.storage import open_storage
+    from ..sweep.tables import collect
+    from ..sweep.worker import SweepOptions
+    from .display import SweepDisplay
+
+    run_dir = verification.run_dir
+    opts = SweepOptions(run_dir=run_dir, storage=storage, prefix=verification.prefix, workers=workers,
+                        threads=threads)
+    store = open_storage(storage, run_dir)
+    interrupted = False
+    try:
+        for spec in specs:
+            display = SweepDisplay()
+            with Live(display, console=screen, refresh_per_second=2, transient=False):
+                run_sweep(spec, opts, on_progress=display.update)
+    except KeyboardInterrupt:
+        interrupted = True
+        screen.print("[yellow]interrupted:[/] running trials are marked failed and re-run when verify runs again")
+    tables = [collect(spec, store, verification.prefix)[0] for spec in specs]
+    return pd.concat(tables, ignore_index=True), interrupted
+
+
+def _finish(screen: Any, verification: Any, rows: Any) -> dict[str, Any]:
+    """verify.csv, verify.json, verify.png, and the report on screen."""
+    from ..analysis.plots import save, verify_figure
+    from ..analysis.summary import read_tables
+    from ..files import VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT
+    from ..transfer.verify import write_outputs
+
+    run_dir = verification.run_dir
+    document = verification.report(rows)
+    write_outputs(run_dir, rows, document)
+    swept, _ = read_tables(run_dir)
+    save(verify_figure(swept, rows, document), run_dir / VERIFY_PLOT)
+    screen.print(_factors_table(document) if document["mode"] == "factors" else _results_table(document))
+    for target in document["targets"]:
+        for note in [target.get("note"), *target["warnings"]]:
+            if note:
+                screen.print(f"[yellow]{target['setup']} at width {target['width']}:[/] {note}")
+    screen.print(f"wrote {', '.join(str(run_dir / f) for f in (VERIFY_REPORT, VERIFY_FILE, VERIFY_PLOT))}")
+    return document
+
+
+def _num(value: Any, fmt: str = "+.2f") -> str:
+    return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else "…"
+
+
+def _ci(values: Optional[Sequence[float]], fmt: str = "+.2f") -> str:
+    return f"[{_num(values[0], fmt)}, {_num(values[1], fmt)}]" if values else "(no interval)"
+
+
+def _targets_table(verification: Any) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"verify {verification.sweep.name}: predicted η* at the target width(s)")
+    for column in ("setup", "width", "predicted log2 η*", "95 % range", "trains log2 η in"):
+        table.add_column(column, justify="left" if column == "setup" else "right")
+    for t in verification.targets:
+        points = (f"{', '.join(f'{x:.2f}' for x in t.search.anchors)}" if verification.request.factors else
+                  f"[{t.search.min:.2f}, {t.search.max:.2f}] step {t.search.step:g}, and η* (every seed)")
+        table.add_row(t.setup, str(t.width), f"{t.prediction.log2_lr:.2f}", _ci(t.prediction.interval), points)
+    return table
+
+
+def _results_table(document: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    tol = document["tolerance"]
+    table = Table(title=f"measured at the target: error = measured − predicted log2 η* (--tolerance {tol:g})")
+    for column in ("setup", "width", "predicted", "measured", "interval", "error (octaves)", "regret (nats)",
+                   "regret (%)", "result"):
+        table.add_column(column, justify="left" if column in ("setup", "result") else "right")
+    for t in document["targets"]:
+        measured, regret = t["measured"] or {}, t["regret"] or {}
+        bound = "≥ " if regret.get("bound") else ""
+        result = "[green]within tolerance[/]" if t["passed"] else f"[red]misses by more than {tol:g}[/]"
+        table.add_row(t["setup"], str(t["width"]), f"{t['predicted_log2_lr']:.2f}",
+                      _num(measured.get("log2_lr_star"), ".2f"), _ci(measured.get("ci"), ".2f"),
+                      f"{_num(t['error'])} {_ci(t['error_ci'])}",
+                      f"{bound}{_num(regret.get('nats'), '+.4f')} {_ci(regret.get('nats_ci'), '+.4f')}" if regret else "-",
+                      f"{bound}{_num(regret.get('percent'))} {_ci(regret.get('percent_ci'))}" if regret else "-", result)
+    table.caption = "intervals: 95 %; the error's is the measured optimum's (the prediction is the number transfer wrote)"
+    return table
+
+
+def _factors_table(document: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="η* × factor at the target width")
+    for column in ("setup", "width", "factor", "log2 η", "val_loss", "status"):
+        table.add_column(column, justify="left" if column in ("setup", "status") else "right")
+    for t in document["targets"]:
+        for point in t["factors"]:
+            table.add_row(t["setup"], str(t["width"]), f"{point['factor']:g}", f"{point['log2_lr']:.2f}",
+                          _num(point["val_loss"], ".4f"), point["status"])
+        verdict = "wins" if t["passed"] else "does not win"
+        table.add_row("", "", "", "", "", f"η* × {t['middle']:g} {verdict} (margin {_num(t['margin'], '+.4f')} nats)")
+        table.add_section()
+    return table

@@ -4,7 +4,8 @@ A point is (x, seed). ``grid`` queues every grid point once; then, on log2 scale
 point sits on an edge of what was tried, one more point a step past that edge (``search.extend``, up to
 ``extend_max``) until the optimum is bracketed or the new point diverges; then the noise probes: the fit window of the current
 optimum re-trained with each of ``noise_seeds`` extra seeds (primary seed's study only), repeated until every
-window point has every seed. ``refine`` fills the fit window at quarter steps before the probes. ``tpe`` and
+window point has every seed. Anchors (``search.anchors``) are queued once for every seed and, off the grid,
+play no part in placing the optimum. ``refine`` fills the fit window at quarter steps before the probes. ``tpe`` and
 ``gp`` let Optuna's sampler propose points up to the budget. The worker loop only claims, trains and tells.
 """
 
@@ -90,9 +91,9 @@ class SearchPolicy:
 
     @property
     def bounds(self) -> tuple[float, float]:
-        """The widest range a point may take: the spec's range plus the allowed extension."""
+        """The widest range a point may take: the spec's range plus the allowed extension, and the anchors."""
         extra = self.search.extend_max if self.extends else 0.0
-        return self.search.min - extra, self.search.max + extra
+        return min(self.search.min - extra, *self.search.anchors), max(self.search.max + extra, *self.search.anchors)
 
     def sampler(self) -> optuna.samplers.BaseSampler:
         """The sampler for asks that find the queue empty (their trial is discarded)."""
@@ -121,18 +122,25 @@ class SearchPolicy:
 class GridPolicy(SearchPolicy):
     def budget(self) -> int:
         window = 2 * round(self.halfwidth / self.search.step) + 1
-        return len(self.search.grid()) + window * len(self.probe_seeds)
+        grid = {round(x, 9) for x in self.search.grid()}
+        extra = [x for x in self.search.anchors if round(x, 9) not in grid]
+        anchors = len(extra) * (1 + len(self.probe_seeds)) + (len(self.search.anchors) - len(extra)) * len(
+            self.probe_seeds)
+        return len(self.search.grid()) + window * len(self.probe_seeds) + anchors
 
     def initial_points(self) -> list[Point]:
-        return [(x, self.seed) for x in self.search.grid()]
+        anchors = [(x, seed) for x in self.search.anchors for seed in (self.seed, *self.probe_seeds)]
+        return [(x, self.seed) for x in self.search.grid()] + anchors
 
     def next_points(self, finished: Finished) -> list[Point]:
+        done = {(round(x, 9), seed) for x, seed, _ in finished}
+        off_grid = {round(x, 9) for x in self.search.off_grid_anchors()}
+        finished = [f for f in finished if round(f[0], 9) not in off_grid]
         own = {x: loss for x, seed, loss in finished if seed == self.seed}
         if self.extends:
             extension = extension_point(own, self.search.step, *self.bounds)
             if extension:
                 return [(x, self.seed) for x in extension]
-        done = {(round(x, 9), seed) for x, seed, _ in finished}
         return [p for p in self._more(own) or probe_points(finished, self.halfwidth, self.probe_seeds)
                 if (round(p[0], 9), p[1]) not in done]
 

@@ -18,9 +18,11 @@ import numpy as np
 from ..analysis.drift import Drift, drift, pool
 from ..analysis.optimum import Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays
 from ..analysis.prediction import predict
-from .policy import extension_point, probe_points
+from ..analysis.fidelity import Fidelity, measure_fidelity
+from .policy import GridPolicy, extension_point, probe_points
+from .spec import SearchSpec
 
-__all__ = ["Truth", "Design", "Outcome", "simulate", "coverage", "summary_entry"]
+__all__ = ["Truth", "Design", "Outcome", "simulate", "coverage", "summary_entry", "simulate_verify", "verify_coverage"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class Truth:
     noise: float = 0.02
     seed_shift: float = 0.1
     diverge_after: Optional[float] = None
+    loss_offset: float = 0.0
+    """Each seed adds N(0, loss_offset²) to every loss it trains (a better or worse init and batches)."""
 
     def optimum(self, width: int, base: int) -> float:
         return self.x0 + self.slope * math.log2(width / base)
@@ -62,18 +66,20 @@ class _Width:
     def __init__(self, truth: Truth, x_true: float, rng: np.random.Generator) -> None:
         self.truth, self.x_true, self.rng = truth, x_true, rng
         self.shifts: dict[int, float] = {}
+        self.offsets: dict[int, float] = {}
         self.points: list[tuple[float, int, float, str]] = []
 
     def train(self, x: float, seed: int) -> None:
         if seed not in self.shifts:
             self.shifts[seed] = self.rng.normal(0.0, self.truth.seed_shift)
+            self.offsets[seed] = self.rng.normal(0.0, self.truth.loss_offset) if self.truth.loss_offset else 0.0
         d = x - (self.x_true + self.shifts[seed])
         t = self.truth
         if t.diverge_after is not None and d > t.diverge_after:
             self.points.append((x, seed, math.nan, "diverged"))
             return
         a = t.curvature * (t.asymmetry if d > 0 else 1.0)
-        self.points.append((x, seed, 2.0 + a * d * d + self.rng.normal(0.0, t.noise), "ok"))
+        self.points.append((x, seed, 2.0 + self.offsets[seed] + a * d * d + self.rng.normal(0.0, t.noise), "ok"))
 
     def finished(self) -> list[tuple[float, int, float]]:
         return [(x, s, loss if status == "ok" else math.inf) for x, s, loss, status in self.points]
@@ -150,3 +156,53 @@ def coverage(truth: Truth, design: Design, sims: int, seed: int = 0, target: int
             slope_hits += out.fit.ci[0] <= truth.slope <= out.fit.ci[1]
     return {"width_coverage": width_hits / max(width_total, 1), "slope_coverage": slope_hits / max(slope_total, 1),
             "prediction_coverage": predicted / max(predicted_total, 1), **{k: v / sims for k, v in verdicts.items()}}
+
+
+def _population_loss(truth: Truth, x: float) -> float:
+    """The loss at x averaged over seeds (their optimum shifts), by Gauss–Hermite quadrature."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(40)
+    d = x - (truth.x0 + truth.seed_shift * nodes)
+    a = truth.curvature * np.where(d > 0, truth.asymmetry, 1.0)
+    return float(2.0 + (weights * a * d * d).sum() / weights.sum())
+
+
+def simulate_verify(truth: Truth, search: SearchSpec, p: float,
+                    rng: np.random.Generator) -> tuple[Fidelity, float, float]:
+    """One simulated ``verify`` at a width whose true optimum is ``truth.x0``, of the prediction p: the real
+    policy (grid, extension, anchor, noise probes) trains the points, the real analysis measures them.
+    Returns the fidelity, the true error x0 − p, and the true regret L(p) − L(x*) of the seed-averaged loss."""
+    policy = GridPolicy(search, 0, tuple(range(1, 1 + search.noise_seeds)))
+    width = _Width(truth, truth.x0, rng)
+    for x, seed in policy.initial_points():
+        width.train(x, seed)
+    while True:
+        done = {(round(x, 9), s) for x, s, _ in width.finished()}
+        new = [pt for pt in policy.next_points(width.finished()) if (round(pt[0], 9), pt[1]) not in done]
+        if not new:
+            break
+        for x, seed in new:
+            width.train(x, seed)
+    x, seed, loss, status = (np.array(col) for col in zip(*width.points))
+    fidelity = measure_fidelity(0, x.astype(float), seed.astype(int), loss.astype(float), status.astype(str), p, 0,
+                                search.step, search.on_grid(p))
+    x_star = fidelity.measured.x_star if fidelity.measured else math.nan
+    return fidelity, truth.x0 - p, _population_loss(truth, p) - _population_loss(truth, x_star)
+
+
+def verify_coverage(truth: Truth, search: SearchSpec, p: float, sims: int, seed: int = 0) -> dict[str, float]:
+    """Over ``sims`` simulated verifies: how often the error's and the regret's 95 % intervals hold the truth,
+    and the mean bias of each estimate."""
+    rng = np.random.default_rng(seed)
+    error_hits = regret_hits = regret_total = 0
+    error_bias = regret_bias = 0.0
+    for _ in range(sims):
+        fidelity, error, regret = simulate_verify(truth, search, p, rng)
+        if fidelity.error_ci is not None:
+            error_hits += fidelity.error_ci[0] <= error <= fidelity.error_ci[1]
+        error_bias += (fidelity.error - error) / sims
+        if fidelity.regret is not None and fidelity.regret.nats_ci is not None:
+            regret_total += 1
+            regret_hits += fidelity.regret.nats_ci[0] <= regret <= fidelity.regret.nats_ci[1]
+            regret_bias += fidelity.regret.nats - regret
+    return {"error_coverage": error_hits / sims, "regret_coverage": regret_hits / max(regret_total, 1),
+            "error_bias": error_bias, "regret_bias": regret_bias / max(regret_total, 1)}

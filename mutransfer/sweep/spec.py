@@ -45,6 +45,9 @@ class SearchSpec:
     """How far (in search units: octaves for log2) the grid may grow past each end."""
     noise_seeds: int = 2
     """Extra seeds that re-train each width's fit window, so the seed-to-seed spread of the optimum is measured."""
+    anchors: tuple[float, ...] = ()
+    """Points trained with every seed (the study's and the noise probes') besides the grid, and left out of
+    where the policy looks for the optimum when they are off the grid: ``verify``'s predicted η* (not a YAML key)."""
 
     @property
     def column(self) -> str:
@@ -61,6 +64,14 @@ class SearchSpec:
 
     def budget(self) -> int:
         return self.n_trials if self.n_trials is not None else len(self.grid())
+
+    def on_grid(self, x: float) -> bool:
+        """Whether ``x`` lies on the grid's lattice (min + k·step, extensions included)."""
+        k = (x - self.min) / self.step
+        return abs(k - round(k)) < 1e-6
+
+    def off_grid_anchors(self) -> tuple[float, ...]:
+        return tuple(x for x in self.anchors if not self.on_grid(x))
 
 
 @dataclass(frozen=True)
@@ -300,7 +311,8 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
 def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
     """The inverse of ``SweepSpec.as_dict`` (a spec stored with a sweep's studies)."""
     setups = tuple(SetupSpec(label=s["label"], overrides=tuple(s["overrides"]),
-                             search=tuple(SearchSpec(**x) for x in s["search"])) for s in data["setups"])
+                             search=tuple(SearchSpec(**{**x, "anchors": tuple(x.get("anchors", ()))}) for x in s["search"]))
+                   for s in data["setups"])
     return SweepSpec(name=data["name"], setups=setups, widths=tuple(data["widths"]), seeds=tuple(data["seeds"]),
                      overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
                      batch_trials=data.get("batch_trials", "auto"), model=data.get("model"))

@@ -1,64 +1,222 @@
-"""``mutransfer verify``: train the target width at η*·f for a few factors and check that f = 1 wins."""
+"""``mutransfer verify``: measure the optimum at target widths around the η* that ``transfer`` predicts there,
+with the sweep's own study machinery, and say how far the prediction missed and what it cost in loss.
+
+Each target (setup, width) gets a grid of ``span`` octaves each side of the predicted log2 η* p at ``step``
+spacing — on the lattice of multiples of ``step``, so a plain and a drift-corrected verify share their points —
+that extends itself past an edge, the sweep's noise probes, and p itself trained with every seed (an anchor).
+The studies live in the sweep's storage under their own prefix (``verify-<sweep name>``), one per width, so
+a rerun resumes and ``--workers`` trains in parallel. ``--factors`` keeps the old check: only η*·f is trained.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
 import pandas as pd
+import yaml
 
-from ..config import config_from_dict, to_dict
+from ..analysis.fidelity import measure_fidelity
+from ..analysis.prediction import Prediction
+from ..analysis.summary import estimated_widths, summarize_run
 from ..errors import UserError
-from ..files import VERIFY_FILE, atomic_write_text
-from ..schema import LR_COLUMN
-from ..train.data import load_corpus
-from ..train.loop import train_model
+from ..files import CONFIG_FILE, VERIFY_FILE, VERIFY_REPORT, atomic_write_text, write_json
+from ..schema import LR_COLUMN, LR_KEY
+from ..sweep.spec import SearchSpec, SetupSpec, SweepSpec, spec_from_dict
 from .target import make_transfer
 
-__all__ = ["parse_factors", "verify", "VERIFY_COLUMNS"]
+__all__ = ["VerifyRequest", "Target", "Verification", "parse_widths", "parse_factors", "parse_setups",
+           "verify_search", "write_outputs", "DEFAULT_SPAN", "DEFAULT_STEP", "ERROR_TOLERANCE", "ALL_SETUPS"]
 
-VERIFY_COLUMNS = ["width", "setup", "factor", LR_COLUMN, "lr", "val_loss", "status", "seconds"]
+DEFAULT_SPAN = 1.5
+DEFAULT_STEP = 0.5
+ERROR_TOLERANCE = 0.5
+"""Octaves: ``--strict`` fails a target whose |measured − predicted| log2 η* exceeds this."""
+ALL_SETUPS = "all"
 
 
-def parse_factors(text: str) -> list[float]:
+@dataclass(frozen=True)
+class VerifyRequest:
+    widths: tuple[int, ...]
+    setups: Optional[tuple[str, ...]] = None
+    """None: the setup ``transfer`` would choose; else these labels."""
+    span: float = DEFAULT_SPAN
+    step: float = DEFAULT_STEP
+    tolerance: float = ERROR_TOLERANCE
+    correct_drift: bool = False
+    factors: Optional[tuple[float, ...]] = None
+    overrides: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Target:
+    setup: str
+    width: int
+    prediction: Prediction
+    search: SearchSpec
+    warnings: tuple[str, ...]
+
+
+def parse_widths(text: str) -> tuple[int, ...]:
+    """``--width 512`` or ``--width 256,512``."""
+    widths = []
+    for item in (part.strip() for part in text.split(",")):
+        try:
+            width = int(item)
+        except ValueError:
+            raise UserError(f"--width {text}: '{item}' is not a width", "give positive integers, e.g. --width "
+                            "256,512") from None
+        if width <= 0:
+            raise UserError(f"--width {text}: {width} must be positive", "give the target width, e.g. --width 512")
+        widths.append(width)
+    return tuple(sorted(set(widths)))
+
+
+def parse_factors(text: str) -> tuple[float, ...]:
     try:
         factors = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UserError(f"--factors {text} must be comma-separated numbers", "e.g. --factors 0.5,1,2") from None
     if len(factors) < 2 or any(not math.isfinite(f) or f <= 0 for f in factors):
         raise UserError(f"--factors {text} needs two or more positive numbers", "e.g. --factors 0.5,1,2")
-    return sorted(set(factors))
+    return tuple(sorted(set(factors)))
 
 
-def verify(run_dir: Path, width: int, factors: Sequence[float], setup: Optional[str] = None,
-           overrides: Sequence[str] = (), on_trial: Optional[Callable[[float], None]] = None) -> dict[str, Any]:
-    """Train each factor, append the rows to verify.csv, and say whether the factor nearest 1 wins."""
-    transfer = make_transfer(run_dir, width, setup)
-    base = transfer.config
-    if overrides:
-        base = config_from_dict(to_dict(base), overrides)
-    corpus = load_corpus(base.data, base.train.seq_len)
-    rows = []
-    for factor in factors:
-        if on_trial:
-            on_trial(factor)
-        cfg = replace(base, optimizer=replace(base.optimizer, lr=base.optimizer.lr * factor))
-        result, _ = train_model(cfg, corpus)
-        rows.append({"width": width, "setup": transfer.document["source"]["setup"], "factor": factor,
-                     LR_COLUMN: math.log2(cfg.optimizer.lr), "lr": cfg.optimizer.lr,
-                     "val_loss": result.val_loss if result.val_loss is not None else math.nan,
-                     "status": result.status, "seconds": result.seconds})
-    new = pd.DataFrame(rows, columns=VERIFY_COLUMNS)
+def parse_setups(text: Optional[str], run_dir: Path) -> Optional[tuple[str, ...]]:
+    """``--setup``: None (transfer's choice), ``all`` (every setup with an estimate), or labels, comma-separated."""
+    if text is None:
+        return None
+    known = [k for k, v in summarize_run(run_dir).get("setups", {}).items() if estimated_widths(v)]
+    if text == ALL_SETUPS:
+        return tuple(known)
+    labels = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    for label in labels:
+        if label not in known:
+            raise UserError(f"unknown setup '{label}'", f"choose from: {', '.join(known)}, or --setup all")
+    return labels
+
+
+def verify_search(base: SearchSpec, p: float, request: VerifyRequest) -> SearchSpec:
+    """The target's search: the lattice grid ±span around p with p as an anchor, or (``--factors``) p + log2 f."""
+    if request.factors:
+        points = tuple(round(p + math.log2(f), 10) for f in request.factors)
+        return replace(base, key=LR_KEY, scale="log2", min=points[0], max=points[0], step=request.step,
+                       sampler="grid", pruner="none", n_trials=None, extend=False, noise_seeds=0, anchors=points)
+    step = request.step
+    low, high = step * round((p - request.span) / step), step * round((p + request.span) / step)
+    return replace(base, key=LR_KEY, scale="log2", min=round(low, 10), max=round(high, 10), step=step, sampler="grid",
+                   pruner="none", n_trials=None, extend=True, extend_max=max(base.extend_max, step),
+                   anchors=(round(p, 10),))
+
+
+def _sweep_spec(run_dir: Path) -> SweepSpec:
+    path = run_dir / CONFIG_FILE
+    record = yaml.safe_load(path.read_text()) if path.is_file() else None
+    if not isinstance(record, dict) or record.get("kind") != "sweep" or not isinstance(record.get("spec"), dict):
+        raise UserError(f"{run_dir} is not a sweep run directory (no sweep config.yaml)", "pass --from RUN_DIR of a "
+                        "sweep")
+    return spec_from_dict(record["spec"])
+
+
+class Verification:
+    """One verify request against one sweep: its targets, the specs that train them, and the report."""
+
+    def __init__(self, run_dir: Path, request: VerifyRequest) -> None:
+        if request.span < request.step:
+            raise UserError(f"--span {request.span:g} is less than --step {request.step:g}",
+                            "give a span of at least one step, e.g. --span 1.5 --step 0.5")
+        self.run_dir, self.request = run_dir, request
+        self.sweep = _sweep_spec(run_dir)
+        self.targets = [self._target(width, setup) for width in request.widths
+                        for setup in (request.setups if request.setups is not None else (None,))]
+
+    def _target(self, width: int, setup: Optional[str]) -> Target:
+        transfer = make_transfer(self.run_dir, width, setup, self.request.correct_drift)
+        label = transfer.document["source"]["setup"]
+        base = next((s for s in self._setup(label).search if s.key == LR_KEY), SearchSpec())
+        search = verify_search(base, transfer.prediction.log2_lr, self.request)
+        return Target(label, width, transfer.prediction, search, tuple(transfer.warnings))
+
+    def _setup(self, label: str) -> SetupSpec:
+        return next(s for s in self.sweep.setups if s.label == label)
+
+    @property
+    def prefix(self) -> str:
+        """Study names' prefix: apart from the sweep's own, and per set of extra overrides (another experiment)."""
+        tag = hashlib.sha256("\n".join(self.request.overrides).encode()).hexdigest()[:8]
+        return f"verify-{self.sweep.name}" + (f"-{tag}" if self.request.overrides else "")
+
+    def specs(self) -> list[SweepSpec]:
+        """One spec per target width: each target's setup with its own search, the sweep's first seed."""
+        out = []
+        for width in self.request.widths:
+            setups = tuple(SetupSpec(t.setup, self._setup(t.setup).overrides, (t.search,))
+                           for t in self.targets if t.width == width)
+            out.append(SweepSpec(name=f"{self.sweep.name}-verify", setups=setups, widths=(width,),
+                                 seeds=(self.sweep.seeds[0],), overrides=(*self.sweep.overrides, *self.request.overrides),
+                                 batch_trials=self.sweep.batch_trials, model=self.sweep.model))
+        return out
+
+    def report(self, rows: pd.DataFrame) -> dict[str, Any]:
+        """verify.json: per target the prediction, the measured optimum, error and regret (or the factors)."""
+        r = self.request
+        entries = [self._factors(t, rows) if r.factors else self._fidelity(t, rows) for t in self.targets]
+        return {"mutransfer_verify": 1, "run_dir": str(self.run_dir), "prefix": self.prefix, "mode": "factors" if r.factors else "measure",
+                "tolerance": r.tolerance, "span": r.span, "step": r.step, "correct_drift": r.correct_drift,
+                "overrides": list(r.overrides), "passed": all(e["passed"] for e in entries), "targets": entries}
+
+    def _rows(self, target: Target, rows: pd.DataFrame) -> pd.DataFrame:
+        return rows[(rows["setup"] == target.setup) & (rows["width"] == target.width)]
+
+    def _fidelity(self, target: Target, rows: pd.DataFrame) -> dict[str, Any]:
+        part = self._rows(target, rows)
+        p = target.prediction.log2_lr
+        fidelity = measure_fidelity(target.width, part[LR_COLUMN].to_numpy(float), part["seed"].to_numpy(),
+                                    part["val_loss"].to_numpy(float), part["status"].to_numpy(str), p,
+                                    self.sweep.seeds[0], self.request.step, target.search.on_grid(p))
+        interval = target.prediction.interval
+        x_star = fidelity.measured.x_star if fidelity.measured else math.nan
+        covered = interval is not None and interval[0] <= x_star <= interval[1]
+        passed = fidelity.within(self.request.tolerance)
+        return {"setup": target.setup, "width": target.width, "prediction": target.prediction.as_dict(),
+                **fidelity.as_dict(), "passed": passed, "covered": covered, "trials": len(part),
+                "grid": [target.search.min, target.search.max], "warnings": list(target.warnings)}
+
+    def _factors(self, target: Target, rows: pd.DataFrame) -> dict[str, Any]:
+        part = self._rows(target, rows)
+        part = part[part["seed"] == self.sweep.seeds[0]]
+        p = target.prediction.log2_lr
+        points = []
+        for factor, x in zip(self.request.factors or (), target.search.anchors):
+            hit = part[(part[LR_COLUMN] - x).abs() < 1e-6]
+            loss = float(hit["val_loss"].iloc[0]) if len(hit) else math.nan
+            points.append({"factor": factor, LR_COLUMN: x, "val_loss": loss,
+                           "status": str(hit["status"].iloc[0]) if len(hit) else "missing"})
+        middle = min(points, key=lambda e: abs(math.log2(e["factor"])))
+        others = [e["val_loss"] for e in points if e is not middle and math.isfinite(e["val_loss"])]
+        margin = min(others) - middle["val_loss"] if others and math.isfinite(middle["val_loss"]) else math.nan
+        return {"setup": target.setup, "width": target.width, "prediction": target.prediction.as_dict(),
+                "predicted_log2_lr": p, "factors": points, "middle": middle["factor"], "margin": margin,
+                "passed": bool(margin > 0), "warnings": list(target.warnings)}
+
+
+def write_outputs(run_dir: Path, rows: pd.DataFrame, document: dict[str, Any]) -> pd.DataFrame:
+    """verify.csv keeps every verified point (this run's studies replace their own earlier rows); verify.json
+    is this run's report. Returns the whole verify.csv table."""
     path = run_dir / VERIFY_FILE
-    old = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=VERIFY_COLUMNS)
-    keep = old[~((old["width"] == width) & old["factor"].isin(factors))] if not old.empty else old
-    table = pd.concat([keep, new], ignore_index=True) if not keep.empty else new
+    table = rows
+    if path.is_file():
+        try:
+            old = pd.read_csv(path)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+            raise UserError(f"{path} is not a CSV table", "move it aside and run verify again") from None
+        if "study" in old.columns:
+            old = old[~old["study"].isin(set(rows["study"]))]
+        table = pd.concat([old, rows], ignore_index=True) if not old.empty else rows
     atomic_write_text(path, table.to_csv(index=False))
-    middle = min(factors, key=lambda f: abs(math.log2(f)))
-    at_middle = new[new["factor"] == middle]["val_loss"].iloc[0]
-    others = new[new["factor"] != middle]["val_loss"].dropna()
-    margin = float(others.min() - at_middle) if len(others) and math.isfinite(at_middle) else math.nan
-    return {"rows": new, "middle": middle, "middle_wins": bool(margin > 0), "margin": margin,
-            "warnings": transfer.warnings, "setup": transfer.document["source"]["setup"]}
+    write_json(run_dir / VERIFY_REPORT, document)
+    return table
+

@@ -1,0 +1,95 @@
+"""Fidelity of the transferred learning rate: the default sweep, then `verify` at wider widths for every setup,
+plain and with --correct-drift, as a table of errors and regrets with their intervals and the wall time.
+
+    python scripts/bench_fidelity.py [--run runs/fidelity] [--widths 256,512] [--full] [--workers 1]
+
+Sized for 2 cores: widths 256 and 512 (add 1024 with --full; a GPU adds it by default). Every step resumes:
+the sweep and each verify keep their trials in the run directory's journal, so running the script again
+after an interruption trains only what is missing. Each (width, setup, mode) is one `verify` call, whose
+verify.json is kept as `fidelity/<mode>_w<width>_<setup>.json`; the Markdown table is printed at the end and
+written to `fidelity/table.md`, and `verify.png` of each mode across all widths to `fidelity/<mode>.png`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+MODES = {"plain": [], "corrected": ["--correct-drift"]}
+
+
+def cli(*args: str) -> float:
+    """Run ``mutransfer ARGS`` and return its wall time; exit on failure (2) but not on --strict misses."""
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "mutransfer", *args], text=True, capture_output=True)
+    if proc.returncode not in (0, 1):
+        sys.exit(f"mutransfer {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return time.perf_counter() - started
+
+
+def interval(values: Any, fmt: str) -> str:
+    if not values:
+        return "(none)"
+    return "[" + ", ".join(format(v, fmt) if v is not None and math.isfinite(v) else "…" for v in values) + "]"
+
+
+def row(mode: str, target: dict[str, Any]) -> str:
+    measured, regret = target["measured"] or {}, target["regret"] or {}
+    star = measured.get("log2_lr_star")
+    measured_text = f"{star:.2f}" if star is not None else "–"
+    bound = "≥ " if regret.get("bound") else ""
+    regret_text = f"{bound}{regret['percent']:+.2f} {interval(regret['percent_ci'], '+.2f')}" if regret else "–"
+    return (f"| {target['setup']} | {target['width']} | {mode} | {target['predicted_log2_lr']:.2f} | {measured_text} | "
+            f"{target['error']:+.2f} {interval(target['error_ci'], '+.2f')} | {regret_text} | "
+            f"{'yes' if target['passed'] else 'no'} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, default=Path("runs/fidelity"))
+    parser.add_argument("--widths", default="256,512")
+    parser.add_argument("--full", action="store_true", help="add width 1024")
+    parser.add_argument("--workers", default="1")
+    args = parser.parse_args()
+    import torch
+
+    widths = [int(w) for w in args.widths.split(",")] + ([1024] if args.full or torch.cuda.is_available() else [])
+    out = args.run / "fidelity"
+    seconds = {"sweep": cli("sweep", "default", "--out", str(args.run), "--workers", args.workers)}
+    print(f"sweep default: {seconds['sweep']:.0f} s", flush=True)
+    setups = list(json.loads((args.run / "summary.json").read_text())["setups"])
+    out.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for width in sorted(set(widths)):
+        for setup in setups:
+            for mode, flags in MODES.items():
+                took = cli("verify", "--width", str(width), "--from", str(args.run), "--setup", setup,
+                           "--workers", args.workers, *flags)
+                seconds[f"{mode} w{width} {setup}"] = took
+                shutil.copy(args.run / "verify.json", out / f"{mode}_w{width}_{setup}.json")
+                target = json.loads((args.run / "verify.json").read_text())["targets"][0]
+                lines.append(row(mode, target))
+                print(f"{lines[-1]}   ({took:.0f} s)", flush=True)
+    for mode, flags in MODES.items():
+        cli("verify", "--width", ",".join(map(str, widths)), "--from", str(args.run), "--setup", "all", *flags)
+        shutil.copy(args.run / "verify.png", out / f"{mode}.png")
+    header = ("| setup | width | prediction | predicted log2 η* | measured | error (octaves) [95 %] | "
+              "regret (%) [95 %] | within 0.5 |\n|---|---|---|---|---|---|---|---|")
+    table = "\n".join([header, *lines])
+    total = sum(seconds.values())
+    footer = (f"\nwall time: {total / 60:.1f} min in all (sweep {seconds['sweep'] / 60:.1f} min; verify "
+              f"{(total - seconds['sweep']) / 60:.1f} min), {args.workers} worker(s), "
+              f"{'GPU' if torch.cuda.is_available() else f'CPU, {torch.get_num_threads()} threads'}")
+    (out / "table.md").write_text(table + "\n" + footer + "\n")
+    print("\n" + table + "\n" + footer)
+
+
+if __name__ == "__main__":
+    main()

@@ -98,8 +98,14 @@ class SweepSpec:
         return {"model": self.model} if self.model else None
 
     def as_dict(self) -> dict[str, Any]:
+        """Plain data; a search without anchors leaves the key out, so sweeps recorded before anchors existed
+        keep their fingerprint."""
         data = dataclasses.asdict(self)
         data.pop("source")
+        for setup in data["setups"]:
+            for search in setup["search"]:
+                if not search["anchors"]:
+                    search.pop("anchors")
         return data
 
 

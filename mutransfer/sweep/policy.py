@@ -93,7 +93,8 @@ class SearchPolicy:
     def bounds(self) -> tuple[float, float]:
         """The widest range a point may take: the spec's range plus the allowed extension, and the anchors."""
         extra = self.search.extend_max if self.extends else 0.0
-        return min(self.search.min - extra, *self.search.anchors), max(self.search.max + extra, *self.search.anchors)
+        low, high = self.search.min - extra, self.search.max + extra
+        return min([low, *self.search.anchors]), max([high, *self.search.anchors])
 
     def sampler(self) -> optuna.samplers.BaseSampler:
         """The sampler for asks that find the queue empty (their trial is discarded)."""

@@ -18,6 +18,8 @@ from mutransfer.config import load_config_file
 from mutransfer.model.apply import build_optimizer
 from mutransfer.analysis.plots import transfer_figure
 from mutransfer.analysis.summary import read_tables, summarize_run
+from mutransfer.transfer.target import make_transfer
+from mutransfer.transfer.verify import Verification, VerifyRequest
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +168,26 @@ def test_verify_resumes_and_strict_fails_a_tight_tolerance(runner: CliRunner, ve
     assert result.exit_code == 1, result.output
     assert sorted(after["trial"]) == sorted(before["trial"]) and len(after) == len(before)
     assert json.loads((verified / "verify.json").read_text())["passed"] is False
+
+
+def test_verify_checks_the_prediction_transfer_makes(sweep_dir: Path) -> None:
+    for correct in (False, True):
+        request = VerifyRequest(widths=(128, 256), setups=("sp_adamw",), correct_drift=correct)
+        verification = Verification(sweep_dir, request)
+        for target in verification.targets:
+            expected = make_transfer(sweep_dir, target.width, "sp_adamw", correct).prediction
+            assert target.prediction == expected and target.search.anchors == (round(expected.log2_lr, 10),)
+        specs = verification.specs()
+        assert [s.widths for s in specs] == [(128,), (256,)] and verification.prefix == "verify-tiny"
+    assert Verification(sweep_dir, VerifyRequest(widths=(128,), overrides=("train.steps=20",))).prefix != "verify-tiny"
+
+
+def test_plot_redraws_the_verify_figure(runner: CliRunner, verified: Path, tmp_path: Path) -> None:
+    run = tmp_path / "copy"
+    shutil.copytree(verified, run)
+    (run / "verify.png").unlink()
+    result = invoke(runner, "plot", str(run))
+    assert result.exit_code == 0 and (run / "verify.png").stat().st_size > 10_000, result.output
 
 
 def test_verify_several_widths_dry_run_and_factors(runner: CliRunner, sweep_dir: Path, tmp_path: Path) -> None:

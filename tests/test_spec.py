@@ -83,3 +83,18 @@ def test_model_config_overrides_stay_config_overrides() -> None:
     assert "model.depth=3" in spec.overrides
     assert spec.model == {"factory": "pkg.mod:make", "roles": {"*": "hidden"}}
     assert spec.extra() == {"model": spec.model}
+
+
+def test_anchors_round_trip_and_stay_out_of_plain_specs() -> None:
+    """A spec without anchors records exactly what it recorded before anchors existed (old sweeps keep their
+    fingerprint); one with anchors survives the round trip through its record."""
+    from dataclasses import replace
+
+    from mutransfer.sweep.spec import load_spec, spec_from_dict
+
+    spec = load_spec("default")
+    assert all("anchors" not in s for setup in spec.as_dict()["setups"] for s in setup["search"])
+    anchored = replace(spec, setups=tuple(replace(s, search=tuple(replace(x, anchors=(-4.15,)) for x in s.search))
+                                          for s in spec.setups))
+    back = spec_from_dict(anchored.as_dict())
+    assert back.setups == anchored.setups and hash(back.setups[0].search[0])

@@ -5,8 +5,8 @@ point sits on an edge of what was tried, one more point a step past that edge (`
 ``extend_max``) until the optimum is bracketed or the new point diverges; then the noise probes: the fit window of the current
 optimum re-trained with each of ``noise_seeds`` extra seeds (primary seed's study only), repeated until every
 window point has every seed. Anchors (``search.anchors``) are queued once for every seed and, off the grid,
-play no part in placing the optimum. ``refine`` fills the fit window at quarter steps before the probes. ``tpe`` and
-``gp`` let Optuna's sampler propose points up to the budget. The worker loop only claims, trains and tells.
+play no part in placing the optimum. ``refine`` fills the fit window at quarter steps before the probes.
+``tpe`` and ``gp`` let Optuna's sampler propose points up to the budget. The worker loop only claims, trains and tells.
 """
 
 from __future__ import annotations
@@ -124,9 +124,8 @@ class GridPolicy(SearchPolicy):
     def budget(self) -> int:
         window = 2 * round(self.halfwidth / self.search.step) + 1
         grid = {round(x, 9) for x in self.search.grid()}
-        extra = [x for x in self.search.anchors if round(x, 9) not in grid]
-        anchors = len(extra) * (1 + len(self.probe_seeds)) + (len(self.search.anchors) - len(extra)) * len(
-            self.probe_seeds)
+        on_grid = sum(round(x, 9) in grid for x in self.search.anchors)
+        anchors = len(self.search.anchors) * (1 + len(self.probe_seeds)) - on_grid
         return len(self.search.grid()) + window * len(self.probe_seeds) + anchors
 
     def initial_points(self) -> list[Point]:

@@ -8,7 +8,7 @@ from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.trial import sweep_record
 
 
-@pytest.mark.parametrize("name", ["default", "smoke", "gpu"])
+@pytest.mark.parametrize("name", ["default", "smoke", "gpu", "factorial"])
 def test_shipped_specs_load(name: str) -> None:
     spec = load_spec(name)
     assert spec.name == name
@@ -72,7 +72,7 @@ def test_bad_specs(tmp_path: Path, text: str, overrides: list[str], needle: str)
 
 
 def test_missing_spec_names_the_shipped_ones(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="default, gpu, smoke"):
+    with pytest.raises(UserError, match="default, factorial, gpu, smoke"):
         load_spec("nonexistent")
     with pytest.raises(UserError, match="not found"):
         load_spec(str(tmp_path / "missing.yaml"))

@@ -64,7 +64,7 @@ def train(
 
 @app.command()
 def sweep(
-    spec: Optional[str] = typer.Argument(None, help="Sweep spec: a YAML path or a shipped name (default, smoke, gpu)."),
+    spec: Optional[str] = typer.Argument(None, help="Sweep spec: a YAML path or a shipped name (default, smoke, gpu, factorial)."),
     overrides: Optional[List[str]] = typer.Argument(None, help="Spec keys (widths=[64,128]) or config overrides."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<spec name>)."),
     storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage URL (default: a journal file in "

@@ -12,9 +12,10 @@ from mutransfer.sweep.trial import sweep_record
 def test_shipped_specs_load(name: str) -> None:
     spec = load_spec(name)
     assert spec.name == name
-    assert [s.label for s in spec.setups] == ["sp_adamw", "mup_muon"]
+    labels = ["sp_adamw", "mup_adamw", "sp_muon", "mup_muon"] if name == "factorial" else ["sp_adamw", "mup_muon"]
+    assert [s.label for s in spec.setups] == labels
     assert all(s.search[0].key == LR_KEY and s.search[0].sampler == "grid" for s in spec.setups)
-    assert len(spec.setups[0].search[0].grid()) >= (7 if name == "default" else 3)
+    assert len(spec.setups[0].search[0].grid()) >= (7 if name in ("default", "factorial") else 3)
 
 
 def test_default_spec_grids_are_per_setup() -> None:

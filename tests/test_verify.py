@@ -59,7 +59,7 @@ def test_error_and_regret_of_a_known_bowl() -> None:
     seed = np.array([0] * (len(grid) + 1) + [1] * 5 + [2] * 5)
     offsets = {0: 0.0, 1: 0.05, 2: -0.03}
     loss = _bowl(x, seed, centre, offsets)
-    fidelity = measure_fidelity(512, x, seed, loss, np.array(["ok"] * len(x)), p, 0, 0.5, True)
+    fidelity = measure_fidelity(512, x, seed, loss, np.array(["ok"] * len(x)), p, 0, 0.5)
     assert fidelity.measured is not None and fidelity.measured.censored is None
     assert fidelity.error == pytest.approx(-1.0, abs=1e-6)
     assert fidelity.regret is not None and fidelity.regret.seeds == 3
@@ -74,7 +74,7 @@ def test_a_diverged_prediction_has_no_regret_and_says_why() -> None:
     seed = np.zeros(len(x), int)
     status = np.where(x >= p, "diverged", "ok")
     loss = np.where(status == "ok", 2.0 + 0.2 * (x + 4.0) ** 2, math.nan)
-    fidelity = measure_fidelity(512, x, seed, loss, status, p, 0, 0.5, True)
+    fidelity = measure_fidelity(512, x, seed, loss, status, p, 0, 0.5)
     assert fidelity.regret is None and "diverged" in fidelity.note and fidelity.error == pytest.approx(-2.0, abs=0.2)
 
 

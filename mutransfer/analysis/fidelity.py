@@ -3,13 +3,15 @@ log2 η* in octaves, and the loss regret of training at the predicted η* instea
 
 Input: the trials of one (setup, width) — x = log2 η, seed, validation loss, status — from a grid around the
 prediction p (one seed, the *grid seed*), the noise probes' re-trained fit window, and p itself trained with
-every seed. The optimum is measured by ``analysis.optimum`` from the grid and the probes (p left out unless it
-lies on the grid, so the prediction cannot pull the measurement towards itself).
+every seed. The optimum is measured by ``analysis.optimum`` from the grid and the probes: points off the grid's
+lattice (p, or an earlier verify's prediction) are left out, so a prediction cannot pull the measurement
+towards itself and every verify of a width measures the same optimum from the same grid.
 
 - error = x* − p, and its interval is the measured optimum's interval shifted by p: the prediction is the
   number ``transfer`` wrote, a constant here; its own range is reported beside it.
 - regret = L(p) − L(x*), per seed s that trained p: L_s(p) as trained, L_s(x*) from the parabola through that
-  seed's three trained points nearest x* (p among them when it is near). The mean over seeds is the regret; the spread of the paired
+  seed's three grid points nearest x* (the grid is the lattice of multiples of the step; points off it, such as
+  an earlier prediction, are left out, since two points close together make the parabola unstable). The mean over seeds is the regret; the spread of the paired
   differences (seed-to-seed offsets in the loss cancel) gives a Student-t interval. It can be negative within
   noise. In % it is relative to L_s(x*). At a censored optimum L(x*) is the best trained point: a lower bound.
 """
@@ -77,8 +79,8 @@ def _mean_interval(values: np.ndarray) -> tuple[float, Optional[tuple[float, flo
 
 
 def _loss_at(x: np.ndarray, loss: np.ndarray, at: float) -> float:
-    """One seed's loss at ``at``: the parabola through its three trained points nearest ``at`` (a local
-    interpolation, so the curve's shape across the whole fit window cannot bias it)."""
+    """One seed's loss at ``at``: the parabola through its three grid points nearest ``at`` (a local
+    interpolation one step apart, so the curve's shape across the whole fit window cannot bias it)."""
     xs, inverse = np.unique(np.round(x, 9), return_inverse=True)
     if len(xs) < 3:
         return math.nan
@@ -88,16 +90,17 @@ def _loss_at(x: np.ndarray, loss: np.ndarray, at: float) -> float:
 
 
 def _regret(measured: WidthOptimum, p: float, x: np.ndarray, seed: np.ndarray, loss: np.ndarray,
-            good: np.ndarray) -> Optional[Regret]:
+            good: np.ndarray, step: float) -> Optional[Regret]:
     """Paired per-seed regret (module docstring); None when no seed trained both p and the fit window."""
     at_p = good & np.isclose(x, p, atol=1e-9)
+    lattice = np.abs(x / step - np.round(x / step)) < 1e-6
     pairs = []
     for s in np.unique(seed[at_p]):
         mine = good & (seed == s)
         if measured.censored:
             best = float(loss[mine].min())
         else:
-            best = _loss_at(x[mine], loss[mine], measured.x_star)
+            best = _loss_at(x[mine & lattice], loss[mine & lattice], measured.x_star)
         if math.isfinite(best):
             pairs.append((float(loss[at_p & (seed == s)].mean()), best))
     if not pairs:
@@ -110,19 +113,19 @@ def _regret(measured: WidthOptimum, p: float, x: np.ndarray, seed: np.ndarray, l
 
 
 def measure_fidelity(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndarray, status: np.ndarray, p: float,
-                     grid_seed: int, step: float, on_grid: bool, th: Thresholds = Thresholds()) -> Fidelity:
-    """The optimum at the target, the prediction's error and its regret (module docstring). ``on_grid``: p is
-    one of the grid's points (then it counts towards the optimum like any other)."""
+                     grid_seed: int, step: float, th: Thresholds = Thresholds()) -> Fidelity:
+    """The optimum at the target, the prediction's error and its regret (module docstring); the grid is the
+    lattice of multiples of ``step``."""
     ok, diverged = status == "ok", status == "diverged"
     good = ok & np.isfinite(loss)
-    keep = np.ones(len(x), bool) if on_grid else ~np.isclose(x, p, atol=1e-9)
+    keep = np.abs(x / step - np.round(x / step)) < 1e-6
     measured = optimum_of_arrays(width, x[keep], seed[keep], loss[keep], ok[keep], diverged[keep], step,
                                  fit_halfwidth(step, True, th), th, grid=[grid_seed])
     if measured is None:
         return Fidelity(p, None, math.nan, None, None, "no trial at the target width trained without diverging")
     error = measured.x_star - p
     error_ci = (measured.ci[0] - p, measured.ci[1] - p)
-    regret = _regret(measured, p, x, seed, loss, good)
+    regret = _regret(measured, p, x, seed, loss, good, step)
     notes = []
     if measured.censored:
         notes.append(f"the optimum is at the {measured.censored} edge of the grid even after extending it: the error "

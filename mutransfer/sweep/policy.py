@@ -4,8 +4,8 @@ A point is (x, seed). ``grid`` queues every grid point once; then, on log2 scale
 point sits on an edge of what was tried, one more point a step past that edge (``search.extend``, up to
 ``extend_max``) until the optimum is bracketed or the new point diverges; then the noise probes: the fit window of the current
 optimum re-trained with each of ``noise_seeds`` extra seeds (primary seed's study only), repeated until every
-window point has every seed. Anchors (``search.anchors``) are queued once for every seed and, off the grid,
-play no part in placing the optimum. ``refine`` fills the fit window at quarter steps before the probes.
+window point has every seed. Anchors (``search.anchors``) are queued once for every seed; in a search with
+anchors no point off the grid's lattice plays a part in placing the optimum. ``refine`` fills the fit window at quarter steps before the probes.
 ``tpe`` and ``gp`` let Optuna's sampler propose points up to the budget. The worker loop only claims, trains and tells.
 """
 
@@ -134,8 +134,8 @@ class GridPolicy(SearchPolicy):
 
     def next_points(self, finished: Finished) -> list[Point]:
         done = {(round(x, 9), seed) for x, seed, _ in finished}
-        off_grid = {round(x, 9) for x in self.search.off_grid_anchors()}
-        finished = [f for f in finished if round(f[0], 9) not in off_grid]
+        if self.search.anchors:
+            finished = [f for f in finished if self.search.on_grid(f[0])]
         own = {x: loss for x, seed, loss in finished if seed == self.seed}
         if self.extends:
             extension = extension_point(own, self.search.step, *self.bounds)

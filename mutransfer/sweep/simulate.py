@@ -184,7 +184,7 @@ def simulate_verify(truth: Truth, search: SearchSpec, p: float,
             width.train(x, seed)
     x, seed, loss, status = (np.array(col) for col in zip(*width.points))
     fidelity = measure_fidelity(0, x.astype(float), seed.astype(int), loss.astype(float), status.astype(str), p, 0,
-                                search.step, search.on_grid(p))
+                                search.step)
     x_star = fidelity.measured.x_star if fidelity.measured else math.nan
     return fidelity, truth.x0 - p, _population_loss(truth, p) - _population_loss(truth, x_star)
 

@@ -46,8 +46,8 @@ class SearchSpec:
     noise_seeds: int = 2
     """Extra seeds that re-train each width's fit window, so the seed-to-seed spread of the optimum is measured."""
     anchors: tuple[float, ...] = ()
-    """Points trained with every seed (the study's and the noise probes') besides the grid, and left out of
-    where the policy looks for the optimum when they are off the grid: ``verify``'s predicted η* (not a YAML key)."""
+    """Points trained with every seed (the study's and the noise probes') besides the grid: ``verify``'s
+    predicted η* (not a YAML key). A search with anchors places its optimum from points on the grid only."""
 
     @property
     def column(self) -> str:
@@ -69,9 +69,6 @@ class SearchSpec:
         """Whether ``x`` lies on the grid's lattice (min + k·step, extensions included)."""
         k = (x - self.min) / self.step
         return abs(k - round(k)) < 1e-6
-
-    def off_grid_anchors(self) -> tuple[float, ...]:
-        return tuple(x for x in self.anchors if not self.on_grid(x))
 
 
 @dataclass(frozen=True)

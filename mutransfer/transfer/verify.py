@@ -176,7 +176,7 @@ class Verification:
         p = target.prediction.log2_lr
         fidelity = measure_fidelity(target.width, part[LR_COLUMN].to_numpy(float), part["seed"].to_numpy(),
                                     part["val_loss"].to_numpy(float), part["status"].to_numpy(str), p,
-                                    self.sweep.seeds[0], self.request.step, target.search.on_grid(p))
+                                    self.sweep.seeds[0], self.request.step)
         interval = target.prediction.interval
         x_star = fidelity.measured.x_star if fidelity.measured else math.nan
         covered = interval is not None and interval[0] <= x_star <= interval[1]

@@ -198,7 +198,7 @@ def verify_figure(swept: pd.DataFrame, rows: pd.DataFrame, report: dict[str, Any
                     label=f"swept width {width}")
         mine = rows[rows["setup"] == setup]
         for t in (t for t in targets if t["setup"] == setup):
-            _verified_width(ax, mine[mine["width"] == t["width"]], t, colors[t["width"]])
+            _verified_width(ax, mine[mine["width"] == t["width"]], t, colors[t["width"]], report["step"])
         _zoom(ax, mine, behind)
         _label(ax, f"{setup}: verified at width {', '.join(str(t['width']) for t in targets if t['setup'] == setup)}",
                "log2(base learning rate η)", title_size=10, legend_loc="upper left")
@@ -222,10 +222,13 @@ def _zoom(ax: Any, rows: pd.DataFrame, behind: pd.DataFrame) -> None:
     ax.set_ylim(low - pad, high + pad)
 
 
-def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: Any) -> None:
+def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: Any, step: float) -> None:
+    """The grid's curve (points on the lattice of ``step``), every trained point as a dot, the prediction and
+    the measured optimum."""
     width, prediction = target["width"], target["prediction"]
     ok = rows[rows["status"] == "ok"]
-    line = _grid_curve(rows)
+    lattice = (rows[LR_COLUMN] / step - (rows[LR_COLUMN] / step).round()).abs() < 1e-6
+    line = _grid_curve(rows[lattice])
     ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=3.5, lw=1.8, label=f"width {width}")
     ax.plot(ok[LR_COLUMN], ok["val_loss"], ".", color=color, ms=3, alpha=0.6)
     if prediction.get("interval"):

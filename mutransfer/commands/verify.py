@@ -141,6 +141,8 @@ def _results_table(document: dict[str, Any]) -> Any:
         measured, regret = t["measured"] or {}, t["regret"] or {}
         bound = "≥ " if regret.get("bound") else ""
         result = "[green]within tolerance[/]" if t["passed"] else f"[red]misses by more than {tol:g}[/]"
+        if t["passed"] and t["error_ci"] and not -tol <= t["error_ci"][0] <= t["error_ci"][1] <= tol:
+            result += f" (its interval reaches past ±{tol:g})"
         table.add_row(t["setup"], str(t["width"]), f"{t['predicted_log2_lr']:.2f}",
                       _num(measured.get("log2_lr_star"), ".2f"), _ci(measured.get("ci"), ".2f"),
                       f"{_num(t['error'])} {_ci(t['error_ci'])}",

@@ -27,7 +27,7 @@ import numpy as np
 from .optimum import Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays
 from .stats import t_quantile
 
-__all__ = ["Regret", "Fidelity", "measure_fidelity"]
+__all__ = ["Regret", "Fidelity", "measure_fidelity", "on_lattice"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,11 @@ class Fidelity:
                 "regret": self.regret.as_dict() if self.regret else None, "note": self.note}
 
 
+def on_lattice(x: np.ndarray, step: float) -> np.ndarray:
+    """Which values lie on the lattice of multiples of ``step`` (a verify grid, its extensions included)."""
+    return np.abs(x / step - np.round(x / step)) < 1e-6
+
+
 def _mean_interval(values: np.ndarray) -> tuple[float, Optional[tuple[float, float]]]:
     mean = float(values.mean())
     if len(values) < 2:
@@ -90,10 +95,9 @@ def _loss_at(x: np.ndarray, loss: np.ndarray, at: float) -> float:
 
 
 def _regret(measured: WidthOptimum, p: float, x: np.ndarray, seed: np.ndarray, loss: np.ndarray,
-            good: np.ndarray, step: float) -> Optional[Regret]:
+            good: np.ndarray, lattice: np.ndarray) -> Optional[Regret]:
     """Paired per-seed regret (module docstring); None when no seed trained both p and the fit window."""
     at_p = good & np.isclose(x, p, atol=1e-9)
-    lattice = np.abs(x / step - np.round(x / step)) < 1e-6
     pairs = []
     for s in np.unique(seed[at_p]):
         mine = good & (seed == s)
@@ -118,14 +122,14 @@ def measure_fidelity(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndarr
     lattice of multiples of ``step``."""
     ok, diverged = status == "ok", status == "diverged"
     good = ok & np.isfinite(loss)
-    keep = np.abs(x / step - np.round(x / step)) < 1e-6
+    keep = on_lattice(x, step)
     measured = optimum_of_arrays(width, x[keep], seed[keep], loss[keep], ok[keep], diverged[keep], step,
                                  fit_halfwidth(step, True, th), th, grid=[grid_seed])
     if measured is None:
         return Fidelity(p, None, math.nan, None, None, "no trial at the target width trained without diverging")
     error = measured.x_star - p
     error_ci = (measured.ci[0] - p, measured.ci[1] - p)
-    regret = _regret(measured, p, x, seed, loss, good, step)
+    regret = _regret(measured, p, x, seed, loss, good, keep)
     notes = []
     if measured.censored:
         notes.append(f"the optimum is at the {measured.censored} edge of the grid even after extending it: the error "

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import LR_COLUMN, LR_KEY
+from .fidelity import on_lattice
 
 __all__ = ["transfer_figure", "drift_figure", "curves_figure", "verify_figure", "save"]
 
@@ -227,8 +228,7 @@ def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: 
     the measured optimum."""
     width, prediction = target["width"], target["prediction"]
     ok = rows[rows["status"] == "ok"]
-    lattice = (rows[LR_COLUMN] / step - (rows[LR_COLUMN] / step).round()).abs() < 1e-6
-    line = _grid_curve(rows[lattice])
+    line = _grid_curve(rows[on_lattice(rows[LR_COLUMN].to_numpy(float), step)])
     ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=3.5, lw=1.8, label=f"width {width}")
     ax.plot(ok[LR_COLUMN], ok["val_loss"], ".", color=color, ms=3, alpha=0.6)
     if prediction.get("interval"):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from rich.console import Group
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-__all__ = ["SweepDisplay", "summary_table", "verdict_notes"]
+__all__ = ["SweepDisplay", "summary_table", "verdict_notes", "format_bound", "format_interval"]
 
 
 class SweepDisplay:
@@ -41,12 +41,13 @@ class SweepDisplay:
         return Group(self.progress, running, table)
 
 
-def _bound(value: Any) -> str:
-    return f"{value:+.2f}" if value is not None and math.isfinite(value) else "…"
+def format_bound(value: Any, fmt: str = "+.2f") -> str:
+    """A number, or … for a missing or infinite one (an open end of an interval)."""
+    return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else "…"
 
 
-def _ci(values: Optional[list[Any]]) -> str:
-    return f"[{_bound(values[0])}, {_bound(values[1])}]" if values else "-"
+def format_interval(values: Optional[Sequence[Any]], fmt: str = "+.2f", missing: str = "-") -> str:
+    return f"[{format_bound(values[0], fmt)}, {format_bound(values[1], fmt)}]" if values else missing
 
 
 def _number(value: Any, digits: int) -> str:
@@ -63,13 +64,13 @@ def summary_table(summary: dict[str, Any], title: str = "optimal learning rate p
     for setup, info in summary.get("setups", {}).items():
         widths = sorted(info.get("widths", {}), key=int)
         slope = info.get("slope")
-        slope_text = f"{slope:+.2f} {_ci(info.get('slope_ci'))}" if slope is not None and math.isfinite(slope) else "-"
+        slope_text = f"{slope:+.2f} {format_interval(info.get('slope_ci'))}" if slope is not None and math.isfinite(slope) else "-"
         verdict = info.get("verdict", "inconclusive")
         for i, width in enumerate(widths):
             opt = info["widths"][width]
             kind = " (res.)" if opt.get("ci_kind") == "resolution" else ""
             table.add_row(setup if i == 0 else "", width, _number(opt.get("log2_lr_star"), 2),
-                          _ci(opt.get("ci")) + kind, _number(opt.get("best_loss"), 4),
+                          format_interval(opt.get("ci")) + kind, _number(opt.get("best_loss"), 4),
                           ", ".join(opt.get("flags", [])) or "-", slope_text if i == 0 else "",
                           f"[{colors.get(verdict, 'white')}]{verdict}[/]" if i == 0 else "")
         table.add_section()

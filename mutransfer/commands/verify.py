@@ -3,9 +3,10 @@ error and loss regret, write verify.csv / verify.json / verify.png into the swee
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Optional, Sequence
+
+from .display import format_bound, format_interval
 
 __all__ = ["run", "EXIT_MISSED"]
 
@@ -108,12 +109,8 @@ def _finish(screen: Any, verification: Any, rows: Any) -> dict[str, Any]:
     return document
 
 
-def _num(value: Any, fmt: str = "+.2f") -> str:
-    return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else "…"
-
-
 def _ci(values: Optional[Sequence[float]], fmt: str = "+.2f") -> str:
-    return f"[{_num(values[0], fmt)}, {_num(values[1], fmt)}]" if values else "(no interval)"
+    return format_interval(values, fmt, missing="(no interval)")
 
 
 def _targets_table(verification: Any) -> Any:
@@ -144,10 +141,10 @@ def _results_table(document: dict[str, Any]) -> Any:
         if t["passed"] and t["error_ci"] and not -tol <= t["error_ci"][0] <= t["error_ci"][1] <= tol:
             result += f" (its interval reaches past ±{tol:g})"
         table.add_row(t["setup"], str(t["width"]), f"{t['predicted_log2_lr']:.2f}",
-                      _num(measured.get("log2_lr_star"), ".2f"), _ci(measured.get("ci"), ".2f"),
-                      f"{_num(t['error'])} {_ci(t['error_ci'])}",
-                      f"{bound}{_num(regret.get('nats'), '+.4f')} {_ci(regret.get('nats_ci'), '+.4f')}" if regret else "-",
-                      f"{bound}{_num(regret.get('percent'))} {_ci(regret.get('percent_ci'))}" if regret else "-", result)
+                      format_bound(measured.get("log2_lr_star"), ".2f"), _ci(measured.get("ci"), ".2f"),
+                      f"{format_bound(t['error'])} {_ci(t['error_ci'])}",
+                      f"{bound}{format_bound(regret.get('nats'), '+.4f')} {_ci(regret.get('nats_ci'), '+.4f')}" if regret else "-",
+                      f"{bound}{format_bound(regret.get('percent'))} {_ci(regret.get('percent_ci'))}" if regret else "-", result)
     table.caption = "intervals: 95 %; the error's is the measured optimum's (the prediction is the number transfer wrote)"
     return table
 
@@ -161,8 +158,8 @@ def _factors_table(document: dict[str, Any]) -> Any:
     for t in document["targets"]:
         for point in t["factors"]:
             table.add_row(t["setup"], str(t["width"]), f"{point['factor']:g}", f"{point['log2_lr']:.2f}",
-                          _num(point["val_loss"], ".4f"), point["status"])
+                          format_bound(point["val_loss"], ".4f"), point["status"])
         verdict = "wins" if t["passed"] else "does not win"
-        table.add_row("", "", "", "", "", f"η* × {t['middle']:g} {verdict} (margin {_num(t['margin'], '+.4f')} nats)")
+        table.add_row("", "", "", "", "", f"η* × {t['middle']:g} {verdict} (margin {format_bound(t['margin'], '+.4f')} nats)")
         table.add_section()
     return table

@@ -20,7 +20,7 @@ from ..schema import Config
 from ..train.data import vocab_size
 from ..analysis.prediction import Prediction, predict
 
-__all__ = ["Transfer", "make_transfer", "write_transfer", "FAR_FACTOR", "FORMATS", "DEFAULT_TOLERANCE"]
+__all__ = ["Transfer", "make_transfer", "write_transfer", "read_sweep_record", "FAR_FACTOR", "FORMATS", "DEFAULT_TOLERANCE"]
 
 FAR_FACTOR = 64
 FORMATS = ("yaml", "json")
@@ -34,10 +34,11 @@ class Transfer:
         self.document, self.config, self.warnings, self.prediction = document, config, warnings, prediction
 
 
-def _sweep_record(run_dir: Path) -> dict[str, Any]:
+def read_sweep_record(run_dir: Path) -> dict[str, Any]:
+    """A sweep run directory's config.yaml (its spec and every setup's resolved config)."""
     path = run_dir / CONFIG_FILE
     record = yaml.safe_load(path.read_text()) if path.is_file() else None
-    if not isinstance(record, dict) or record.get("kind") != "sweep":
+    if not isinstance(record, dict) or record.get("kind") != "sweep" or not isinstance(record.get("spec"), dict):
         raise UserError(f"{run_dir} is not a sweep run directory (no sweep config.yaml)", "pass --from RUN_DIR of a sweep")
     return record
 
@@ -66,7 +67,7 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         raise UserError(f"--width {width} must be positive", "give the target width, e.g. --width 4096")
     if not math.isfinite(tolerance) or tolerance <= 0:
         raise UserError(f"--tolerance {tolerance} must be a positive number of octaves", "e.g. --tolerance 1")
-    record = _sweep_record(run_dir)
+    record = read_sweep_record(run_dir)
     summary = summarize_run(run_dir)
     label, info, warnings = _choose(summary, setup)
     base = config_from_dict(record["setups"][label], where=f"{run_dir}/{CONFIG_FILE}")

@@ -17,16 +17,15 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pandas as pd
-import yaml
 
 from ..analysis.fidelity import measure_fidelity
 from ..analysis.prediction import Prediction
 from ..analysis.summary import estimated_widths, summarize_run
 from ..errors import UserError
-from ..files import CONFIG_FILE, VERIFY_FILE, VERIFY_REPORT, atomic_write_text, write_json
+from ..files import VERIFY_FILE, VERIFY_REPORT, atomic_write_text, write_json
 from ..schema import LR_COLUMN, LR_KEY
 from ..sweep.spec import SearchSpec, SetupSpec, SweepSpec, spec_from_dict
-from .target import make_transfer
+from .target import make_transfer, read_sweep_record
 
 __all__ = ["VerifyRequest", "Target", "Verification", "parse_widths", "parse_factors", "parse_setups",
            "verify_search", "write_outputs", "DEFAULT_SPAN", "DEFAULT_STEP", "ERROR_TOLERANCE", "ALL_SETUPS"]
@@ -112,15 +111,6 @@ def verify_search(base: SearchSpec, p: float, request: VerifyRequest) -> SearchS
                    anchors=(round(p, 10),))
 
 
-def _sweep_spec(run_dir: Path) -> SweepSpec:
-    path = run_dir / CONFIG_FILE
-    record = yaml.safe_load(path.read_text()) if path.is_file() else None
-    if not isinstance(record, dict) or record.get("kind") != "sweep" or not isinstance(record.get("spec"), dict):
-        raise UserError(f"{run_dir} is not a sweep run directory (no sweep config.yaml)", "pass --from RUN_DIR of a "
-                        "sweep")
-    return spec_from_dict(record["spec"])
-
-
 class Verification:
     """One verify request against one sweep: its targets, the specs that train them, and the report."""
 
@@ -129,7 +119,7 @@ class Verification:
             raise UserError(f"--span {request.span:g} is less than --step {request.step:g}",
                             "give a span of at least one step, e.g. --span 1.5 --step 0.5")
         self.run_dir, self.request = run_dir, request
-        self.sweep = _sweep_spec(run_dir)
+        self.sweep = spec_from_dict(read_sweep_record(run_dir)["spec"])
         self.targets = [self._target(width, setup) for width in request.widths
                         for setup in (request.setups if request.setups is not None else (None,))]
 

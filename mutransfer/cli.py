@@ -108,6 +108,19 @@ def plot(
 
 
 @app.command()
+def compare(
+    run_a: Path = typer.Argument(..., help="Sweep run directory A (e.g. the baseline)."),
+    run_b: Optional[Path] = typer.Argument(None, help="Sweep run directory B (e.g. the run with your change)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: RUN_B)."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 when some setup's optimum moved."),
+) -> None:
+    """Did a change move the optimum? Overlaid curves, LR* differences B − A with intervals, compare.md for a PR."""
+    from .commands import compare as command
+
+    _guarded(lambda: command.run(run_a, run_b, out, strict))
+
+
+@app.command()
 def transfer(
     width: int = typer.Option(..., "--width", help="Target width."),
     source: Optional[Path] = SOURCE,

@@ -25,6 +25,9 @@ __all__ = [
     "SUMMARY_FILE",
     "VERIFY_FILE",
     "VERIFY_REPORT",
+    "COMPARE_REPORT",
+    "COMPARE_TABLE",
+    "COMPARE_PLOT",
     "CURVE_COLUMNS",
     "TRANSFER_PLOT",
     "DRIFT_PLOT",
@@ -51,6 +54,9 @@ CURVES_FILE = "curves.csv"
 SUMMARY_FILE = "summary.json"
 VERIFY_FILE = "verify.csv"
 VERIFY_REPORT = "verify.json"
+COMPARE_REPORT = "compare.json"
+COMPARE_TABLE = "compare.md"
+COMPARE_PLOT = "compare.png"
 CURVE_COLUMNS = ["setup", "width", "seed", "search_key", "x", "trial", "step", "train_loss", "val_loss"]
 
 TRANSFER_PLOT = "transfer.png"

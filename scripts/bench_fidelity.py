@@ -1,7 +1,7 @@
 """Fidelity of the transferred learning rate: the default sweep, then `verify` at wider widths for every setup,
 plain and with --correct-drift, as a table of errors and regrets with their intervals and the wall time.
 
-    python scripts/bench_fidelity.py [--run runs/fidelity] [--widths 256,512] [--full] [--workers 1]
+    python scripts/bench_fidelity.py [--run runs/fidelity] [--widths 256,512] [--full] [--workers 1] [--threads 0]
 
 Sized for 2 cores: widths 256 and 512 (add 1024 with --full; a GPU adds it by default). Every step resumes:
 the sweep and each verify keep their trials in the run directory's journal, so running the script again
@@ -57,6 +57,7 @@ def main() -> None:
     parser.add_argument("--widths", default="256,512")
     parser.add_argument("--full", action="store_true", help="add width 1024")
     parser.add_argument("--workers", default="1")
+    parser.add_argument("--threads", default="0", help="torch threads per worker (0: cores / workers)")
     args = parser.parse_args()
     import torch
 
@@ -71,7 +72,7 @@ def main() -> None:
         for setup in setups:
             for mode, flags in MODES.items():
                 took = cli("verify", "--width", str(width), "--from", str(args.run), "--setup", setup,
-                           "--workers", args.workers, *flags)
+                           "--workers", args.workers, "--threads", args.threads, *flags)
                 seconds[f"{mode} w{width} {setup}"] = took
                 shutil.copy(args.run / "verify.json", out / f"{mode}_w{width}_{setup}.json")
                 target = json.loads((args.run / "verify.json").read_text())["targets"][0]
@@ -84,9 +85,10 @@ def main() -> None:
               "regret (%) [95 %] | within 0.5 |\n|---|---|---|---|---|---|---|---|")
     table = "\n".join([header, *lines])
     total = sum(seconds.values())
+    threads = args.threads if args.threads != "0" else torch.get_num_threads()
     footer = (f"\nwall time: {total / 60:.1f} min in all (sweep {seconds['sweep'] / 60:.1f} min; verify "
               f"{(total - seconds['sweep']) / 60:.1f} min), {args.workers} worker(s), "
-              f"{'GPU' if torch.cuda.is_available() else f'CPU, {torch.get_num_threads()} threads'}")
+              f"{'GPU' if torch.cuda.is_available() else f'CPU, {threads} thread(s) per worker'}")
     (out / "table.md").write_text(table + "\n" + footer + "\n")
     print("\n" + table + "\n" + footer)
 

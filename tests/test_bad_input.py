@@ -99,6 +99,9 @@ def cases(w: dict[str, Path]) -> list[tuple[list[str], str]]:
         (["verify", "--width", "64", "--from", run, "--span", "-1"], "--span -1"),
         (["verify", "--width", "64", "--from", run, "--step", "0"], "--step 0"),
         (["verify", "--width", "64", "--from", run, "--span", "0.25"], "less than --step"),
+        (["compare", str(w["empty_dir"]), run], "has no trials.csv"),
+        (["compare", run], "needs two sweep run directories"),
+        (["compare", run, run, "--out", str(root / "a_file")], "is an existing file"),
         (["export", "--storage", str(w["run"] / "optuna.journal"), "--study", "nope", "--out", str(root / "exp")],
          "no studies named 'nope.*'"),
     ]
@@ -112,7 +115,7 @@ def test_at_least_25_cases(world: dict[str, Path]) -> None:
     assert len(cases(world)) >= 25
 
 
-@pytest.mark.parametrize("index", range(43))
+@pytest.mark.parametrize("index", range(46))
 def test_bad_input_in_process(world: dict[str, Path], index: int) -> None:
     args, needle = cases(world)[index]
     before = snapshot(world["run"])

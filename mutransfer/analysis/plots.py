@@ -11,9 +11,7 @@ import pandas as pd
 from ..schema import LR_COLUMN, LR_KEY
 from .fidelity import on_lattice
 
-__all__ = ["transfer_figure", "drift_figure", "curves_figure", "verify_figure", "save"]
-
-
+__all__ = ["transfer_figure", "drift_figure", "curves_figure", "verify_figure", "compare_figure", "save"]
 
 
 def _pyplot() -> Any:
@@ -58,9 +56,7 @@ def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) ->
         colors = _colors(rows["width"].unique())
         for width, part in rows.groupby("width"):
             ok = part[part["status"] == "ok"]
-            points = ok.groupby("seed")[LR_COLUMN].nunique()
-            grid = ok[ok["seed"].isin(points[points == points.max()].index)]
-            line = grid.groupby(LR_COLUMN)["val_loss"].mean().reset_index()
+            line = _grid_curve(part)
             color = colors[int(width)]
             ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=3.5, lw=1.5, label=f"width {width}")
             if ok["seed"].nunique() > 1:
@@ -171,12 +167,12 @@ def curves_figure(trials: pd.DataFrame, curves: pd.DataFrame, summary: dict[str,
     return fig
 
 
-def _grid_curve(rows: pd.DataFrame) -> pd.DataFrame:
-    """Mean ok validation loss per log2 η over the seeds that trained the most points (the grid seeds)."""
+def _grid_curve(rows: pd.DataFrame, x: str = LR_COLUMN, y: str = "val_loss") -> pd.DataFrame:
+    """Mean ok loss per searched value over the seeds that trained the most points (the grid seeds)."""
     ok = rows[rows["status"] == "ok"]
-    points = ok.groupby("seed")[LR_COLUMN].nunique()
+    points = ok.groupby("seed")[x].nunique()
     grid = ok[ok["seed"].isin(points[points == points.max()].index)]
-    return grid.groupby(LR_COLUMN)["val_loss"].mean().reset_index()
+    return grid.groupby(x)[y].mean().reset_index()
 
 
 def verify_figure(swept: pd.DataFrame, rows: pd.DataFrame, report: dict[str, Any]) -> Any:
@@ -241,6 +237,55 @@ def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: 
         ax.errorbar([measured["log2_lr_star"]], [y], xerr=[[below], [above]], fmt="*", color=color, ms=12,
                     mec="black", mew=0.6, capsize=3, lw=1.2,
                     label=f"error {target['error']:+.2f} octaves" if target.get("error") is not None else None)
+
+
+def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.DataFrame, setups: pd.DataFrame,
+                   names: tuple[str, str]) -> Any:
+    """Run A against run B, one column per compared (key, setup). Top: loss vs the searched value per width,
+    A solid and B dashed in the width's colour, each optimum marked. Bottom: x*_B − x*_A per width with its
+    95 % interval, red where it excludes 0. ``points_*``: key, setup, width, seed, x, loss, status."""
+    plt = _pyplot()
+    columns = list(setups[["key", "setup"]].itertuples(index=False, name=None))
+    fig, axes = plt.subplots(2, max(1, len(columns)), figsize=(5.6 * max(1, len(columns)), 7.6), squeeze=False,
+                             layout="constrained", height_ratios=[3, 2])
+    for c, (key, setup) in enumerate(columns):
+        top, bottom = axes[0][c], axes[1][c]
+        rows = widths[(widths["key"] == key) & (widths["setup"] == setup)]
+        parts = [p[(p["key"] == key) & (p["setup"] == setup) & p["width"].isin(rows["width"])]
+                 for p in (points_a, points_b)]
+        colors = _colors(rows["width"].unique())
+        for part, style, name, side in zip(parts, ("-", "--"), names, ("a", "b")):
+            for width, one in part.groupby("width"):
+                line = _grid_curve(one, "x", "loss")
+                color = colors[int(width)]
+                top.plot(line["x"], line["loss"], style, marker="o" if side == "a" else "s", ms=3.5, lw=1.5,
+                         color=color, mfc=color if side == "a" else "white", label=f"{name} · width {width}")
+                row = rows[rows["width"] == width].iloc[0]
+                opt = {"log2_lr_star": row[f"x_{side}"], "ci": (row[f"ci_{side}_low"], row[f"ci_{side}_high"])}
+                below, above = _interval_bars(opt)
+                top.errorbar([opt["log2_lr_star"]], [row[f"loss_{side}"]], xerr=[[below], [above]],
+                             fmt="v" if side == "a" else "^", color=color, mfc=color if side == "a" else "white",
+                             ms=7, capsize=3, lw=1.0)
+        verdict = setups[(setups["key"] == key) & (setups["setup"] == setup)].iloc[0]["verdict"]
+        label = "log2(base learning rate η)" if key == LR_KEY else key
+        _label(top, f"{setup}: {verdict}", label, title_size=10, legend_loc="upper left")
+        x = np.log2(rows["width"].to_numpy(float))
+        moved = rows["moved"].to_numpy(bool)
+        below = np.where(np.isfinite(rows["ci_low"]), rows["difference"] - rows["ci_low"], 0.0)
+        above = np.where(np.isfinite(rows["ci_high"]), rows["ci_high"] - rows["difference"], 0.0)
+        for mask, color, text in ((~moved, "tab:blue", "interval holds 0"), (moved, "tab:red", "moved")):
+            if mask.any():
+                bottom.errorbar(x[mask], rows["difference"].to_numpy(float)[mask],
+                                yerr=[below[mask], above[mask]], fmt="o", color=color, capsize=4, label=text)
+        bottom.axhline(0.0, color="black", lw=0.8)
+        bottom.set_xticks(x, [str(int(w)) for w in rows["width"]])
+        bottom.set_xlim(x.min() - 0.5, x.max() + 0.5)
+        _label(bottom, f"{names[1]} − {names[0]} (octaves) with its 95 % interval", "width (log2 axis)",
+               title_size=10)
+    axes[0][0].set_ylabel("validation loss (nats/token)")
+    axes[1][0].set_ylabel("Δ log2 optimum")
+    fig.suptitle(f"Did the optimum move?  {names[0]} (solid, ▼) vs {names[1]} (dashed, △)", fontsize=11)
+    return fig
 
 
 def save(fig: Any, path: Path, dpi: int = 120) -> None:

@@ -17,13 +17,22 @@ from ..schema import LR_COLUMN, LR_KEY
 from .drift import SearchSettings, analyze
 from .optimum import Thresholds
 
-__all__ = ["summarize", "write_tables", "read_tables", "search_settings", "write_summary", "summarize_run",
+__all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "write_summary", "summarize_run",
            "searched_column", "measured_widths", "estimated_widths"]
 
 
 def searched_column(key: str) -> str:
     """The trials.csv column that holds a searched key's value (log2 η for the learning rate)."""
     return LR_COLUMN if key == LR_KEY else key
+
+
+def searched_values(part: pd.DataFrame, key: str, settings: Mapping[str, SearchSettings]) -> pd.Series:
+    """One key's trials' searched values on the scale the analysis uses: log2 η for the learning rate, log2 of
+    another key when every setup (``settings[setup]``) searched it on a log2 scale, the value itself otherwise."""
+    x = part[searched_column(key)].astype(float)
+    if key != LR_KEY and settings and all(s.log2 for s in settings.values()):
+        return np.log2(x)
+    return x
 
 
 def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSettings]],
@@ -33,10 +42,7 @@ def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSe
     summary: dict[str, Any] = {"setups": {}, "keys": {}}
     for key, part in trials.groupby("search_key", sort=False):
         own = settings.get(str(key), {})
-        x = part[searched_column(str(key))].astype(float)
-        log2 = key == LR_KEY or (bool(own) and all(s.log2 for s in own.values()))
-        if key != LR_KEY and log2:
-            x = np.log2(x)
+        x = searched_values(part, str(key), own)
         tidy = pd.DataFrame({"setup": part["setup"], "width": part["width"], "seed": part["seed"], "x": x,
                              "loss": part["val_loss"].astype(float), "status": part["status"]})
         result = analyze(tidy, dict(own), th)

@@ -3,7 +3,6 @@ then write the tables, summary and plots (also after Ctrl-C)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -28,6 +27,8 @@ def split_spec(spec: Optional[str], overrides: Sequence[str]) -> tuple[str, list
 
 def resolve_workers(workers: str, threads: int) -> tuple[Optional[int], int]:
     """``--workers N`` (N ≥ 1) or ``auto`` (None: measured later); threads default to cores / workers."""
+    from ..train.device import available_cores
+
     if threads < 0:
         raise UserError(f"--threads {threads} must be >= 0", "use 0 for cores / workers")
     if workers == "auto":
@@ -38,7 +39,7 @@ def resolve_workers(workers: str, threads: int) -> tuple[Optional[int], int]:
         raise UserError(f"--workers {workers} is not a number", "use --workers N (N >= 1) or --workers auto") from None
     if count < 1:
         raise UserError(f"--workers {count} must be at least 1", "use --workers 1 or more, or --workers auto")
-    return count, threads or max(1, (os.cpu_count() or 1) // count)
+    return count, threads or max(1, available_cores() // count)
 
 
 def validate_trials(spec: Any) -> dict[str, Any]:

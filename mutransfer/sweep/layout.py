@@ -5,12 +5,12 @@ workers of a layout running at once, and pick the layout with the most training 
 from __future__ import annotations
 
 import multiprocessing
-import os
 from dataclasses import replace
 from typing import Any
 
 import torch
 
+from ..train.device import available_cores
 from ..train.timing import measure_step
 from .spec import SweepSpec
 from .studies import study_keys
@@ -31,7 +31,7 @@ def _steps_per_second(args: tuple[Any, int]) -> float:
 
 def choose_layout(spec: SweepSpec) -> tuple[int, int, str]:
     """(workers, threads, a one-line account of the measurement)."""
-    cores = os.cpu_count() or 1
+    cores = available_cores()
     if torch.cuda.is_available():
         gpus = torch.cuda.device_count()
         return gpus, max(1, cores // gpus), f"{gpus} worker(s), one per GPU"

@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..analysis.compare import difference_interval
 from ..analysis.drift import Drift, drift, pool
 from ..analysis.optimum import Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays
 from ..analysis.prediction import predict
@@ -22,7 +23,8 @@ from ..analysis.fidelity import Fidelity, measure_fidelity
 from .policy import GridPolicy, extension_point, probe_points
 from .spec import SearchSpec
 
-__all__ = ["Truth", "Design", "Outcome", "simulate", "coverage", "summary_entry", "simulate_verify", "verify_coverage"]
+__all__ = ["Truth", "Design", "Outcome", "simulate", "coverage", "summary_entry", "simulate_verify", "verify_coverage",
+           "compare_rates"]
 
 
 @dataclass(frozen=True)
@@ -206,3 +208,28 @@ def verify_coverage(truth: Truth, search: SearchSpec, p: float, sims: int, seed:
             regret_bias += fidelity.regret.nats - regret
     return {"error_coverage": error_hits / sims, "regret_coverage": regret_hits / max(regret_total, 1),
             "error_bias": error_bias, "regret_bias": regret_bias / max(regret_total, 1)}
+
+
+def compare_rates(truth_a: Truth, truth_b: Truth, design: Design, sims: int, seed: int = 0) -> dict[str, float]:
+    """Over ``sims`` pairs of independent simulated sweeps (A from ``truth_a``, B from ``truth_b``): how often
+    ``compare`` calls a width moved (its B − A interval excludes 0), how often the setup comes out ``moved``
+    (some width moved), and how often the interval holds the true difference."""
+    rng = np.random.default_rng(seed)
+    moved_widths = widths = setups_moved = hits = 0
+    for _ in range(sims):
+        a, b = simulate(truth_a, design, rng), simulate(truth_b, design, rng)
+        optima_b = {o.width: o for o in b.optima}
+        any_moved = False
+        for opt_a in a.optima:
+            opt_b = optima_b.get(opt_a.width)
+            if opt_b is None:
+                continue
+            _, (lo, hi), _ = difference_interval(opt_a.as_dict(), opt_b.as_dict())
+            widths += 1
+            moved = lo > 0 or hi < 0
+            moved_widths += moved
+            any_moved = any_moved or moved
+            hits += lo <= b.truth[opt_a.width] - a.truth[opt_a.width] <= hi
+        setups_moved += any_moved
+    return {"width_moved_rate": moved_widths / max(widths, 1), "setup_moved_rate": setups_moved / sims,
+            "difference_coverage": hits / max(widths, 1)}

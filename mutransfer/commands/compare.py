@@ -1,0 +1,185 @@
+"""``mutransfer compare RUN_A RUN_B``: did a change move the optimum? Writes compare.json, compare.md (a table
+for a pull-request comment) and compare.png; prints the same table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from .display import format_interval
+
+__all__ = ["run", "markdown", "EXIT_MOVED"]
+
+EXIT_MOVED = 1
+"""``--strict``: some setup's optimum moved."""
+WIDTH_HEADERS = ("width", "log2 LR* A", "log2 LR* B", "B − A (octaves) [95 %]", "best loss A", "best loss B",
+                 "B − A (nats) [95 %]")
+MAX_CHANGES = 25
+
+
+def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool) -> int:
+    from ..analysis.compare import compare, config_changes
+    from ..analysis.plots import compare_figure, save
+    from ..analysis.summary import read_tables
+    from ..errors import UserError
+    from ..files import COMPARE_PLOT, COMPARE_REPORT, COMPARE_TABLE, atomic_write_text, write_json
+    from .common import console
+
+    if run_b is None:
+        raise UserError(f"compare needs two sweep run directories, got only {run_a}",
+                        "use mutransfer compare RUN_A RUN_B (e.g. a baseline and the run with your change)")
+    target = out or run_b
+    if target.exists() and not target.is_dir():
+        raise UserError(f"--out {target} is an existing file", "give a directory for compare.json, .md and .png")
+    trials_a, trials_b = read_tables(run_a)[0], read_tables(run_b)[0]
+    keys_a, keys_b = sorted(set(trials_a["search_key"])), sorted(set(trials_b["search_key"]))
+    if keys_a != keys_b:
+        raise UserError(f"{run_a} swept {', '.join(keys_a)} but {run_b} swept {', '.join(keys_b)}",
+                        "compare two sweeps of the same keys")
+    setups_a, setups_b = list(dict.fromkeys(trials_a["setup"])), list(dict.fromkeys(trials_b["setup"]))
+    shared = [s for s in setups_a if s in setups_b]
+    if not shared:
+        raise UserError(f"{run_a} (setups {', '.join(setups_a)}) and {run_b} (setups {', '.join(setups_b)}) "
+                        "share no setup", "compare two sweeps with a setup label in common")
+    a, b = _analysed(run_a, trials_a), _analysed(run_b, trials_b)
+    names = _names(run_a, run_b)
+    comparison = compare(a["summary"], b["summary"], a["trials"], b["trials"], str(run_a), str(run_b))
+    if comparison.widths.empty:
+        raise UserError(f"{run_a} and {run_b} share no width with an estimated optimum in setups "
+                        f"{', '.join(shared)}", "sweep a width both runs have")
+    changes = config_changes(a["record"], b["record"])
+    target.mkdir(parents=True, exist_ok=True)
+    write_json(target / COMPARE_REPORT, {**comparison.as_dict(), "config_changes": changes})
+    text = markdown(comparison, changes)
+    atomic_write_text(target / COMPARE_TABLE, text)
+    save(compare_figure(a["points"], b["points"], comparison.widths, comparison.setups, names), target / COMPARE_PLOT)
+    screen = console()
+    for table in _tables(comparison):
+        screen.print(table)
+    for line in _verdict_lines(comparison):
+        screen.print(line, markup=False)
+    screen.print(f"wrote {target / COMPARE_TABLE}, {COMPARE_REPORT}, {COMPARE_PLOT}")
+    return EXIT_MOVED if strict and comparison.moved else 0
+
+
+def _analysed(run_dir: Path, trials: Any) -> dict[str, Any]:
+    """A sweep's trials, their searched values as the analysis sees them, its summary (computed afresh from
+    trials.csv) and its config record (empty when config.yaml is missing)."""
+    import pandas as pd
+    import yaml
+
+    from ..analysis.summary import search_settings, searched_values, summarize
+    from ..files import CONFIG_FILE
+
+    settings = search_settings(run_dir, trials)
+    points = pd.concat([pd.DataFrame({"key": key, "setup": part["setup"], "width": part["width"],
+                                      "seed": part["seed"], "x": searched_values(part, str(key), settings.get(
+                                          str(key), {})), "loss": part["val_loss"], "status": part["status"]})
+                        for key, part in trials.groupby("search_key", sort=False)], ignore_index=True)
+    config = run_dir / CONFIG_FILE
+    record = yaml.safe_load(config.read_text()) if config.is_file() else {}
+    return {"trials": trials, "points": points, "summary": summarize(trials, settings),
+            "record": record if isinstance(record, dict) else {}}
+
+
+def _names(run_a: Path, run_b: Path) -> tuple[str, str]:
+    """Short labels for the figure: the directories' names, told apart when they are the same."""
+    a, b = run_a.name or str(run_a), run_b.name or str(run_b)
+    return (f"A {a}", f"B {b}") if a == b else (a, b)
+
+
+def _x(value: float, ci: tuple[float, float]) -> str:
+    return f"{value:.2f} {format_interval(ci)}"
+
+
+def _width_cells(row: dict[str, Any]) -> list[str]:
+    loss_ci = (row["loss_ci_low"], row["loss_ci_high"])
+    loss_text = f"{row['loss_difference']:+.4f} " + (format_interval(loss_ci, "+.4f") if loss_ci[0] == loss_ci[0]
+                                                      else "(one seed)")
+    shift = f"{row['difference']:+.2f} {format_interval((row['ci_low'], row['ci_high']))}"
+    return [str(int(row["width"])), _x(row["x_a"], (row["ci_a_low"], row["ci_a_high"])),
+            _x(row["x_b"], (row["ci_b_low"], row["ci_b_high"])), f"**{shift}**" if row["moved"] else shift,
+            f"{row['loss_a']:.4f}", f"{row['loss_b']:.4f}", loss_text]
+
+
+def _slope(row: dict[str, Any], side: str) -> str:
+    slope = row[f"slope_{side}"]
+    if slope != slope:
+        return f"no slope ({row[f'verdict_{side}']})"
+    return f"{slope:+.2f} {format_interval((row[f'slope_{side}_low'], row[f'slope_{side}_high']))} " \
+           f"({row[f'verdict_{side}']})"
+
+
+def _verdict(row: dict[str, Any], widths: Any) -> str:
+    if row["verdict"] == "same":
+        return "same — every width's difference interval holds 0"
+    moved = widths[widths["width"].isin(row["moved_widths"])]
+    where = ", ".join(f"width {int(w)} ({d:+.2f} octaves)" for w, d in zip(moved["width"], moved["difference"]))
+    return f"moved at {where}"
+
+
+def _blocks(comparison: Any) -> list[tuple[dict[str, Any], Any]]:
+    """(setup row, its width rows) for every compared (key, setup)."""
+    frame = comparison.widths
+    return [(row, frame[(frame["key"] == row["key"]) & (frame["setup"] == row["setup"])])
+            for row in comparison.setups.to_dict("records")]
+
+
+def _title(row: dict[str, Any]) -> str:
+    from ..schema import LR_KEY
+
+    return row["setup"] if row["key"] == LR_KEY else f"{row['setup']} ({row['key']})"
+
+
+def markdown(comparison: Any, changes: list[dict[str, Any]]) -> str:
+    """compare.md: a verdict line and a width table per setup, the config differences, how to read it."""
+    lines = [f"### mutransfer compare: A = `{comparison.run_a}`, B = `{comparison.run_b}`", ""]
+    for row, widths in _blocks(comparison):
+        lines += [f"**{_title(row)}: {_verdict(row, widths)}.** Slope (octaves per width doubling): "
+                  f"A {_slope(row, 'a')}, B {_slope(row, 'b')}.", ""]
+        lines += ["| " + " | ".join(WIDTH_HEADERS) + " |", "|" + "---:|" * len(WIDTH_HEADERS)]
+        lines += ["| " + " | ".join(_width_cells(w)) + " |" for w in widths.to_dict("records")]
+        if row["only_a"] or row["only_b"]:
+            lines += ["", f"Not compared: widths only in A {row['only_a']}, only in B {row['only_b']}."]
+        lines.append("")
+    if changes:
+        lines += ["Config differences (B vs A):", ""]
+        lines += [f"- {c['where']}: `{c['key']}`: {_change(c['a'], c['b'])}" for c in changes[:MAX_CHANGES]]
+        if len(changes) > MAX_CHANGES:
+            lines.append(f"- … and {len(changes) - MAX_CHANGES} more (compare.json lists them all)")
+        lines.append("")
+    lines.append("LR* is log2 of the base learning rate η at the optimum with its 95 % interval (confidence from "
+                 "the seeds' spread, or a grid-resolution bound with one seed; … marks an end left open by an "
+                 "optimum at the grid's edge). A setup has **moved** when B − A's interval excludes 0 at some width. "
+                 "Best loss is the fitted minimum; its difference's interval comes from each seed's lowest loss.")
+    return "\n".join(lines) + "\n"
+
+
+def _change(a: Any, b: Any) -> str:
+    """`a` → `b`; for two lists (the spec's overrides), the items B added and removed."""
+    if isinstance(a, list) and isinstance(b, list):
+        added, removed = [x for x in b if x not in a], [x for x in a if x not in b]
+        parts = ([f"added {', '.join(f'`{x}`' for x in added)}"] if added else []) + (
+            [f"removed {', '.join(f'`{x}`' for x in removed)}"] if removed else [])
+        return "; ".join(parts) or f"reordered to `{b}`"
+    return f"`{a}` → `{b}`"
+
+
+def _tables(comparison: Any) -> list[Any]:
+    from rich.table import Table
+
+    tables = []
+    for row, widths in _blocks(comparison):
+        color = "red" if row["verdict"] == "moved" else "green"
+        table = Table(title=f"{_title(row)}: [{color}]{row['verdict']}[/]  (A {comparison.run_a} · B {comparison.run_b})")
+        for header in WIDTH_HEADERS:
+            table.add_column(header, justify="right")
+        for w in widths.to_dict("records"):
+            table.add_row(*(cell.replace("**", "") for cell in _width_cells(w)))
+        tables.append(table)
+    return tables
+
+
+def _verdict_lines(comparison: Any) -> list[str]:
+    return [f"{_title(row)}: {_verdict(row, widths)}; slope A {_slope(row, 'a')}, B {_slope(row, 'b')}"
+            for row, widths in _blocks(comparison)]

@@ -23,6 +23,8 @@ app = typer.Typer(
 SOURCE = typer.Option(None, "--from", help="Sweep run directory (default: the latest in runs/).")
 OVERRIDES = typer.Argument(None, help="Hydra overrides, e.g. model.width=256 optimizer=adamw parametrization=sp")
 SETUP = typer.Option(None, "--setup", help="Setup label (default: the best one that transfers).")
+STORAGE_ENV = "MUTRANSFER_STORAGE"
+"""The environment variable ``--storage`` falls back to, so a database password need not sit in shell history."""
 T = TypeVar("T")
 
 
@@ -67,8 +69,10 @@ def sweep(
     spec: Optional[str] = typer.Argument(None, help="Sweep spec: a YAML path or a shipped name (default, smoke, gpu, factorial)."),
     overrides: Optional[List[str]] = typer.Argument(None, help="Spec keys (widths=[64,128]) or config overrides."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<spec name>)."),
-    storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage URL (default: a journal file in "
-                                          "the run directory; postgresql://USER:PASS@HOST/DB for several machines)."),
+    storage: Optional[str] = typer.Option(None, "--storage", envvar=STORAGE_ENV,
+                                          help="Optuna storage URL (default: a journal file in the run directory; "
+                                          "postgresql://USER:PASS@HOST/DB for several machines; or set "
+                                          "MUTRANSFER_STORAGE)."),
     study: Optional[str] = typer.Option(None, "--study", help="Prefix of every study name (default: the spec name)."),
     workers: str = typer.Option("1", "--workers", help="Local worker processes, or 'auto' (measure workers × threads "
                                 "layouts on this machine and use the fastest)."),
@@ -85,7 +89,9 @@ def sweep(
 
 @app.command()
 def export(
-    storage: str = typer.Option(..., "--storage", help="The sweep's Optuna storage URL (or journal file path)."),
+    storage: str = typer.Option(..., "--storage", envvar=STORAGE_ENV,
+                                help="The sweep's Optuna storage URL (or journal file path; or set "
+                                "MUTRANSFER_STORAGE)."),
     study: str = typer.Option(..., "--study", help="The sweep's study prefix (its --study, default the spec name)."),
     out: Path = typer.Option(..., "--out", help="Run directory to write."),
 ) -> None:
@@ -150,8 +156,9 @@ def verify(
     correct_drift: bool = typer.Option(False, "--correct-drift", help="Verify the drift-corrected prediction."),
     factors: Optional[str] = typer.Option(None, "--factors", help="The quick check instead: train only η*·f for each "
                                           "factor (e.g. 0.5,1,2) and say whether f = 1 wins."),
-    storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage URL (default: the sweep's journal "
-                                          "file)."),
+    storage: Optional[str] = typer.Option(None, "--storage", envvar=STORAGE_ENV,
+                                          help="Optuna storage URL (default: the sweep's journal file; or set "
+                                          "MUTRANSFER_STORAGE)."),
     workers: str = typer.Option("1", "--workers", help="Local worker processes, or 'auto'."),
     threads: int = typer.Option(0, "--threads", help="Torch threads per worker (0: cores / workers)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the targets and a measured time estimate; train "

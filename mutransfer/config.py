@@ -168,14 +168,12 @@ def compose_parametrization(preset: str, optimizer: str, base_width: int,
 
 def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
     """Load a saved ``config.yaml``, or the ``config`` section of a transfer file (YAML or JSON)."""
-    import yaml
+
+    from .files import load_yaml
 
     if not path.is_file():
         raise UserError(f"config file not found: {path}", "pass the path of a file written by mutransfer")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError:
-        raise UserError(f"{path} is not valid YAML or JSON", "pass a file written by mutransfer") from None
+    data = load_yaml(path, "config file")
     if isinstance(data, dict) and isinstance(data.get("config"), dict):
         data = data["config"]
     return config_from_dict(data, overrides, str(path))

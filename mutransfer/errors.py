@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["UserError", "EXIT_USAGE"]
+import re
+
+__all__ = ["UserError", "EXIT_USAGE", "redact"]
+
+URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@\s]*@")
 
 EXIT_USAGE = 2
 
@@ -16,7 +20,13 @@ class UserError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
+        """The message and the hint on one line, with any URL's password shown as ``***``."""
         text = " ".join(self.message.split())
         if self.hint:
             text = f"{text}; {' '.join(self.hint.split())}"
-        return text
+        return redact(text)
+
+
+def redact(text: str) -> str:
+    """``text`` with every URL's password shown as ``***`` (``postgresql://user:***@host/db``)."""
+    return URL_PASSWORD.sub(r"\1***@", text)

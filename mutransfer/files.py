@@ -36,6 +36,8 @@ __all__ = [
     "COORD_CHECK_FILES",
     "transfer_file",
     "atomic_write_text",
+    "read_user_text",
+    "load_yaml",
     "dump_yaml",
     "write_json",
     "write_csv",
@@ -138,6 +140,34 @@ def new_run_dir(out: Optional[Path], kind: str, root: Path = Path("runs")) -> Pa
     return path
 
 
+def read_user_text(path: Path, what: str) -> str:
+    """A file the user gave or a run directory holds, as UTF-8 text; one line naming it when it is not."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{what} {path} is not UTF-8 text (byte {exc.start} cannot be decoded)",
+                        f"give a {what} saved as UTF-8 text") from None
+    except IsADirectoryError:
+        raise UserError(f"{what} {path} is a directory", f"give the path of a {what}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {what} {path}: {exc.strerror}", "check the path and its permissions") from None
+
+
+def load_yaml(path: Path, what: str) -> Any:
+    """A YAML (or JSON) file's document, loaded safely (no code runs); one line naming the file and the line
+    of a syntax error."""
+    import yaml
+
+    text = read_user_text(path, what)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise UserError(f"{what} {path} is not valid YAML{where}", "fix the syntax, or give a file written by "
+                        "mutransfer") from None
+
+
 def claim_run_dir(run_dir: Path, fingerprint: str, text: str) -> None:
     """Write the sweep's config.yaml, or refuse when the directory already holds a different sweep."""
     import yaml
@@ -145,8 +175,8 @@ def claim_run_dir(run_dir: Path, fingerprint: str, text: str) -> None:
     path = run_dir / CONFIG_FILE
     if path.exists():
         try:
-            existing = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError:
+            existing = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError):
             existing = {}
         if not isinstance(existing, dict) or existing.get("fingerprint") != fingerprint:
             raise UserError(f"{run_dir} holds a different sweep (its config.yaml differs from this spec and config)",

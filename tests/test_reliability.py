@@ -146,19 +146,22 @@ def test_sigkill_then_resume_finishes_without_retraining(tmp_path: Path, text_fi
         assert by_point[point] == kept
 
 
-def test_sigint_stops_cleanly_with_130_and_resumes(tmp_path: Path, text_file: Path) -> None:
-    spec = write_spec(tmp_path, text_file, steps=60)
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_sweep_stops_cleanly_and_resumes(tmp_path: Path, text_file: Path, sent: int, code: int) -> None:
+    """Ctrl-C (130) and SIGTERM (143, e.g. a scheduler's kill) sent to the sweep process alone: the workers
+    stop, their running trials are marked for a re-run, the tables are written; the rerun finishes the rest."""
+    spec = write_spec(tmp_path, text_file, steps=80)
     out = tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out), "--workers", "2"]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wait_for(lambda: (out / "optuna.journal").exists() and len(completed(None, out, "rel")) >= 2, 180,
-             "two finished trials")
-    proc.send_signal(signal.SIGINT)
+    wait_for(lambda: (out / "optuna.journal").exists() and len(completed(None, out, "rel")) >= 1, 180,
+             "a finished trial")
+    proc.send_signal(sent)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err[-2000:]
+    assert proc.returncode == code, err[-2000:]
     assert "Traceback" not in err
     partial = pd.read_csv(out / "trials.csv")
-    assert (partial["status"] == "ok").sum() >= 2
+    assert 1 <= (partial["status"] == "ok").sum() < GRID
     resumed = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     one_row_per_point(pd.read_csv(out / "trials.csv"))

@@ -9,10 +9,10 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from ..errors import UserError
-from ..files import CONFIG_FILE, CURVE_COLUMNS, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, write_json
+from ..files import CONFIG_FILE, CURVE_COLUMNS, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, load_yaml, \
+    read_user_text, write_json
 from ..schema import LR_COLUMN, LR_KEY
 from .drift import SearchSettings, analyze
 from .optimum import Thresholds
@@ -65,12 +65,56 @@ def read_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     if not path.is_file():
         raise UserError(f"{run_dir} has no {TRIALS_FILE}", "run `mutransfer sweep` first, or give a sweep's "
                         "run directory")
-    trials = pd.read_csv(path)
+    trials = _read_csv(path, TRIAL_NEEDS)
     if trials.empty:
         raise UserError(f"{path} has no trials", "run or resume the sweep until some trials finish")
+    for key in trials["search_key"].unique():
+        column = searched_column(str(key))
+        if column not in trials.columns:
+            raise UserError(f"{path} searched {key} but has no column '{column}'", REWRITE_HINT)
+        _numeric(trials.loc[trials["search_key"] == key], column, path)
     curves_path = run_dir / CURVES_FILE
-    curves = pd.read_csv(curves_path) if curves_path.is_file() else pd.DataFrame(columns=CURVE_COLUMNS)
+    curves = _read_csv(curves_path, CURVE_NEEDS) if curves_path.is_file() else pd.DataFrame(columns=CURVE_COLUMNS)
     return trials, curves
+
+
+TRIAL_NEEDS = {"setup": str, "width": int, "seed": int, "search_key": str, "val_loss": float, "status": str}
+CURVE_NEEDS = {"setup": str, "width": int, "seed": int, "search_key": str, "trial": int, "step": int,
+               "train_loss": float}
+REWRITE_HINT = "rewrite the run directory's tables with mutransfer export (or rerun the sweep to resume)"
+
+
+def _read_csv(path: Path, needs: Mapping[str, type]) -> pd.DataFrame:
+    """A run directory's CSV table with the columns ``needs`` names, of those types; one line otherwise."""
+    read_user_text(path, "table")
+    try:
+        table = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise UserError(f"{path} is empty", REWRITE_HINT) from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise UserError(f"{path} is not a readable CSV table ({str(exc).splitlines()[0][:120]})", REWRITE_HINT) from None
+    missing = [column for column in needs if column not in table.columns]
+    if missing:
+        raise UserError(f"{path} lacks the column(s) {', '.join(missing)}", REWRITE_HINT)
+    for column, kind in needs.items():
+        if kind is str:
+            table[column] = table[column].astype(str)
+        else:
+            _numeric(table, column, path, whole=kind is int)
+    return table
+
+
+def _numeric(table: pd.DataFrame, column: str, path: Path, whole: bool = False) -> None:
+    """Refuse a column that holds text, or (``whole``) a missing, infinite or fractional value; NaN and inf
+    are fine in a loss column (a diverged or failed trial)."""
+    values = pd.to_numeric(table[column], errors="coerce")
+    text = table[column][values.isna() & table[column].notna()]
+    if len(text):
+        raise UserError(f"{path}: column {column} holds '{text.iloc[0]}', not a number", REWRITE_HINT)
+    if whole and (values.isna().any() or not np.isfinite(values).all() or (values % 1 != 0).any()):
+        bad = values[values.isna() | ~np.isfinite(values) | (values % 1 != 0)].iloc[0]
+        raise UserError(f"{path}: column {column} holds {bad}, not a whole number", REWRITE_HINT)
+    table[column] = values.astype(int) if whole else values.astype(float)
 
 
 def search_settings(run_dir: Path, trials: pd.DataFrame) -> dict[str, dict[str, SearchSettings]]:
@@ -78,7 +122,8 @@ def search_settings(run_dir: Path, trials: pd.DataFrame) -> dict[str, dict[str, 
     setup's most common spacing on a log2 scale with an unknown range."""
     settings: dict[str, dict[str, SearchSettings]] = {}
     config = run_dir / CONFIG_FILE
-    spec = (yaml.safe_load(config.read_text()) or {}).get("spec") or {} if config.is_file() else {}
+    record = load_yaml(config, "sweep config") if config.is_file() else None
+    spec = (record.get("spec") or {}) if isinstance(record, dict) else {}
     for setup in spec.get("setups", []):
         for search in setup.get("search", []):
             settings.setdefault(search["key"], {})[setup["label"]] = SearchSettings(

@@ -66,10 +66,9 @@ def _analysed(run_dir: Path, trials: Any) -> dict[str, Any]:
     """A sweep's trials, their searched values as the analysis sees them, its summary (computed afresh from
     trials.csv) and its config record (empty when config.yaml is missing)."""
     import pandas as pd
-    import yaml
 
     from ..analysis.summary import search_settings, searched_values, summarize
-    from ..files import CONFIG_FILE
+    from ..files import CONFIG_FILE, load_yaml
 
     settings = search_settings(run_dir, trials)
     points = pd.concat([pd.DataFrame({"key": key, "setup": part["setup"], "width": part["width"],
@@ -77,7 +76,7 @@ def _analysed(run_dir: Path, trials: Any) -> dict[str, Any]:
                                           str(key), {})), "loss": part["val_loss"], "status": part["status"]})
                         for key, part in trials.groupby("search_key", sort=False)], ignore_index=True)
     config = run_dir / CONFIG_FILE
-    record = yaml.safe_load(config.read_text()) if config.is_file() else {}
+    record = load_yaml(config, "sweep config") if config.is_file() else {}
     return {"trials": trials, "points": points, "summary": summarize(trials, settings),
             "record": record if isinstance(record, dict) else {}}
 
@@ -171,7 +170,8 @@ def _tables(comparison: Any) -> list[Any]:
     tables = []
     for row, widths in _blocks(comparison):
         color = "red" if row["verdict"] == "moved" else "green"
-        table = Table(title=f"{_title(row)}: [{color}]{row['verdict']}[/]  (A {comparison.run_a} · B {comparison.run_b})")
+        table = Table(title=f"{_title(row)}: [{color}]{row['verdict']}[/]  "
+                            f"(A {comparison.run_a} · B {comparison.run_b})")
         for header in WIDTH_HEADERS:
             table.add_column(header, justify="right")
         for w in widths.to_dict("records"):

@@ -9,9 +9,11 @@ from typing import Any, Optional, Sequence
 from ..errors import UserError
 
 __all__ = ["run", "split_spec", "resolve_workers", "validate_trials", "finalize", "precheck", "EXIT_INTERRUPTED",
+           "EXIT_TERMINATED", "interrupt_code",
            "DEFAULT_SPEC"]
 
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 DEFAULT_SPEC = "default"
 
 
@@ -152,16 +154,16 @@ def _execute(screen: Any, spec: Any, opts: Any) -> int:
     from rich.live import Live
 
     from ..files import CURVES_FILE, DRIFT_PLOT, SUMMARY_FILE, TRANSFER_PLOT, TRIALS_FILE
-    from ..sweep.runner import run_sweep
+    from ..sweep.runner import run_sweep, sigterm_as_interrupt
     from .display import SweepDisplay, summary_table, verdict_notes
 
     display = SweepDisplay()
-    interrupted = False
+    interrupted = 0
     try:
-        with Live(display, console=screen, refresh_per_second=2, transient=False):
+        with sigterm_as_interrupt(), Live(display, console=screen, refresh_per_second=2, transient=False):
             run_sweep(spec, opts, on_progress=display.update)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as exc:
+        interrupted = interrupt_code(exc)
         screen.print("[yellow]interrupted:[/] running trials are marked failed and re-run on resume")
     summary = finalize(spec, opts.run_dir, opts.storage, opts.prefix)
     if summary["setups"]:
@@ -170,4 +172,11 @@ def _execute(screen: Any, spec: Any, opts: Any) -> int:
             screen.print(f"[yellow]{note}[/]")
     outputs = (TRIALS_FILE, CURVES_FILE, SUMMARY_FILE, TRANSFER_PLOT, DRIFT_PLOT)
     screen.print(f"run directory: {opts.run_dir} ({', '.join(outputs)})")
-    return EXIT_INTERRUPTED if interrupted else 0
+    return interrupted
+
+
+def interrupt_code(exc: KeyboardInterrupt) -> int:
+    """The exit code after an interruption: 143 for SIGTERM, 130 for Ctrl-C."""
+    from ..sweep.runner import Terminated
+
+    return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED

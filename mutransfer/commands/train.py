@@ -19,7 +19,9 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
 
     if config is not None:
         cfg = load_config_file(config, overrides)
-        _warn_horizon(load_config_file(config), cfg)
+        saved = load_config_file(config)
+        _refuse_edited_plan(config, saved)
+        _warn_horizon(saved, cfg)
     else:
         cfg = compose(overrides)
     corpus = load_corpus(cfg.data, cfg.train.seq_len)
@@ -30,6 +32,17 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
     write_json(run_dir / RESULT_FILE, {**result.summary(), "evals": result.evals, "corpus": corpus.describe(),
                                        "environment": env, "config": to_dict(cfg)})
     _report(result, run_dir)
+
+
+def _refuse_edited_plan(path: Path, saved: Any) -> None:
+    """A transfer file's param_groups (and the other sections computed from its config) must be what its config
+    gives: training reads only the config, so an edit there would be silently ignored."""
+    from ..files import load_yaml
+    from ..transfer.target import check_derived_sections
+
+    document = load_yaml(path, "config file")
+    if isinstance(document, dict) and "param_groups" in document:
+        check_derived_sections(document, saved, path)
 
 
 def _warn_horizon(saved: Any, cfg: Any) -> None:

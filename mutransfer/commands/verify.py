@@ -21,7 +21,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     from ..files import latest_run
     from ..transfer.verify import Verification, VerifyRequest, parse_factors, parse_setups, parse_widths
     from .common import console, positive_number
-    from .sweep import EXIT_INTERRUPTED, resolve_workers, validate_trials
+    from .sweep import resolve_workers, validate_trials
 
     widths = parse_widths(width_text)
     span = positive_number("--span", span_text, "1.5")
@@ -55,34 +55,37 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     rows, interrupted = _execute(screen, verification, specs, storage, workers, threads)
     document = _finish(screen, verification, rows)
     if interrupted:
-        return EXIT_INTERRUPTED
+        return interrupted
     return EXIT_MISSED if strict and not document["passed"] else 0
 
 
 def _execute(screen: Any, verification: Any, specs: Sequence[Any], storage: Optional[str], workers: int,
-             threads: int) -> tuple[Any, bool]:
-    """Train every target's points (resuming what the storage holds) and collect the rows."""
+             threads: int) -> tuple[Any, int]:
+    """Train every target's points (resuming what the storage holds) and collect the rows; the exit code of an
+    interruption (0 when none)."""
     import pandas as pd
     from rich.live import Live
 
-    from ..sweep.runner import run_sweep
+    from ..sweep.runner import run_sweep, sigterm_as_interrupt
     from ..sweep.storage import open_storage
     from ..sweep.tables import collect
     from ..sweep.worker import SweepOptions
     from .display import SweepDisplay
+    from .sweep import interrupt_code
 
     run_dir = verification.run_dir
     opts = SweepOptions(run_dir=run_dir, storage=storage, prefix=verification.prefix, workers=workers,
                         threads=threads)
     store = open_storage(storage, run_dir)
-    interrupted = False
+    interrupted = 0
     try:
-        for spec in specs:
-            display = SweepDisplay()
-            with Live(display, console=screen, refresh_per_second=2, transient=False):
-                run_sweep(spec, opts, on_progress=display.update)
-    except KeyboardInterrupt:
-        interrupted = True
+        with sigterm_as_interrupt():
+            for spec in specs:
+                display = SweepDisplay()
+                with Live(display, console=screen, refresh_per_second=2, transient=False):
+                    run_sweep(spec, opts, on_progress=display.update)
+    except KeyboardInterrupt as exc:
+        interrupted = interrupt_code(exc)
         screen.print("[yellow]interrupted:[/] running trials are marked failed and re-run when verify runs again")
     tables = [collect(spec, store, verification.prefix)[0] for spec in specs]
     return pd.concat(tables, ignore_index=True), interrupted

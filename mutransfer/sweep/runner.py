@@ -9,8 +9,9 @@ import multiprocessing
 import os
 import signal
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from optuna.trial import TrialState
 
@@ -20,7 +21,25 @@ from .storage import open_storage
 from .studies import RECORD_ATTR, enqueue_missing, live_trials, load_study, reap_abandoned, seed_of, study_keys
 from .worker import SweepOptions, run_worker
 
-__all__ = ["Snapshot", "prepare", "snapshot", "run_sweep"]
+__all__ = ["Snapshot", "prepare", "snapshot", "run_sweep", "Terminated", "sigterm_as_interrupt"]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: running trials marked for a re-run, the tables written; exit 143."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Inside the block (main thread), SIGTERM raises ``Terminated``; the previous handler comes back after."""
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
@@ -88,6 +107,7 @@ def _worker_options(opts: SweepOptions, index: int) -> SweepOptions:
 
 def _worker_entry(spec: SweepSpec, opts: SweepOptions) -> None:
     _die_with_parent()
+    signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         run_worker(spec, opts)
     except KeyboardInterrupt:

@@ -16,6 +16,7 @@ from typing import Any, Optional, Sequence
 import yaml
 
 from ..errors import UserError
+from ..files import load_yaml
 from ..schema import LR_COLUMN, LR_KEY
 
 __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "load_spec", "spec_from_dict", "spec_dir", "SAMPLERS", "PRUNERS"]
@@ -124,12 +125,7 @@ def _read(spec: str) -> tuple[dict[str, Any], str]:
             raise UserError(f"no sweep spec named '{spec}'", f"give a YAML path or one of: {', '.join(_shipped())}")
     if not path.is_file():
         raise UserError(f"sweep spec file not found: {spec}", f"give a YAML path or one of: {', '.join(_shipped())}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark else ""
-        raise UserError(f"sweep spec {path} is not valid YAML{where}", "fix the YAML syntax") from None
+    data = load_yaml(path, "sweep spec")
     if not isinstance(data, dict):
         raise UserError(f"sweep spec {path} is not a YAML mapping", "see sweeps/default.yaml for the format")
     return data, str(path)

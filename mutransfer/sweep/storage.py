@@ -28,16 +28,16 @@ def open_storage(url: Optional[str], run_dir: Path, heartbeat: int = 10) -> optu
                             "existing folder, or a database URL such as postgresql://user:pass@host/db")
         backend = optuna.storages.journal.JournalFileBackend(str(path))
         return optuna.storages.JournalStorage(backend)
-    if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    engine_url = "postgresql+psycopg://" + url[len("postgresql://"):] if url.startswith("postgresql://") else url
+    engine = {"connect_args": {"connect_timeout": 5}} if engine_url.startswith("postgresql") else None
     for attempt in range(4):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 return optuna.storages.RDBStorage(
-                    url, heartbeat_interval=heartbeat, grace_period=3 * heartbeat,
+                    engine_url, heartbeat_interval=heartbeat, grace_period=3 * heartbeat,
                     heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=3),
-                    engine_kwargs={"connect_args": {"connect_timeout": 5}} if url.startswith("postgresql") else None)
+                    engine_kwargs=engine)
         except ModuleNotFoundError as exc:
             raise UserError(f"--storage {url}: the driver '{exc.name}' is not installed",
                             "pip install 'mutransfer[postgres]'") from None
@@ -47,9 +47,23 @@ def open_storage(url: Optional[str], run_dir: Path, heartbeat: int = 10) -> optu
                 time.sleep(0.5 + attempt)  # another worker is creating Optuna's tables at this moment
                 continue
             first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+            for secret in _passwords(url):
+                first = first.replace(secret, "***")
             raise UserError(f"cannot open --storage {url}: {first[:200]}",
                             "check the URL, server and credentials") from None
     raise AssertionError("unreachable")
+
+
+def _passwords(url: str) -> set[str]:
+    """The password in a database URL as written and decoded (none when there is none): error texts show
+    either as ***."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        raw = urlsplit(url).password or ""
+    except ValueError:
+        return set()
+    return {text for text in (raw, unquote(raw)) if text}
 
 
 def heartbeat_of(storage: optuna.storages.BaseStorage) -> Optional[int]:

@@ -3,24 +3,25 @@ init std, multiplier, LR and update rule at the target width, computed by the co
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
 
 from ..analysis.summary import estimated_widths, summarize_run
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
-from ..files import CONFIG_FILE, atomic_write_text, dump_yaml
+from ..files import CONFIG_FILE, atomic_write_text, dump_yaml, load_yaml
 from ..model.build import model_plan
 from ..schema import Config
 from ..train.data import vocab_size
 from ..analysis.prediction import Prediction, predict
 
-__all__ = ["Transfer", "make_transfer", "write_transfer", "read_sweep_record", "FAR_FACTOR", "FORMATS", "DEFAULT_TOLERANCE"]
+__all__ = ["Transfer", "make_transfer", "write_transfer", "read_sweep_record", "derived_sections",
+           "check_derived_sections", "FAR_FACTOR", "FORMATS", "DEFAULT_TOLERANCE"]
 
 FAR_FACTOR = 64
 FORMATS = ("yaml", "json")
@@ -37,7 +38,7 @@ class Transfer:
 def read_sweep_record(run_dir: Path) -> dict[str, Any]:
     """A sweep run directory's config.yaml (its spec and every setup's resolved config)."""
     path = run_dir / CONFIG_FILE
-    record = yaml.safe_load(path.read_text()) if path.is_file() else None
+    record = load_yaml(path, "sweep config") if path.is_file() else None
     if not isinstance(record, dict) or record.get("kind") != "sweep" or not isinstance(record.get("spec"), dict):
         raise UserError(f"{run_dir} is not a sweep run directory (no sweep config.yaml)", "pass --from RUN_DIR of a sweep")
     return record
@@ -79,7 +80,7 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     slope = info.get("slope")
     implied = abs(slope * prediction.doublings) if slope is not None else math.nan
     warnings += _warnings(label, info, prediction, implied, correct_drift)
-    plan = model_plan(cfg, vocab_size(cfg.data))
+    sections = derived_sections(cfg)
     document = {
         "mutransfer_transfer": 1,
         "prediction": prediction.as_dict(),
@@ -89,14 +90,63 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
                    "log2_lr_star": {w: o["log2_lr_star"] for w, o in info["widths"].items()}},
         "correct_drift": correct_drift,
         "implied_error_octaves": implied,
-        **plan.to_document(),
-        "model": to_dict(cfg)["model"],
-        "parametrization": {"name": cfg.parametrization.name, "base_width": cfg.parametrization.base_width},
-        "train": to_dict(cfg)["train"],
+        **sections,
+        "computed_digest": _digest(sections),
         "warnings": warnings,
         "config": to_dict(cfg),
     }
     return Transfer(document, cfg, warnings, prediction)
+
+
+def derived_sections(cfg: Config) -> dict[str, Any]:
+    """The parts of a transfer file computed from its ``config``: the plan (η, optimizer, one entry per
+    parameter in ``param_groups``) and copies of the model, parametrization and train keys for reading; as
+    plain JSON types."""
+    return json.loads(json.dumps({
+        **model_plan(cfg, vocab_size(cfg.data)).to_document(), "model": to_dict(cfg)["model"],
+        "parametrization": {"name": cfg.parametrization.name, "base_width": cfg.parametrization.base_width},
+        "train": to_dict(cfg)["train"]}))
+
+
+def _digest(sections: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(sections, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def check_derived_sections(document: dict[str, Any], cfg: Config, path: Path) -> None:
+    """Training reads only a transfer file's ``config``. The sections computed from it may be stale after an
+    edit to the config (their ``computed_digest`` still matches: fine), but an edit to them would be silently
+    ignored: refuse it, naming the first field that differs from what the config gives."""
+    expected = derived_sections(cfg)
+    found = {k: document.get(k) for k in expected}
+    where = _first_difference(found, expected, "")
+    if where is not None and document.get("computed_digest") != _digest(found):
+        key, found, wanted = where
+        raise UserError(f"{path}: {key} is {found!r} but its config gives {wanted!r}; train reads only the file's "
+                        "config section", "edit the config keys instead (e.g. train --config FILE optimizer.lr=0.01 "
+                        "or parametrization.roles.hidden.c.muon=1), or run mutransfer transfer again")
+
+
+def _first_difference(found: Any, wanted: Any, key: str) -> Optional[tuple[str, Any, Any]]:
+    """The first path at which ``found`` differs from ``wanted`` (numbers to 1e-9 relative), or None."""
+    if isinstance(wanted, dict):
+        if not isinstance(found, dict):
+            return key, found, wanted
+        for name in wanted:
+            diff = _first_difference(found.get(name), wanted[name], f"{key}.{name}" if key else name)
+            if diff:
+                return diff
+        extra = next((name for name in found if name not in wanted), None)
+        return (f"{key}.{extra}" if key else extra, found[extra], None) if extra is not None else None
+    if isinstance(wanted, list) and wanted and all(isinstance(w, dict) and "name" in w for w in wanted):
+        if not isinstance(found, list) or [f.get("name") if isinstance(f, dict) else f for f in found] != \
+                [w["name"] for w in wanted]:
+            return key, "a different list of parameters", "one entry per model parameter"
+        return next((d for f, w in zip(found, wanted) if (d := _first_difference(f, w, f"{key}[{w['name']}]"))),
+                    None)
+    if isinstance(wanted, (int, float)) and not isinstance(wanted, bool) and isinstance(found, (int, float)) \
+            and not isinstance(found, bool):
+        return None if math.isclose(found, wanted, rel_tol=1e-9, abs_tol=1e-300) else (key, found, wanted)
+    return None if found == wanted else (key, found, wanted)
 
 
 def _warnings(label: str, info: dict[str, Any], prediction: Prediction, implied: float,

@@ -9,7 +9,7 @@ from typing import Callable, List, Optional, TypeVar
 
 import typer
 
-from .errors import EXIT_USAGE, UserError
+from .errors import EXIT_USAGE, NO_SPACE, UserError, write_failure
 
 __all__ = ["app", "main"]
 
@@ -29,11 +29,17 @@ T = TypeVar("T")
 
 
 def _guarded(fn: Callable[[], T]) -> T:
-    """Run a command body; a UserError becomes one line on stderr and exit code 2, a non-zero int the exit."""
+    """Run a command body; a UserError (or a write that found the disk full) becomes one line on stderr and exit
+    code 2, a non-zero int the exit."""
     try:
         result = fn()
     except UserError as exc:
         typer.echo(f"error: {exc.one_line()}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    except OSError as exc:
+        if exc.errno not in NO_SPACE:
+            raise
+        typer.echo(f"error: {write_failure(exc).one_line()}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     if isinstance(result, int) and not isinstance(result, bool) and result:
         raise typer.Exit(result)

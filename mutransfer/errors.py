@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import re
 
-__all__ = ["UserError", "EXIT_USAGE", "redact"]
+__all__ = ["UserError", "EXIT_USAGE", "redact", "write_failure", "NO_SPACE"]
 
 URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@\s]*@")
 
 EXIT_USAGE = 2
+NO_SPACE = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+"""A full disk, a file-size limit, a full quota."""
 
 
 class UserError(Exception):
@@ -30,3 +33,11 @@ class UserError(Exception):
 def redact(text: str) -> str:
     """``text`` with every URL's password shown as ``***`` (``postgresql://user:***@host/db``)."""
     return URL_PASSWORD.sub(r"\1***@", text)
+
+
+def write_failure(exc: OSError, path: object = None) -> UserError:
+    """A failed write (a full disk above all) as one line naming the file; what is already on disk stays as it
+    was (outputs are replaced atomically, finished trials are in the storage)."""
+    where = path if path is not None else exc.filename or "a file"
+    return UserError(f"cannot write {where}: {exc.strerror or exc}", "free some disk space (or raise the file-size "
+                     "limit) and rerun; the previous file is unchanged and finished trials are kept")

@@ -10,10 +10,11 @@ import math
 import os
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
-from .errors import UserError
+from .errors import UserError, write_failure
 
 __all__ = [
     "CONFIG_FILE",
@@ -36,6 +37,7 @@ __all__ = [
     "COORD_CHECK_FILES",
     "transfer_file",
     "atomic_write_text",
+    "atomic_path",
     "read_user_text",
     "load_yaml",
     "dump_yaml",
@@ -95,17 +97,35 @@ def dump_yaml(data: Any) -> str:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.chmod(tmp, 0o644)  # mkstemp makes the file private; outputs are meant to be shared like any other file
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    """Write ``text`` to ``path`` via a temp file and a rename: readers see the old file or the new one. A full
+    disk (or any write error) leaves the old file as it was and ends in one line."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temp path next to ``path`` to write; renamed over ``path`` when the block succeeds, removed when it
+    fails. An OSError (no space, a file-size limit, no permission) becomes one line naming the file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
+        os.close(fd)
+        os.chmod(name, 0o644)  # mkstemp makes the file private; outputs are meant to be shared like any other file
+    except OSError as exc:
+        raise write_failure(exc, path) from None
+    tmp = Path(name)
+    try:
+        yield tmp
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise write_failure(exc, path) from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

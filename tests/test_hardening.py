@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -153,3 +155,118 @@ def test_train_honours_an_edit_to_the_config_section(transfer_file: Path, tmp_pa
     assert result.exit_code == 0, result.output
     saved = yaml.safe_load((tmp_path / "t" / "config.yaml").read_text())
     assert saved["train"]["steps"] == 2
+
+
+def tiny_spec(root: Path, text_file: Path, name: str = "hard") -> Path:
+    spec = root / f"{name}.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": name, "setups": {"mup_muon": {"overrides": ["optimizer=muon"],
+                                              "search": {"log2_min": -6, "log2_max": -3}}},
+        "widths": [32, 64], "search": {"step": 1, "noise_seeds": 0, "extend": False},
+        "overrides": ["model.depth=1", "parametrization.base_width=32", "train.steps=4", "train.batch_size=2",
+                      "train.seq_len=16", "train.eval_every=0", "train.eval_batches=1", "data=text",
+                      f"data.path={text_file}"]}))
+    return spec
+
+
+POINTS = 4 * 2  # 4 learning rates × 2 widths
+
+
+def test_a_journal_cut_mid_record_is_repaired_and_the_rerun_finishes_every_point_once(tmp_path: Path,
+                                                                                       text_file: Path) -> None:
+    spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
+    command = [*CLI, "sweep", str(spec), "--out", str(out)]
+    assert subprocess.run(command, capture_output=True, timeout=300).returncode == 0
+    journal = out / "optuna.journal"
+    whole = journal.read_bytes()
+    last = whole.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    assert b'"op_code": 6' in last or b'"op_code"' in last
+    journal.write_bytes(whole[: len(whole) - len(last) // 2 - 1])  # power loss halfway through the last record
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert "cut mid-write" in rerun.stderr and "Traceback" not in rerun.stderr
+    backups = list(out.glob("optuna.journal.damaged-*"))
+    assert len(backups) == 1 and backups[0].read_bytes() == whole[: len(whole) - len(last) // 2 - 1]
+    trials = pd.read_csv(out / "trials.csv")
+    assert len(trials) == POINTS and not trials.duplicated(["width", "log2_lr"]).any()
+    assert (trials["status"] == "ok").all()
+
+
+def test_a_journal_damaged_before_its_end_is_refused_untouched(tmp_path: Path, text_file: Path) -> None:
+    spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
+    command = [*CLI, "sweep", str(spec), "--out", str(out)]
+    assert subprocess.run(command, capture_output=True, timeout=300).returncode == 0
+    journal = out / "optuna.journal"
+    lines = journal.read_bytes().split(b"\n")
+    lines[3] = lines[3][:10]
+    journal.write_bytes(b"\n".join(lines))
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    for args in (command, [*CLI, "export", "--storage", str(journal), "--study", "hard", "--out", str(out)]):
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "damaged at record 4" in proc.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_a_full_disk_fails_in_one_line_and_leaves_the_previous_outputs_intact(tmp_path: Path,
+                                                                             text_file: Path) -> None:
+    """RLIMIT_FSIZE stands in for a full disk: every write past 1 KB fails with EFBIG, as ENOSPC would."""
+    import resource
+
+    spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
+    command = [*CLI, "sweep", str(spec), "--out", str(out)]
+    assert subprocess.run(command, capture_output=True, timeout=300).returncode == 0
+    outputs = ("trials.csv", "curves.csv", "summary.json", "transfer.png", "lr_drift.png")
+    before = {name: (out / name).read_bytes() for name in outputs}
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, preexec_fn=small_files)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    error = proc.stderr.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("error: cannot write") and "File too large" in error[0]
+    assert "the previous file is unchanged and finished trials are kept" in error[0]
+    assert {name: (out / name).read_bytes() for name in outputs} == before
+    assert not [p for p in out.iterdir() if ".tmp" in p.name]
+
+
+def completed_points(journal: Path) -> list[tuple[int, float]]:
+    import optuna
+
+    from mutransfer.sweep.storage import open_storage
+
+    storage = open_storage(str(journal), journal.parent)
+    return [(t.user_attrs["width"], t.params["log2_lr"]) for s in optuna.get_all_study_summaries(storage)
+            for t in optuna.load_study(study_name=s.study_name, storage=storage).get_trials()
+            if t.state == optuna.trial.TrialState.COMPLETE]
+
+
+def test_two_sweeps_of_the_same_spec_on_one_directory_share_the_work(tmp_path: Path, text_file: Path) -> None:
+    spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
+    command = [*CLI, "sweep", str(spec), "--out", str(out), "--threads", "1"]
+    procs = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    errors = [proc.communicate(timeout=300)[1] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], errors
+    points = completed_points(out / "optuna.journal")
+    assert len(points) == POINTS and len(set(points)) == POINTS, "every point trained exactly once"
+    trials = pd.read_csv(out / "trials.csv")
+    assert len(trials) == POINTS and (trials["status"] == "ok").all()
+
+
+def test_a_second_sweep_of_another_spec_on_a_running_directory_is_refused(tmp_path: Path, text_file: Path) -> None:
+    spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
+    first = subprocess.Popen([*CLI, "sweep", str(spec), "--out", str(out), "--threads", "1", "train.steps=30"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / "config.yaml").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    second = subprocess.run([*CLI, "sweep", str(spec), "--out", str(out), "train.steps=31"], capture_output=True,
+                            text=True, timeout=120)
+    assert second.returncode == 2 and "holds a different sweep" in second.stderr, second.stderr
+    assert len(second.stderr.strip().splitlines()) == 1
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err[-2000:]
+    assert len(pd.read_csv(out / "trials.csv")) == POINTS

@@ -150,7 +150,7 @@ def test_sigkill_then_resume_finishes_without_retraining(tmp_path: Path, text_fi
 def test_interrupted_sweep_stops_cleanly_and_resumes(tmp_path: Path, text_file: Path, sent: int, code: int) -> None:
     """Ctrl-C (130) and SIGTERM (143, e.g. a scheduler's kill) sent to the sweep process alone: the workers
     stop, their running trials are marked for a re-run, the tables are written; the rerun finishes the rest."""
-    spec = write_spec(tmp_path, text_file, steps=80)
+    spec = write_spec(tmp_path, text_file, steps=60)
     out = tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out), "--workers", "2"]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

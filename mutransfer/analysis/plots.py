@@ -8,6 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ..files import atomic_path
 from ..schema import LR_COLUMN, LR_KEY
 from .fidelity import on_lattice
 
@@ -289,11 +290,12 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
 
 
 def save(fig: Any, path: Path, dpi: int = 120) -> None:
-    """Write atomically (temp file + rename) and close the figure."""
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=dpi)
-    _pyplot().close(fig)
-    tmp.replace(path)
+    """Write atomically (temp file + rename) and close the figure, also when writing fails."""
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png")
+    finally:
+        _pyplot().close(fig)
 
 
 def coord_check_figure(table: pd.DataFrame, slopes: pd.DataFrame, steps: Sequence[int]) -> Any:

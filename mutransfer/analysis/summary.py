@@ -124,11 +124,14 @@ def search_settings(run_dir: Path, trials: pd.DataFrame) -> dict[str, dict[str, 
     config = run_dir / CONFIG_FILE
     record = load_yaml(config, "sweep config") if config.is_file() else None
     spec = (record.get("spec") or {}) if isinstance(record, dict) else {}
-    for setup in spec.get("setups", []):
-        for search in setup.get("search", []):
-            settings.setdefault(search["key"], {})[setup["label"]] = SearchSettings(
-                step=float(search["step"]), log2=search["scale"] == "log2", low=float(search["min"]),
-                high=float(search["max"]))
+    try:
+        for setup in spec.get("setups", []):
+            for search in setup.get("search", []):
+                settings.setdefault(search["key"], {})[setup["label"]] = SearchSettings(
+                    step=float(search["step"]), log2=search["scale"] == "log2", low=float(search["min"]),
+                    high=float(search["max"]))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        settings = {}  # a damaged config.yaml: every setup's settings inferred from its trials below
     for (key, setup), part in trials.groupby(["search_key", "setup"]):
         if str(setup) not in settings.get(str(key), {}):
             xs = np.sort(part[searched_column(str(key))].dropna().unique())

@@ -22,7 +22,7 @@ def export_run(storage_url: str, prefix: str, out: Path) -> dict[str, Any]:
 
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is an existing file", "give a directory path")
-    storage = open_storage(storage_url, out if out.is_dir() else Path("."))
+    storage = open_storage(storage_url, out if out.is_dir() else Path("."), check=True)
     names = prefixed_studies(storage, prefix)
     if not names:
         raise UserError(f"no studies named '{prefix}.*' in {storage_url}", "check --study (the sweep's study prefix)")

@@ -53,7 +53,7 @@ class Snapshot:
 def prepare(spec: SweepSpec, opts: SweepOptions) -> int:
     """Create every study, reap dead local workers' trials and queue the policies' first points. Returns
     the number of trials the sweep holds when done."""
-    storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
+    storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat, check=True)
     total = 0
     for key in study_keys(spec):
         study = load_study(storage, key, opts.prefix)

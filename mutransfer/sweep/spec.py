@@ -147,7 +147,11 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
     """Spec keys (``widths=[64,128]``, ``search.step=0.5``) change the spec; anything else is a config
     override appended to the spec's ``overrides`` (``train.steps=300``)."""
     data = json.loads(json.dumps(data))
-    extra = list(data.get("overrides") or [])
+    extra = data.get("overrides") or []
+    if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
+        raise UserError(f"overrides={extra!r} must be a list of key=value strings",
+                        "e.g. overrides: [model.depth=2, train.steps=300]")
+    extra = list(extra)
     for item in overrides:
         if item.startswith("-"):
             raise UserError(f"unknown option '{item}'", "see `mutransfer sweep --help`")

@@ -3,6 +3,9 @@ machines) with a heartbeat so that a dead worker's trial is retried by another."
 
 from __future__ import annotations
 
+import json
+import shutil
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -12,20 +15,28 @@ import optuna
 
 from ..errors import UserError
 
-__all__ = ["open_storage", "heartbeat_of", "JOURNAL_FILE"]
+__all__ = ["open_storage", "heartbeat_of", "repair_journal", "JOURNAL_FILE"]
 
 JOURNAL_FILE = "optuna.journal"
+MIN_SECRET = 4
 
 
-def open_storage(url: Optional[str], run_dir: Path, heartbeat: int = 10) -> optuna.storages.BaseStorage:
+def open_storage(url: Optional[str], run_dir: Path, heartbeat: int = 10,
+                 check: bool = False) -> optuna.storages.BaseStorage:
     """A journal file in the run directory by default (or at a path given as URL); any Optuna RDB URL
-    otherwise, with a heartbeat so a dead worker's trial is retried by another."""
+    otherwise, with a heartbeat so a dead worker's trial is retried by another. ``check``: read the whole
+    journal first (``repair_journal``), as a command does once before it trains or reads results."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if url is None or "://" not in url:
         path = run_dir / JOURNAL_FILE if url is None else Path(url)
+        if url is not None and (not url.strip() or "\x00" in url or path.is_dir()):
+            raise UserError(f"--storage {url!r} is not a journal file path", "give a file path (e.g. "
+                            "runs/x/optuna.journal) or a database URL such as postgresql://user:pass@host/db")
         if not path.parent.is_dir():
             raise UserError(f"--storage {url}: folder {path.parent} does not exist", "give a journal file path in an "
                             "existing folder, or a database URL such as postgresql://user:pass@host/db")
+        if check and path.is_file():
+            repair_journal(path)
         backend = optuna.storages.journal.JournalFileBackend(str(path))
         return optuna.storages.JournalStorage(backend)
     engine_url = "postgresql+psycopg://" + url[len("postgresql://"):] if url.startswith("postgresql://") else url
@@ -54,16 +65,49 @@ def open_storage(url: Optional[str], run_dir: Path, heartbeat: int = 10) -> optu
     raise AssertionError("unreachable")
 
 
+def repair_journal(path: Path) -> None:
+    """Make a journal file safe to read and append to, under Optuna's own lock (no writer mid-record).
+
+    A last record cut mid-write (power loss, a full disk) never took effect: it is dropped, after the whole file
+    is copied to ``<journal>.damaged-<unix time>``, with a warning on stderr; the trial it belonged to is re-run
+    like any unfinished trial. Without the repair Optuna would skip it, and its next append would land on the
+    same line and make every later read fail. A damaged record before the last one cannot be dropped without
+    losing what follows: refused in one line."""
+    lock = optuna.storages.journal.JournalFileSymlinkLock(str(path))
+    lock.acquire()
+    try:
+        data = path.read_bytes()
+        lines = data.split(b"\n")
+        complete, tail = lines[:-1], lines[-1]
+        for number, line in enumerate(complete, start=1):
+            try:
+                json.loads(line)
+            except ValueError:
+                raise UserError(f"journal {path} is damaged at record {number} of {len(complete)}",
+                                "restore it from a backup, or move it aside and rerun the sweep to start afresh "
+                                "(mutransfer export can rebuild the tables from an intact copy)") from None
+        if tail:
+            backup = path.with_name(f"{path.name}.damaged-{int(time.time())}")
+            shutil.copyfile(path, backup)
+            with path.open("r+b") as handle:
+                handle.truncate(len(data) - len(tail))
+            print(f"warning: journal {path} ended in a record cut mid-write ({len(tail)} bytes); dropped it (the "
+                  f"original is kept as {backup.name}); its trial is re-run like any unfinished one", file=sys.stderr)
+    finally:
+        lock.release()
+
+
 def _passwords(url: str) -> set[str]:
-    """The password in a database URL as written and decoded (none when there is none): error texts show
-    either as ***."""
+    """The password in a database URL as written and decoded (none when there is none or it is shorter than
+    ``MIN_SECRET``, which would mangle the message): a driver's error text shows either as ***. The URL itself is
+    always shown as user:***@host."""
     from urllib.parse import unquote, urlsplit
 
     try:
         raw = urlsplit(url).password or ""
     except ValueError:
         return set()
-    return {text for text in (raw, unquote(raw)) if text}
+    return {text for text in (raw, unquote(raw)) if len(text) >= MIN_SECRET}
 
 
 def heartbeat_of(storage: optuna.storages.BaseStorage) -> Optional[int]:

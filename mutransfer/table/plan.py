@@ -129,11 +129,18 @@ class Plan:
         """Read a file written by ``Plan.save`` or ``mutransfer transfer``."""
         import yaml
 
-        text = Path(path).read_text()
-        doc = json.loads(text) if Path(path).suffix == ".json" else yaml.safe_load(text)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+            doc = json.loads(text) if Path(path).suffix == ".json" else yaml.safe_load(text)
+        except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+            raise ValueError(f"{path} is not a plan or transfer file ({type(exc).__name__})") from None
         if not isinstance(doc, dict) or "param_groups" not in doc:
             raise ValueError(f"{path} is not a plan or transfer file (no param_groups)")
-        return cls.from_document(doc)
+        try:
+            return cls.from_document(doc)
+        except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+            raise ValueError(f"{path} is not a valid plan or transfer file ({type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())[:120]})") from None
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any]) -> "Plan":

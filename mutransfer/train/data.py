@@ -76,11 +76,11 @@ def _load_tokens(cfg: DataConfig, min_tokens: int) -> Corpus:
     path = Path(str(cfg.path)).expanduser()
     if not path.is_file():
         raise UserError(f"data.path={cfg.path} does not exist or is not a file", "give a uint16 .bin token file")
+    if path.stat().st_size == 0:
+        raise UserError(f"data file {path} is empty", "give a file with token ids in it")
     if path.stat().st_size % 2:
         raise UserError(f"data file {path} has an odd number of bytes", "give a flat file of uint16 token ids")
     ids = np.memmap(path, dtype=np.uint16, mode="r")
-    if len(ids) == 0:
-        raise UserError(f"data file {path} is empty", "give a file with token ids in it")
     vocab = vocab_size(cfg)
     top = int(ids.max())
     if top >= vocab:

@@ -71,7 +71,11 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     record = read_sweep_record(run_dir)
     summary = summarize_run(run_dir)
     label, info, warnings = _choose(summary, setup)
-    base = config_from_dict(record["setups"][label], where=f"{run_dir}/{CONFIG_FILE}")
+    resolved = record.get("setups")
+    if not isinstance(resolved, dict) or not isinstance(resolved.get(label), dict):
+        raise UserError(f"{run_dir}/{CONFIG_FILE} has no resolved config for setup '{label}'",
+                        "rewrite it by rerunning the sweep's command (or mutransfer export)")
+    base = config_from_dict(resolved[label], where=f"{run_dir}/{CONFIG_FILE}")
     if base.model.factory is None:
         check_width(f"--width {width}", width, base.model.head_dim)
     prediction = predict(info, width, correct_drift, tolerance)

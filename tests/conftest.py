@@ -1,7 +1,9 @@
-"""Shared fixtures: a small real text corpus, a tiny sweep spec and an in-process CLI runner."""
+"""Shared fixtures: a small real text corpus, a tiny sweep spec, an in-process CLI runner and the PostgreSQL
+test server's URL."""
 
 from __future__ import annotations
 
+import os
 import sysconfig
 from pathlib import Path
 
@@ -58,3 +60,16 @@ def runner() -> CliRunner:
 
 def invoke(runner: CliRunner, *args: str):  # noqa: ANN201 - click's Result
     return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> str:
+    """The PostgreSQL test server (``MUTRANSFER_TEST_POSTGRES``); a failure under CI, a skip elsewhere."""
+    url = os.environ.get("MUTRANSFER_TEST_POSTGRES")
+    if url:
+        return url
+    message = ("no PostgreSQL server for the database tests: run "
+               "`eval \"$(bash scripts/postgres_test_server.sh)\"` (as .ci/run does) to start one")
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)

@@ -74,18 +74,6 @@ def test_a_database_sweep_writes_and_prints_no_password(tmp_path: Path, text_fil
         assert secret.encode() not in path.read_bytes(), path
 
 
-@pytest.fixture(scope="module")
-def pg_url() -> str:
-    url = os.environ.get("MUTRANSFER_TEST_POSTGRES")
-    if url:
-        return url
-    message = ("no PostgreSQL server for the secrets test: run `eval \"$(bash scripts/postgres_test_server.sh)\"` "
-               "(as .ci/run does) to start one")
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 @pytest.mark.parametrize("command", [["sweep", "{path}"], ["train", "--config", "{path}"],
                                      ["transfer", "--width", "64", "--from", "{dir}"], ["plot", "{dir}"]])
 def test_files_that_are_not_utf8_text_get_one_line(tmp_path: Path, command: list[str]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -20,18 +19,6 @@ from mutransfer.sweep.storage import open_storage
 from mutransfer.sweep.studies import prefixed_studies
 
 CLI = [sys.executable, "-m", "mutransfer"]
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> str:
-    url = os.environ.get("MUTRANSFER_TEST_POSTGRES")
-    if url:
-        return url
-    message = ("no PostgreSQL server for the distributed-sweep tests: run "
-               "`eval \"$(bash scripts/postgres_test_server.sh)\"` (as .ci/run does) to start one")
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 def write_spec(tmp_path: Path, text_file: Path, steps: int = 8, name: str = "rel") -> Path:

@@ -1,11 +1,13 @@
-"""Shared fixtures: a small real text corpus, a tiny sweep spec, an in-process CLI runner and the PostgreSQL
-test server's URL."""
+"""Shared fixtures: a small real text corpus, a tiny sweep spec, an in-process CLI runner, the PostgreSQL
+test server's URL, and the tally of what a fault cost."""
 
 from __future__ import annotations
 
 import os
 import sysconfig
+from collections import Counter
 from pathlib import Path
+from typing import Callable, Hashable, Iterable
 
 import pytest
 import yaml
@@ -73,3 +75,27 @@ def pg_url() -> str:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message)
     pytest.skip(message)
+
+
+FaultTally = Callable[[int, Iterable[Hashable], Iterable[str]], dict[str, int]]
+
+
+@pytest.fixture()
+def fault_tally(record_property: Callable[[str, object], None]) -> FaultTally:
+    """Count what a fault cost: ``tally(points, finished, outputs)`` with the number of points the sweep holds,
+    one entry per COMPLETE trial (its point) and the processes' printed output. Returns and records (for
+    ``scripts/fault_table.py``) the points, trials lost, duplicates and tracebacks; a test asserts the zeros."""
+    def tally(points: int, finished: Iterable[Hashable], outputs: Iterable[str]) -> dict[str, int]:
+        counts = Counter(finished)
+        result = {"points": points, "lost": points - len(counts), "duplicates": sum(counts.values()) - len(counts),
+                  "tracebacks": sum(text.count("Traceback") for text in outputs)}
+        for name, value in result.items():
+            record_property(name, value)
+        return result
+
+    return tally
+
+
+def no_loss(points: int) -> dict[str, int]:
+    """What ``fault_tally`` returns when a fault cost nothing."""
+    return {"points": points, "lost": 0, "duplicates": 0, "tracebacks": 0}

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from conftest import FaultTally, no_loss
 from mutransfer.cli import app
 from mutransfer.errors import redact
 
@@ -160,8 +161,8 @@ def tiny_spec(root: Path, text_file: Path, name: str = "hard") -> Path:
 POINTS = 4 * 2  # 4 learning rates × 2 widths
 
 
-def test_a_journal_cut_mid_record_is_repaired_and_the_rerun_finishes_every_point_once(tmp_path: Path,
-                                                                                       text_file: Path) -> None:
+def test_a_journal_cut_mid_record_is_repaired_and_the_rerun_finishes_every_point_once(
+        tmp_path: Path, text_file: Path, fault_tally: FaultTally) -> None:
     spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out)]
     assert subprocess.run(command, capture_output=True, timeout=300).returncode == 0
@@ -178,6 +179,7 @@ def test_a_journal_cut_mid_record_is_repaired_and_the_rerun_finishes_every_point
     trials = pd.read_csv(out / "trials.csv")
     assert len(trials) == POINTS and not trials.duplicated(["width", "log2_lr"]).any()
     assert (trials["status"] == "ok").all()
+    assert fault_tally(POINTS, completed_points(journal), [rerun.stderr]) == no_loss(POINTS)
 
 
 def test_a_journal_damaged_before_its_end_is_refused_untouched(tmp_path: Path, text_file: Path) -> None:
@@ -196,8 +198,8 @@ def test_a_journal_damaged_before_its_end_is_refused_untouched(tmp_path: Path, t
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
-def test_a_full_disk_fails_in_one_line_and_leaves_the_previous_outputs_intact(tmp_path: Path,
-                                                                             text_file: Path) -> None:
+def test_a_full_disk_fails_in_one_line_and_leaves_the_previous_outputs_intact(tmp_path: Path, text_file: Path,
+                                                                             fault_tally: FaultTally) -> None:
     """RLIMIT_FSIZE stands in for a full disk: every write past 1 KB fails with EFBIG, as ENOSPC would."""
     import resource
 
@@ -218,6 +220,8 @@ def test_a_full_disk_fails_in_one_line_and_leaves_the_previous_outputs_intact(tm
     assert "the previous file is unchanged and finished trials are kept" in error[0]
     assert {name: (out / name).read_bytes() for name in outputs} == before
     assert not [p for p in out.iterdir() if ".tmp" in p.name]
+    finished = completed_points(out / "optuna.journal")
+    assert fault_tally(POINTS, finished, [proc.stderr, proc.stdout]) == no_loss(POINTS)
 
 
 def completed_points(journal: Path) -> list[tuple[int, float]]:
@@ -231,15 +235,15 @@ def completed_points(journal: Path) -> list[tuple[int, float]]:
             if t.state == optuna.trial.TrialState.COMPLETE]
 
 
-def test_two_sweeps_of_the_same_spec_on_one_directory_share_the_work(tmp_path: Path, text_file: Path) -> None:
+def test_two_sweeps_of_the_same_spec_on_one_directory_share_the_work(tmp_path: Path, text_file: Path,
+                                                                     fault_tally: FaultTally) -> None:
     spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out), "--threads", "1"]
     procs = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     errors = [proc.communicate(timeout=300)[1] for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], errors
-    points = completed_points(out / "optuna.journal")
-    assert len(points) == POINTS and len(set(points)) == POINTS, "every point trained exactly once"
+    assert fault_tally(POINTS, completed_points(out / "optuna.journal"), errors) == no_loss(POINTS)
     trials = pd.read_csv(out / "trials.csv")
     assert len(trials) == POINTS and (trials["status"] == "ok").all()
 

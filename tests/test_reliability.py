@@ -15,6 +15,7 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
+from conftest import FaultTally, no_loss
 from mutransfer.sweep.storage import open_storage
 from mutransfer.sweep.studies import prefixed_studies
 
@@ -53,23 +54,25 @@ def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def finished_points(trials: list[optuna.trial.FrozenTrial]) -> list[tuple[int, float]]:
+    return [(t.user_attrs["width"], t.params["log2_lr"]) for t in trials]
+
+
 def one_row_per_point(trials: pd.DataFrame) -> None:
     done = trials[trials["status"].isin(["ok", "diverged"])]
     assert len(done) == GRID and not done.duplicated(["setup", "width", "log2_lr"]).any()
 
 
-def test_two_machines_share_postgres_and_train_each_point_once(pg_url: str, tmp_path: Path, text_file: Path) -> None:
+def test_two_machines_share_postgres_and_train_each_point_once(pg_url: str, tmp_path: Path, text_file: Path,
+                                                               fault_tally: FaultTally) -> None:
     spec = write_spec(tmp_path, text_file)
     study = f"t{uuid.uuid4().hex[:8]}"
     procs = [subprocess.Popen([*CLI, "sweep", str(spec), "--storage", pg_url, "--study", study, "--heartbeat", "1",
                                "--out", str(tmp_path / f"m{i}")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True) for i in range(2)]
-    for proc in procs:
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err[-2000:]
-    done = completed(pg_url, tmp_path, study)
-    assert len(done) == GRID
-    assert len({(t.user_attrs["width"], t.params["log2_lr"]) for t in done}) == GRID
+    errors = [proc.communicate(timeout=300)[1] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], [err[-2000:] for err in errors]
+    assert fault_tally(GRID, finished_points(completed(pg_url, tmp_path, study)), errors) == no_loss(GRID)
     out = tmp_path / "exported"
     export = subprocess.run([*CLI, "export", "--storage", pg_url, "--study", study, "--out", str(out)],
                             capture_output=True, text=True, timeout=120)
@@ -80,7 +83,8 @@ def test_two_machines_share_postgres_and_train_each_point_once(pg_url: str, tmp_
     assert transfer.returncode == 0, transfer.stderr
 
 
-def test_killed_worker_trial_is_finished_by_the_other(pg_url: str, tmp_path: Path, text_file: Path) -> None:
+def test_killed_worker_trial_is_finished_by_the_other(pg_url: str, tmp_path: Path, text_file: Path,
+                                                      fault_tally: FaultTally) -> None:
     spec = write_spec(tmp_path, text_file, steps=150)
     study = f"k{uuid.uuid4().hex[:8]}"
     command = [*CLI, "sweep", str(spec), "--storage", pg_url, "--study", study, "--heartbeat", "1", "--threads", "1"]
@@ -102,8 +106,8 @@ def test_killed_worker_trial_is_finished_by_the_other(pg_url: str, tmp_path: Pat
     _, err = survivor.communicate(timeout=600)
     assert survivor.returncode == 0, err[-2000:]
     done = completed(pg_url, tmp_path, study)
-    points = {(t.user_attrs["width"], t.params["log2_lr"]) for t in done}
-    assert len(points) == GRID and len(done) == GRID
+    assert fault_tally(GRID, finished_points(done), [err]) == no_loss(GRID)
+    points = set(finished_points(done))
     failed = [t for name in prefixed_studies(storage, study)
               for t in optuna.load_study(study_name=name, storage=storage).get_trials()
               if t.state == TrialState.FAIL and t.user_attrs.get("pid") == victim.pid]
@@ -111,7 +115,8 @@ def test_killed_worker_trial_is_finished_by_the_other(pg_url: str, tmp_path: Pat
     assert {(t.user_attrs["width"], t.params["log2_lr"]) for t in failed} <= points
 
 
-def test_sigkill_then_resume_finishes_without_retraining(tmp_path: Path, text_file: Path) -> None:
+def test_sigkill_then_resume_finishes_without_retraining(tmp_path: Path, text_file: Path,
+                                                        fault_tally: FaultTally) -> None:
     spec = write_spec(tmp_path, text_file, steps=60)
     out = tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out), "--workers", "2"]
@@ -127,20 +132,24 @@ def test_sigkill_then_resume_finishes_without_retraining(tmp_path: Path, text_fi
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     one_row_per_point(pd.read_csv(out / "trials.csv"))
     after = completed(None, out, "rel")
-    assert len(after) == GRID
+    assert fault_tally(GRID, finished_points(after), [resumed.stderr]) == no_loss(GRID)
     by_point = {(t.user_attrs["width"], t.params["log2_lr"]): (t.number, t.value) for t in after}
     for point, kept in before.items():
         assert by_point[point] == kept
 
 
 @pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
-def test_interrupted_sweep_stops_cleanly_and_resumes(tmp_path: Path, text_file: Path, sent: int, code: int) -> None:
+def test_interrupted_sweep_stops_cleanly_and_resumes(tmp_path: Path, text_file: Path, sent: int, code: int,
+                                                     fault_tally: FaultTally) -> None:
     """Ctrl-C (130) and SIGTERM (143, e.g. a scheduler's kill) sent to the sweep process alone: the workers
-    stop, their running trials are marked for a re-run, the tables are written; the rerun finishes the rest."""
-    spec = write_spec(tmp_path, text_file, steps=60)
+    stop, their running trials are marked for a re-run, the tables are written; the rerun finishes the rest.
+    Trials long enough (200 steps) that the signal lands mid-sweep even when the test shares a core."""
+    spec = write_spec(tmp_path, text_file, steps=200)
     out = tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out), "--workers", "2"]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    background = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sent == signal.SIGTERM else None
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=background)  # SIGTERM: started with `&` (SIGINT ignored), as by nohup
     wait_for(lambda: (out / "optuna.journal").exists() and len(completed(None, out, "rel")) >= 1, 180,
              "a finished trial")
     proc.send_signal(sent)
@@ -152,6 +161,7 @@ def test_interrupted_sweep_stops_cleanly_and_resumes(tmp_path: Path, text_file: 
     resumed = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     one_row_per_point(pd.read_csv(out / "trials.csv"))
+    assert fault_tally(GRID, finished_points(completed(None, out, "rel")), [err, resumed.stderr]) == no_loss(GRID)
 
 
 def test_two_workers_reproduce_one_worker_bit_for_bit(tmp_path: Path, text_file: Path) -> None:

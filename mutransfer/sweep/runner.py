@@ -8,6 +8,7 @@ import math
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -15,7 +16,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from optuna.trial import TrialState
 
-from ..errors import UserError
+from ..errors import EXIT_USAGE, UserError
 from .spec import SweepSpec
 from .storage import open_storage
 from .studies import RECORD_ATTR, enqueue_missing, live_trials, load_study, reap_abandoned, seed_of, study_keys
@@ -108,10 +109,14 @@ def _worker_options(opts: SweepOptions, index: int) -> SweepOptions:
 def _worker_entry(spec: SweepSpec, opts: SweepOptions) -> None:
     _die_with_parent()
     signal.signal(signal.SIGTERM, _raise_terminated)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a sweep started with `&` inherits SIGINT ignored
     try:
         run_worker(spec, opts)
     except KeyboardInterrupt:
         os._exit(130)
+    except UserError as exc:
+        print(f"error: {exc.one_line()}", file=sys.stderr, flush=True)
+        os._exit(EXIT_USAGE)
 
 
 def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callable[[Snapshot], None]] = None,

@@ -1,5 +1,6 @@
 """Optuna storages: a journal file in the run directory (one machine), or a database URL (several
-machines) with a heartbeat so that a dead worker's trial is retried by another."""
+machines) with a heartbeat so that a dead worker's trial is retried by another, and retries that ride out a
+database restart."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Optional
 import optuna
 
 from ..errors import UserError
+from .resilient import ResilientRDBStorage
 
 __all__ = ["open_storage", "heartbeat_of", "repair_journal", "JOURNAL_FILE"]
 
@@ -45,7 +47,7 @@ def open_storage(url: Optional[str], run_dir: Path, heartbeat: int = 10,
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return optuna.storages.RDBStorage(
+                return ResilientRDBStorage(
                     engine_url, heartbeat_interval=heartbeat, grace_period=3 * heartbeat,
                     heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=3),
                     engine_kwargs=engine)

@@ -8,6 +8,7 @@ workers or two machines enqueued is still trained once.
 
 from __future__ import annotations
 
+import datetime
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -20,11 +21,13 @@ from .policy import SearchPolicy, policy_for
 from .spec import SearchSpec, SweepSpec
 
 __all__ = ["StudyKey", "study_keys", "probe_seeds", "seed_of", "load_study", "enqueue_missing", "reap_abandoned",
-           "owner_of", "is_bookkeeping", "live_trials", "prefixed_studies", "LIVE", "RECORD_ATTR"]
+           "reap_orphans", "owner_of", "is_bookkeeping", "live_trials", "prefixed_studies", "LIVE", "RECORD_ATTR"]
 
 RECORD_ATTR = "mutransfer_record"
 LIVE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 BOOKKEEPING = ("duplicate", "spurious")
+ORPHAN_AFTER = 600.0
+"""Seconds after which a RUNNING trial that no worker claimed is failed as an orphan (``reap_orphans``)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,20 @@ def reap_abandoned(study: optuna.Study) -> int:
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if "pid" in trial.user_attrs and not is_alive(trial.user_attrs):
             study._storage.set_trial_user_attr(trial._trial_id, "status", "abandoned")
+            study._storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
+            reaped += 1
+    return reaped
+
+
+def reap_orphans(study: optuna.Study, older_than: float = ORPHAN_AFTER) -> int:
+    """Mark FAIL the RUNNING trials no worker ever claimed (no ``pid``) for ``older_than`` seconds: a trial whose
+    creation committed while its worker lost the connection, so the worker never learnt its number. A claim
+    follows an ask within milliseconds, so only such orphans are old and unclaimed."""
+    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=older_than)
+    reaped = 0
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if "pid" not in trial.user_attrs and trial.datetime_start is not None and trial.datetime_start < cutoff:
+            study._storage.set_trial_user_attr(trial._trial_id, "spurious", True)
             study._storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
             reaped += 1
     return reaped

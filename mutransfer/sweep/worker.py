@@ -4,8 +4,10 @@ them (up to ``batch_trials`` learning rates stacked as one model) and tell Optun
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -20,7 +22,8 @@ from .liveness import process_identity
 from .policy import SearchPolicy
 from .spec import SweepSpec
 from .storage import heartbeat_of, open_storage
-from .studies import StudyKey, enqueue_missing, live_trials, load_study, owner_of, seed_of, study_keys
+from .studies import (StudyKey, enqueue_missing, live_trials, load_study, owner_of, reap_orphans, seed_of,
+                      study_keys)
 from .trial import trial_config, trials_per_batch
 
 __all__ = ["SweepOptions", "Worker", "run_worker", "record_result", "CURVE_POINTS", "EventCallback"]
@@ -56,8 +59,11 @@ class _Heartbeat:
 
     def _beat(self, interval: int) -> None:
         while True:
-            for trial_id in self.trial_ids:
-                self.storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]
+            try:
+                for trial_id in self.trial_ids:
+                    self.storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - an outage past the storage's patience: the training thread reports it
+                return
             if self.stop.wait(interval):
                 return
 
@@ -82,6 +88,12 @@ class Worker:
                                        f"train.device={opts.device}" if opts.device else "") if x)
 
     def run(self) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+            warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
+            self._run()
+
+    def _run(self) -> None:
         keys = study_keys(self.spec)
         while True:
             for key in keys:
@@ -98,6 +110,7 @@ class Worker:
     def _fail_stale(self, study: optuna.Study) -> None:
         if heartbeat_of(self.storage) is not None:
             optuna.storages.fail_stale_trials(study)
+            reap_orphans(study)
 
     def _others_running(self, keys: list[StudyKey]) -> bool:
         """With a database storage, stay while other workers' trials run: if one of them dies its heartbeat
@@ -222,7 +235,10 @@ class Worker:
         prune = key.search.pruner != "none"
 
         def on_eval(i: int, step: int, val: float) -> bool:
-            trials[i].report(val, step)
+            try:
+                trials[i].report(val, step)
+            except optuna.exceptions.UpdateFinishedTrialError:
+                return True  # declared dead during a storage outage: stop it, its point is trained again
             return prune and trials[i].should_prune()
 
         try:
@@ -236,7 +252,11 @@ class Worker:
                 pending.pop(trial.number)
             return
         for trial, cfg, result in zip(trials, cfgs, results):
-            record_result(study, trial, cfg, result)
+            try:
+                record_result(study, trial, cfg, result)
+            except optuna.exceptions.UpdateFinishedTrialError:
+                print(f"warning: trial {trial.number} ({key.setup} w{key.width}) was declared dead while the storage "
+                      "was unreachable; its point is trained again and this result is dropped", file=sys.stderr)
             pending.pop(trial.number)
 
     def _fit(self, cfgs: list[Config], on_eval: Callable[[int, int, float], bool]) -> list[TrainResult]:

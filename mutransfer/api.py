@@ -37,6 +37,8 @@ def parametrize(
     lr: Optional[float] = None,
     seed: int = 0,
     overrides: Sequence[str] = (),
+    depth: Optional[int] = None,
+    in_block: Sequence[str] = (),
 ) -> Plan:
     """Re-initialise ``model`` by the preset's table at ``width`` and return its plan.
 
@@ -44,6 +46,10 @@ def parametrize(
     shapes come from ``base_model``, or from ``factory(base_width)`` built on the meta device (no memory),
     or — only when ``width == base_width`` — from ``model`` itself. ``overrides`` are config overrides
     (``optimizer.weight_decay=0.1``, ``parametrization.roles.readout.c.adam=0.5``).
+
+    Depth: with ``parametrization.depth_alpha=α`` (and ``parametrization.base_depth``) among the overrides,
+    ``depth`` (the model's number of residual blocks) and ``in_block`` (glob patterns of the parameters inside
+    them) add the depth factors; multiply each residual branch's output by ``plan.branch_multiplier``.
     """
     if width <= 0 or base_width <= 0:
         raise UserError(f"width={width} and base_width={base_width} must be positive", "give the model's widths")
@@ -57,6 +63,6 @@ def parametrize(
         base_model = model
     extra = [*overrides, *([f"optimizer.lr={lr!r}"] if lr is not None else [])]
     preset_cfg, opt_cfg = compose_parametrization(preset, optimizer, base_width, extra)
-    plan = module_plan(model, base_model, roles, width, preset_cfg, opt_cfg)
+    plan = module_plan(model, base_model, roles, width, preset_cfg, opt_cfg, depth=depth, in_block=in_block)
     initialize(model, plan, seed)
     return plan

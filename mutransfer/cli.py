@@ -141,11 +141,14 @@ def transfer(
     fmt: str = typer.Option("yaml", "--format", help="yaml or json."),
     correct_drift: bool = typer.Option(False, "--correct-drift", help="Apply the fitted drift LR* ∝ width^slope."),
     tolerance: str = typer.Option("1", "--tolerance", help="Octaves: warn when the predicted range at N is wider."),
+    depth: Optional[str] = typer.Option(None, "--depth", help="Target depth (number of blocks; default: the swept "
+                                        "one): the table's depth rule moves every in-block LR."),
 ) -> None:
-    """Write the config for width N: η* with its predicted range, and every parameter's init std, multiplier and LR."""
+    """Write the config for width N (and depth L): η* with its predicted range, and every parameter's init std,
+    multiplier and LR."""
     from .commands import transfer as command
 
-    _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift, tolerance))
+    _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift, tolerance, depth))
 
 
 @app.command()
@@ -181,17 +184,19 @@ def verify(
 @app.command("coord-check")
 def coord_check(
     overrides: Optional[List[str]] = OVERRIDES,
-    widths: str = typer.Option("32,64,128,256", "--widths", help="Comma-separated widths."),
+    widths: Optional[str] = typer.Option(None, "--widths", help="Comma-separated widths (default 32,64,128,256)."),
+    depths: Optional[str] = typer.Option(None, "--depths", help="Comma-separated depths, measured at model.width "
+                                         "instead of across widths (e.g. 2,4,8,16)."),
     steps: int = typer.Option(5, "--steps", help="Training steps after the initial measurement."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Base LR η (default: the optimizer's default)."),
     seeds: int = typer.Option(2, "--seeds", help="Seeds per width (the slope bands widen by their spread)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default runs/coord-check-<time>)."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any module is not stable."),
 ) -> None:
-    """Measure forward, update and dependency stability per module across widths, and judge each module."""
+    """Measure forward, update and dependency stability per module across widths (or depths), and judge each."""
     from .commands import coord_check as command
 
-    _guarded(lambda: command.run(overrides or [], widths, steps, lr, seeds, out, strict))
+    _guarded(lambda: command.run(overrides or [], widths, steps, lr, seeds, out, strict, depths))
 
 
 def main() -> None:

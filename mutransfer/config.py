@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 
 from .errors import UserError
 from .schema import FAMILIES, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, family_of
-from .table.rules import INIT_RULES, MUON_SCALES
+from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
 
 __all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "compose_parametrization",
            "to_yaml", "to_dict", "validate", "check_width", "GROUPS"]
@@ -179,8 +179,19 @@ def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
     return config_from_dict(data, overrides, str(path))
 
 
+LATER_KEYS: dict[tuple[str, str], Any] = {("model", "in_block"): [], ("parametrization", "base_depth"): 2,
+                                          ("parametrization", "depth_alpha"): 0.0}
+"""Keys added after run directories and transfer files existed, with the default that reproduces the model
+those files describe: ``to_dict`` leaves them out at that value, so older fingerprints and files stay valid."""
+
+
 def to_dict(cfg: Config) -> dict[str, Any]:
-    return dataclasses.asdict(cfg)
+    """The config as plain data (``config_from_dict``'s inverse), ``LATER_KEYS`` at their defaults left out."""
+    data = dataclasses.asdict(cfg)
+    for (group, key), default in LATER_KEYS.items():
+        if data[group].get(key) == default:
+            del data[group][key]
+    return data
 
 
 def to_yaml(cfg: Config) -> str:
@@ -250,6 +261,11 @@ def validate(cfg: Config) -> None:
     _check_choice("optimizer.ns_dtype", o.ns_dtype, NS_DTYPES)
     _check_choice("optimizer.muon_scale", o.muon_scale, MUON_SCALES)
     _check_choice("parametrization.muon_scale_shapes", p.muon_scale_shapes, SCALE_SHAPES)
+    try:
+        check_depth_alpha(p.depth_alpha)
+    except ValueError:
+        raise UserError(f"parametrization.depth_alpha={p.depth_alpha:g} is neither 0 nor in [0.5, 1]",
+                        "use 0 (off), 0.5 (depth-μP), 1 (CompleteP) or a value between 0.5 and 1") from None
     if len(o.ns_coeffs) != 3 or not all(math.isfinite(x) for x in o.ns_coeffs):
         raise UserError(f"optimizer.ns_coeffs={o.ns_coeffs} needs three finite numbers", f"e.g. {list(NS_COEFFS)}")
     if m.factory is None:

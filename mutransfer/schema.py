@@ -7,7 +7,7 @@ Numeric fields carry their valid range in ``metadata["range"]`` as ``(low, high,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 __all__ = [
     "ROLES",
@@ -112,16 +112,22 @@ class ModelConfig:
     norm_eps: float = field(default=1e-6, metadata=rng(0.0, 1.0, low_open=True))
     factory: Optional[str] = None
     roles: Dict[str, str] = field(default_factory=dict)
+    in_block: List[str] = field(default_factory=list)
+    """``model.factory`` models: glob patterns of the parameters inside residual blocks (the depth rules')."""
 
 
 @dataclass
 class ParametrizationConfig:
-    """A preset: how each role scales with m = width / base_width. Base values live in the optimizer."""
+    """A preset: how each role scales with m = width / base_width (and, inside residual blocks, with
+    m_L = depth / base_depth). Base values live in the optimizer."""
 
     name: str = "mup"
     base_width: int = field(default=128, metadata=rng(1))
     muon_scale_shapes: str = "base"
     roles: RoleTable = field(default_factory=RoleTable)
+    base_depth: int = field(default=2, metadata=rng(1))
+    depth_alpha: float = field(default=0.0, metadata=rng(0.0, 1.0))
+    """Residual branches × (depth / base_depth)^-α: 0 = off, 0.5 = depth-μP, 1 = CompleteP (``table.rules``)."""
 
 
 @dataclass

@@ -298,9 +298,9 @@ def save(fig: Any, path: Path, dpi: int = 120) -> None:
         _pyplot().close(fig)
 
 
-def coord_check_figure(table: pd.DataFrame, slopes: pd.DataFrame, steps: Sequence[int]) -> Any:
-    """One panel per (quantity, step): value vs width on log axes, one line per module, with the slope
-    each quantity needs drawn as a dashed guide through the median module."""
+def coord_check_figure(table: pd.DataFrame, slopes: pd.DataFrame, steps: Sequence[int], axis: str = "width") -> Any:
+    """One panel per (quantity, step): value vs width (or depth) on log axes, one line per module, with the
+    slope each quantity needs drawn as a dashed guide through the median module."""
     plt = _pyplot()
     quantities = [q for q in ("forward", "update", "dependency", "weight_update") if q in set(table["quantity"])]
     fig, axes = plt.subplots(len(quantities), len(steps), figsize=(4.6 * len(steps), 3.3 * len(quantities)),
@@ -315,23 +315,23 @@ def coord_check_figure(table: pd.DataFrame, slopes: pd.DataFrame, steps: Sequenc
             if part.empty:
                 ax.set_visible(False)
                 continue
-            means = part.groupby(["module", "width"], sort=False)["value"].mean().reset_index()
+            means = part.groupby(["module", axis], sort=False)["value"].mean().reset_index()
             for module, rows in means.groupby("module", sort=False):
-                ax.plot(rows["width"], rows["value"], "-o", ms=3, lw=1.2, color=colors[module],
+                ax.plot(rows[axis], rows["value"], "-o", ms=3, lw=1.2, color=colors[module],
                         label=module if quantity != "weight_update" else module.replace(".weight", ""))
-            widths = np.array(sorted(part["width"].unique()), dtype=float)
+            widths = np.array(sorted(part[axis].unique()), dtype=float)
             guide_slope = 0.0
-            anchor = float(np.median(means[means["width"] == widths[0]]["value"]))
+            anchor = float(np.median(means[means[axis] == widths[0]]["value"]))
             ax.plot(widths, anchor * (widths / widths[0]) ** guide_slope, "k--", lw=1, alpha=0.6)
             ax.set_xscale("log", base=2)
             ax.set_yscale("log", base=2)
             ax.set_title(f"{quantity} · step {step}", fontsize=10)
-            ax.set_xlabel("width")
+            ax.set_xlabel(axis)
             ax.grid(alpha=0.3)
             if c == 0:
                 ax.set_ylabel({"forward": "RMS of output", "update": "RMS of change since step 0",
                                "dependency": "RMS Δout / RMS Δin", "weight_update": "‖ΔW‖₂ / ‖W₀‖₂"}[quantity])
             if c == len(steps) - 1:
                 ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle("Coordinate check (dashed: the width-independent slope a stable quantity needs)", fontsize=11)
+    fig.suptitle(f"Coordinate check (dashed: the {axis}-independent slope a stable quantity needs)", fontsize=11)
     return fig

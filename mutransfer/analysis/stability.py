@@ -44,18 +44,20 @@ def requirement(quantity: str, module: str, step: int, tol: float = DEFAULT_TOL,
     return Band(-tol, tol, f"0 ± {tol:.1f} (Θ(1))")
 
 
-def fit_slopes(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per (quantity, module, step): slope, its standard error and the widths used."""
+def fit_slopes(table: pd.DataFrame, axis: str = "width") -> pd.DataFrame:
+    """One row per (quantity, module, step): slope against log2 of ``axis`` (the table's width or depth
+    column), its standard error and the sizes used (column ``widths`` or ``depths``)."""
     rows = []
+    sizes = f"{axis}s"
     blown = table[~np.isfinite(table["value"])]
     for (quantity, module, step), _ in blown.groupby(["quantity", "module", "step"], sort=False):
         rows.append({"quantity": quantity, "module": module, "step": int(step), "slope": math.inf, "stderr": 0.0,
-                     "widths": sorted(int(w) for w in table["width"].unique())})
+                     sizes: sorted(int(w) for w in table[axis].unique())})
     usable = table[(table["value"] > 0) & np.isfinite(table["value"])]
     usable = usable.merge(blown[["quantity", "module", "step"]].drop_duplicates(), how="left", indicator=True)
     usable = usable[usable["_merge"] == "left_only"].drop(columns="_merge")
     for (quantity, module, step), part in usable.groupby(["quantity", "module", "step"], sort=False):
-        per_width = part.assign(logv=np.log2(part["value"])).groupby("width")["logv"]
+        per_width = part.assign(logv=np.log2(part["value"])).groupby(axis)["logv"]
         means = per_width.mean()
         if len(means) < 2:
             continue
@@ -68,8 +70,8 @@ def fit_slopes(table: pd.DataFrame) -> pd.DataFrame:
             spread = per_width.std(ddof=1).fillna(0.0).to_numpy(float) / math.sqrt(n_seeds)
             se = float(math.sqrt(np.sum(spread**2 * (x - x.mean()) ** 2)) / np.sum((x - x.mean()) ** 2))
         rows.append({"quantity": quantity, "module": module, "step": int(step), "slope": float(slope),
-                     "stderr": se, "widths": [int(w) for w in means.index]})
-    return pd.DataFrame(rows, columns=["quantity", "module", "step", "slope", "stderr", "widths"])
+                     "stderr": se, sizes: [int(w) for w in means.index]})
+    return pd.DataFrame(rows, columns=["quantity", "module", "step", "slope", "stderr", sizes])
 
 
 def verdicts(slopes: pd.DataFrame, tol: float = DEFAULT_TOL,
@@ -90,9 +92,10 @@ def verdicts(slopes: pd.DataFrame, tol: float = DEFAULT_TOL,
     return {"modules": modules, "checks": checks, "stable": all(m["verdict"] == "stable" for m in modules.values())}
 
 
-def judge(table: pd.DataFrame, tol: float = DEFAULT_TOL) -> dict[str, Any]:
-    """Slopes, checks and a verdict per module for a coord-check table (the ``coord_check.json`` body)."""
-    slopes = fit_slopes(table)
+def judge(table: pd.DataFrame, tol: float = DEFAULT_TOL, axis: str = "width") -> dict[str, Any]:
+    """Slopes, checks and a verdict per module for a coord-check table (the ``coord_check.json`` body); across
+    depth the same bands apply to the exponents of depth."""
+    slopes = fit_slopes(table, axis)
     result = verdicts(slopes, tol)
     result["slopes"] = slopes.to_dict(orient="records")
     return result

@@ -6,7 +6,7 @@ import math
 import sys
 from typing import Any
 
-__all__ = ["console", "format_number", "positive_number"]
+__all__ = ["console", "format_number", "positive_number", "positive_integer"]
 
 
 def console(log_width: int = 140, stderr: bool = False) -> Any:
@@ -38,3 +38,13 @@ def positive_number(option: str, text: str, example: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise UserError(f"{option} {text} must be a positive finite number", f"e.g. {option} {example}")
     return value
+
+
+def positive_integer(option: str, text: str, example: str) -> int:
+    """An integer option given as text (``--depth``): a whole number > 0, else one line that names the option."""
+    from ..errors import UserError
+
+    value = positive_number(option, text, example)
+    if value != int(value):
+        raise UserError(f"{option} {text} is not a whole number", f"give a positive integer, e.g. {option} {example}")
+    return int(value)

@@ -7,7 +7,9 @@ from typing import Any, Optional, Sequence
 
 from ..errors import UserError
 
-__all__ = ["run", "parse_widths", "EXIT_UNSTABLE"]
+__all__ = ["run", "parse_widths", "parse_depths", "EXIT_UNSTABLE", "DEFAULT_WIDTHS"]
+
+DEFAULT_WIDTHS = "32,64,128,256"
 
 EXIT_UNSTABLE = 1
 VERDICT_COLORS = {"stable": "green", "grows": "red", "shrinks": "yellow"}
@@ -27,6 +29,16 @@ def parse_widths(text: str, head_dim: int) -> list[int]:
     return widths
 
 
+def parse_depths(text: str) -> list[int]:
+    try:
+        depths = sorted({int(d) for d in text.split(",") if d.strip()})
+    except ValueError:
+        raise UserError(f"--depths {text} must be comma-separated integers", "e.g. --depths 2,4,8,16") from None
+    if len(depths) < 2 or depths[0] < 1:
+        raise UserError(f"--depths {text} needs at least two depths of 1 block or more", "e.g. --depths 2,4,8,16")
+    return depths
+
+
 def _check_options(steps: int, seeds: int, lr: Optional[float]) -> None:
     if steps < 1:
         raise UserError(f"--steps {steps} must be at least 1", "e.g. --steps 5")
@@ -36,9 +48,10 @@ def _check_options(steps: int, seeds: int, lr: Optional[float]) -> None:
         raise UserError(f"--lr {lr} must be positive", "e.g. --lr 0.01")
 
 
-def run(overrides: Sequence[str], widths_text: str, steps: int, lr: Optional[float], seeds: int,
-        out: Optional[Path], strict: bool) -> int:
-    """The coord-check command; returns the exit code (1 under ``--strict`` when a module is not stable)."""
+def run(overrides: Sequence[str], widths_text: Optional[str], steps: int, lr: Optional[float], seeds: int,
+        out: Optional[Path], strict: bool, depths_text: Optional[str] = None) -> int:
+    """The coord-check command: across widths, or across depths at the configured width (``--depths``);
+    returns the exit code (1 under ``--strict`` when a module is not stable)."""
     import pandas as pd
 
     from ..analysis.plots import coord_check_figure, save
@@ -52,23 +65,33 @@ def run(overrides: Sequence[str], widths_text: str, steps: int, lr: Optional[flo
     cfg = compose(overrides)
     if cfg.model.factory:
         raise UserError("coord-check measures the built-in GPT's modules", "drop model.factory for coord-check")
-    widths = parse_widths(widths_text, cfg.model.head_dim)
+    if depths_text is not None and widths_text is not None:
+        raise UserError("--widths and --depths were both given", "measure one axis at a time: across depth the "
+                        "width is model.width (e.g. --depths 2,4,8,16 model.width=64)")
+    axis = "depth" if depths_text is not None else "width"
+    sizes = parse_depths(depths_text) if depths_text is not None else \
+        parse_widths(widths_text or DEFAULT_WIDTHS, cfg.model.head_dim)
     _check_options(steps, seeds, lr)
     base_lr = lr if lr is not None else cfg.optimizer.lr
     corpus = load_corpus(cfg.data, cfg.train.seq_len)
     screen = console()
-    table = coord_check(cfg, corpus, widths, steps, base_lr, list(range(cfg.train.seed, cfg.train.seed + seeds)),
-                        on_width=lambda w, s: screen.print(f"measuring width {w} (seed {s})", style="dim"))
-    result = judge(table)
+    table = coord_check(cfg, corpus, sizes, steps, base_lr, list(range(cfg.train.seed, cfg.train.seed + seeds)),
+                        on_width=lambda n, s: screen.print(f"measuring {axis} {n} (seed {s})", style="dim"),
+                        axis=axis)
+    result = judge(table, axis=axis)
     run_dir = new_run_dir(out, "coord-check")
     atomic_write_text(run_dir / COORD_CHECK_FILES["table"], table.to_csv(index=False))
+    where = {"widths": sizes} if axis == "width" else {
+        "axis": "depth", "depths": sizes, "width": cfg.model.width,
+        "depth_alpha": cfg.parametrization.depth_alpha, "base_depth": cfg.parametrization.base_depth}
     write_json(run_dir / COORD_CHECK_FILES["summary"], {
-        "preset": cfg.parametrization.name, "optimizer": cfg.optimizer.name, "lr": base_lr, "widths": widths,
+        "preset": cfg.parametrization.name, "optimizer": cfg.optimizer.name, "lr": base_lr, **where,
         "steps": steps, "seeds": seeds, **result, "config": to_dict(cfg)})
-    save(coord_check_figure(table, pd.DataFrame(result["slopes"]), sorted({0, 1, steps})),
+    save(coord_check_figure(table, pd.DataFrame(result["slopes"]), sorted({0, 1, steps}), axis),
          run_dir / COORD_CHECK_FILES["plot"])
-    title = (f"coord check: {cfg.parametrization.name} + {cfg.optimizer.name}, η={base_lr:.4g}, widths {widths}, "
-             f"{steps} steps")
+    alpha = f", depth_alpha {cfg.parametrization.depth_alpha:g} at width {cfg.model.width}" if axis == "depth" else ""
+    title = (f"coord check: {cfg.parametrization.name} + {cfg.optimizer.name}, η={base_lr:.4g}, {axis}s {sizes}"
+             f"{alpha}, {steps} steps")
     screen.print(_verdict_table(result, title))
     bad = [m for m, e in result["modules"].items() if e["verdict"] != "stable"]
     screen.print(("all modules stable" if not bad else f"not stable: {', '.join(bad)}") +

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 __all__ = ["run"]
 
-COLUMNS = ("parameter", "role", "shape", "init std", "init mean", "multiplier", "lr", "shape factor",
+COLUMNS = ("parameter", "role", "shape", "init std", "init mean", "multiplier", "lr", "depth factor", "shape factor",
            "effective lr", "update")
 LEFT = ("parameter", "role", "update")
 
@@ -38,5 +38,32 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
             update += f" eps={row['eps']:.3g}"
         table.add_row(row["name"], row["role"], "×".join(map(str, row["shape"])), f"{row['init_std']:.4g}",
                       f"{row['init_mean']:.4g}", f"{row['multiplier']:.4g}", f"{row['lr']:.4g}",
-                      f"{row['shape_factor']:.4g}", f"{row['effective_lr']:.4g}", update)
+                      f"{row['depth_lr_factor']:.4g}", f"{row['shape_factor']:.4g}", f"{row['effective_lr']:.4g}",
+                      update)
     out.print(table)
+    out.print(depth_table(plan))
+
+
+def depth_table(plan: Any) -> Any:
+    """The depth exponents (of m_L = depth / base_depth) of every role's in-block parameters, per optimizer
+    family, at the plan's α; parameters outside the blocks (embedding, final norm, LM head) have none."""
+    from rich.table import Table
+
+    from ..schema import FAMILIES, ROLES
+    from ..table.rules import depth_exponents
+
+    alpha = plan.depth_alpha
+    title = (f"depth {plan.depth} (base {plan.base_depth}, m_L={plan.depth_ratio:g}), depth_alpha {alpha:g}: "
+             f"residual branches × {plan.branch_multiplier:.4g}" if alpha else
+             "depth rules: off (parametrization.depth_alpha=0: no residual scaling, every depth factor 1)")
+    table = Table(title=title)
+    for column in ("role", "in-block parameters", *(f"lr exponent ({f})" for f in FAMILIES), "eps exponent (adam)",
+                   "init exponent"):
+        table.add_column(column, justify="left" if column in ("role", "in-block parameters") else "right")
+    rules = {family: depth_exponents(family, alpha) for family in FAMILIES}
+    for role in ROLES:
+        inside = sum(p.in_block for p in plan.params if p.role == role)
+        lr = [f"{rules[f].lr:+g}" if inside else "—" for f in FAMILIES]
+        table.add_row(role, str(inside), *lr, f"{rules['adam'].eps:+g}" if inside else "—",
+                      f"{rules['adam'].init:+g}" if inside else "—")
+    return table

@@ -7,24 +7,29 @@ from typing import Any, Optional
 
 __all__ = ["run", "prediction_line"]
 
-COLUMNS = ("parameter", "role", "shape", "init std", "multiplier", "lr", "effective lr", "update")
+COLUMNS = ("parameter", "role", "shape", "init std", "multiplier", "lr", "depth factor", "effective lr", "update")
 LEFT = ("parameter", "role", "update")
 
 
 def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[Path], fmt: str,
-        correct_drift: bool, tolerance: str = "1") -> None:
+        correct_drift: bool, tolerance: str = "1", depth: Optional[str] = None) -> None:
     from ..files import latest_run, transfer_file
     from ..transfer.target import make_transfer, write_transfer
-    from .common import console, positive_number
+    from .common import console, positive_integer, positive_number
 
     octaves = positive_number("--tolerance", tolerance, "1")
+    blocks = positive_integer("--depth", depth, "48") if depth is not None else None
     run_dir = source or latest_run()
-    result = make_transfer(run_dir, width, setup, correct_drift, octaves)
+    result = make_transfer(run_dir, width, setup, correct_drift, octaves, blocks)
     path = out or run_dir / transfer_file(width, fmt)
     write_transfer(result, path, fmt)
     screen = console()
     screen.print(prediction_line(result.document["prediction"]))
     screen.print(_table(result.document, width))
+    if result.document.get("depth_alpha"):
+        doc = result.document
+        screen.print(f"depth {doc['depth']} (base {doc['base_depth']}, depth_alpha {doc['depth_alpha']:g}): every "
+                     f"residual branch × {doc['branch_multiplier']:.4g}; in-block LRs carry the depth factor shown")
     src = result.document["source"]
     ci = src["slope_ci"]
     slope = f"slope {src['slope']:+.2f} octaves/doubling" if src["slope"] is not None else "no slope"
@@ -54,6 +59,8 @@ def _table(doc: dict[str, Any], width: int) -> Any:
         table.add_column(column, justify="left" if column in LEFT else "right")
     for row in doc["param_groups"]:
         init = f"const {row['init_mean']:.4g}" if row["role"] == "gain" else f"{row['init_std']:.4g}"
+        update = row["update"] + (f" eps={row['eps']:.3g}" if row.get("eps") is not None else "")
         table.add_row(row["name"], row["role"], "×".join(map(str, row["shape"])), init,
-                      f"{row['multiplier']:.4g}", f"{row['lr']:.4g}", f"{row['effective_lr']:.4g}", row["update"])
+                      f"{row['multiplier']:.4g}", f"{row['lr']:.4g}", f"{row.get('depth_lr_factor', 1.0):.4g}",
+                      f"{row['effective_lr']:.4g}", update)
     return table

@@ -6,9 +6,10 @@ called with the width) whose parameters get roles from ``model.roles`` (glob pat
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 from dataclasses import replace
-from typing import Callable, Mapping, Optional
+from typing import Callable, Mapping, Optional, Sequence
 
 import torch
 from torch import nn
@@ -20,7 +21,7 @@ from ..table.roles import match_roles
 from .apply import attach_multipliers, init_parameters, refuse_tied
 from .gpt import GPT
 
-__all__ = ["gpt_plan", "model_plan", "build_model", "load_factory", "module_plan"]
+__all__ = ["gpt_plan", "model_plan", "build_model", "load_factory", "module_plan", "set_branch_multiplier"]
 
 
 def gpt_plan(cfg: Config, vocab_size: int) -> Plan:
@@ -29,7 +30,8 @@ def gpt_plan(cfg: Config, vocab_size: int) -> Plan:
     base = GPT(replace(cfg.model, width=cfg.parametrization.base_width), vocab_size, device="meta")
     shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
     base_shapes = {name: tuple(p.shape) for name, p in base.named_parameters()}
-    return make_plan(shapes, base_shapes, model.roles, cfg.model.width, cfg.parametrization, cfg.optimizer)
+    return make_plan(shapes, base_shapes, model.roles, cfg.model.width, cfg.parametrization, cfg.optimizer,
+                     depth=cfg.model.depth, in_block=model.in_block)
 
 
 def load_factory(path: str) -> Callable[[int], nn.Module]:
@@ -46,21 +48,27 @@ def load_factory(path: str) -> Callable[[int], nn.Module]:
 
 
 def module_plan(model: nn.Module, base_model: nn.Module, roles: Mapping[str, str], width: int,
-                preset: ParametrizationConfig, opt: OptimizerConfig) -> Plan:
-    """The plan of any module, given the same module at the base width and role patterns."""
+                preset: ParametrizationConfig, opt: OptimizerConfig, depth: Optional[int] = None,
+                in_block: Sequence[str] = ()) -> Plan:
+    """The plan of any module, given the same module at the base width, role patterns and the glob patterns
+    of the parameters inside residual blocks (``depth``: the module's number of blocks, for the depth rules)."""
     try:
         refuse_tied(model)
         names = [name for name, _ in model.named_parameters()]
         assigned = match_roles(names, roles)
     except ValueError as exc:
         raise UserError(str(exc), "fix model.roles or the model") from None
+    if preset.depth_alpha and not in_block:
+        raise UserError(f"parametrization.depth_alpha={preset.depth_alpha:g} needs to know which parameters sit "
+                        "inside residual blocks", "set model.in_block to their glob patterns (e.g. ['blocks.*'])")
+    inside = frozenset(name for name in names if any(fnmatch.fnmatchcase(name, p) for p in in_block))
     base_shapes = {name: tuple(p.shape) for name, p in base_model.named_parameters()}
     missing = sorted(set(names) - set(base_shapes))
     if missing:
         raise UserError(f"the base-width model lacks parameters {missing}", "the factory must give the same names "
                         "at every width")
     shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
-    return make_plan(shapes, base_shapes, assigned, width, preset, opt)
+    return make_plan(shapes, base_shapes, assigned, width, preset, opt, depth=depth, in_block=inside)
 
 
 def _factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
@@ -69,7 +77,24 @@ def _factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
     model = fn(cfg.model.width)
     with torch.device("meta"):
         base = fn(cfg.parametrization.base_width)
-    return model, module_plan(model, base, cfg.model.roles, cfg.model.width, cfg.parametrization, cfg.optimizer)
+    depth = cfg.model.depth if cfg.parametrization.depth_alpha else None
+    return model, module_plan(model, base, cfg.model.roles, cfg.model.width, cfg.parametrization, cfg.optimizer,
+                              depth=depth, in_block=cfg.model.in_block)
+
+
+def set_branch_multiplier(model: nn.Module, plan: Plan) -> None:
+    """Give the model its residual-branch multiplier: the GPT applies it; a factory's module must declare a
+    ``branch_multiplier`` attribute and multiply each residual branch's output by it."""
+    value = plan.branch_multiplier
+    if isinstance(model, GPT):
+        model.set_branch_multiplier(value)
+    elif hasattr(model, "branch_multiplier"):
+        model.branch_multiplier = value
+    elif value != 1.0:
+        raise UserError(f"the model.factory module has no branch_multiplier attribute, but "
+                        f"parametrization.depth_alpha={plan.depth_alpha:g} scales its residual branches by {value:g}",
+                        "give the module a branch_multiplier attribute and multiply each residual branch by it, "
+                        "or set parametrization.depth_alpha=0")
 
 
 def model_plan(cfg: Config, vocab_size: int) -> Plan:
@@ -92,9 +117,11 @@ def build_model(cfg: Config, vocab_size: int, device: torch.device | str = "cpu"
         model, plan = _factory_model(cfg)
         init_parameters(model.named_parameters(), plan, torch.Generator().manual_seed(cfg.train.seed))
         attach_multipliers(model, plan.multipliers)
+        set_branch_multiplier(model, plan)
         return model.to(device), plan
     plan = gpt_plan(cfg, vocab_size)
     gpt = GPT(cfg.model, vocab_size, trials=trials)
     init_parameters(gpt.named_parameters(), plan, torch.Generator().manual_seed(cfg.train.seed))
     gpt.set_multipliers(plan.multipliers)
+    gpt.set_branch_multiplier(plan.branch_multiplier)
     return gpt.to(device), plan

@@ -1,7 +1,8 @@
 """A width-parametrized decoder-only GPT and its role registry. The model only: no optimizer, no scaling rules.
 
 Every weight is a plain parameter applied through ``dense``; each module declares the role of each of its
-parameters, and ``GPT.roles`` collects them by parameter name. Forward multipliers (the abc table's m^-a)
+parameters, and ``GPT.roles`` collects them by parameter name; ``GPT.in_block`` names those inside the
+residual blocks, whose outputs are scaled by ``set_branch_multiplier``. Forward multipliers (the abc table's m^-a)
 are plain floats in each module's ``multipliers`` dict, set by ``GPT.set_multipliers``.
 
 ``GPT(..., trials=K)`` stacks K independent copies of every parameter along a leading trial dimension
@@ -144,10 +145,14 @@ class Block(nn.Module):
         self.attn = Attention(cfg, device, trials)
         self.mlp_norm = RMSNorm(cfg.width, cfg.norm_eps, device, trials)
         self.mlp = MLP(cfg, device, trials)
+        self.branch_multiplier = 1.0
 
     def forward(self, x: Tensor) -> Tensor:
-        x = x + self.attn(self.attn_norm(x))
-        return x + self.mlp(self.mlp_norm(x))
+        if self.branch_multiplier == 1.0:
+            x = x + self.attn(self.attn_norm(x))
+            return x + self.mlp(self.mlp_norm(x))
+        x = x + self.attn(self.attn_norm(x)) * self.branch_multiplier
+        return x + self.mlp(self.mlp_norm(x)) * self.branch_multiplier
 
 
 class GPT(nn.Module):
@@ -174,6 +179,13 @@ class GPT(nn.Module):
             for p_name, role in getattr(mod, "param_roles", {}).items()
         }
         check_roles(self, self.roles)
+        self.in_block = frozenset(name for name in self.roles if name.startswith("blocks."))
+        """The parameters inside residual blocks (the depth rules apply to them)."""
+
+    def set_branch_multiplier(self, value: float) -> None:
+        """Multiply every residual branch's output (attention and MLP) by ``value`` (the plan's m_L^-α)."""
+        for block in self.blocks:
+            block.branch_multiplier = float(value)
 
     def set_multipliers(self, multipliers: Mapping[str, float]) -> None:
         """Set each parameter's forward multiplier, keyed by parameter name."""

@@ -7,6 +7,9 @@ evaluated at the *base-width* shapes:
     multiplier = mult_role · m^-a        init std = σ_role · m^-b        lr = η · lr_mult_role · m^-c
     adam eps   = eps · m^-eps
 
+and, for a parameter inside a residual block, the depth factors of ``rules.depth_exponents`` with
+m_L = depth / base_depth (LR × m_L^lr, eps × m_L^eps; each block's output × ``branch_multiplier``).
+
 Gains are initialised to the constant σ·m^-b (std 0); every other parameter is drawn from N(0, std²).
 Pure data: the torch side (initialising, multipliers, optimizers) lives in ``mutransfer.model.apply``.
 """
@@ -21,7 +24,7 @@ from typing import Any, Mapping, Optional
 
 from ..files import atomic_write_text, dump_yaml
 from ..schema import OptimizerConfig, ParametrizationConfig, RoleFloats, RoleRules, family_of
-from .rules import UPDATE_BY_FAMILY, base_value, matrix_dims, muon_scale
+from .rules import UPDATE_BY_FAMILY, DepthExponents, base_value, depth_exponents, matrix_dims, muon_scale
 
 __all__ = ["ParamPlan", "Plan", "make_plan", "PLAN_FORMAT", "Shape"]
 
@@ -29,6 +32,8 @@ PLAN_FORMAT = 1
 PARAM_FIELDS = ("name", "role", "shape", "base_shape", "init_std", "init_mean", "multiplier", "lr", "lr_factor",
                 "update", "shape_factor", "effective_lr")
 OPTIONAL_PARAM_FIELDS = ("eps", "scale_rule", "scale_shape")
+DEPTH_PARAM_FIELDS = ("in_block", "depth_lr_factor")
+"""Written only by a plan with residual-branch scaling on (older files, and α = 0, keep their layout)."""
 
 Shape = tuple[int, ...]
 
@@ -54,6 +59,9 @@ class ParamPlan:
     scale_rule: Optional[str] = None
     scale_shape: Optional[tuple[int, int]] = None
     shape_factor: float = 1.0
+    in_block: bool = False
+    depth_lr_factor: float = 1.0
+    """The part of ``lr_factor`` that depth contributes (m_L^lr inside a residual block, 1 elsewhere)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,23 @@ class Plan:
     base_width: int
     optimizer_config: OptimizerConfig
     params: tuple[ParamPlan, ...] = field(default_factory=tuple)
+    depth: Optional[int] = None
+    base_depth: Optional[int] = None
+    depth_alpha: float = 0.0
+
+    @property
+    def depth_ratio(self) -> float:
+        """m_L = depth / base_depth (1 when the plan has no depth information)."""
+        return self.depth / self.base_depth if self.depth and self.base_depth else 1.0
+
+    @property
+    def depth_rules(self) -> DepthExponents:
+        return depth_exponents(family_of(self.optimizer_name), self.depth_alpha)
+
+    @property
+    def branch_multiplier(self) -> float:
+        """The factor on every residual branch's output: m_L^-α (1 when α = 0)."""
+        return self.depth_ratio ** self.depth_rules.branch
 
     @property
     def lr(self) -> float:
@@ -113,9 +138,12 @@ class Plan:
         for row in self.rows():
             entry = {k: row[k] for k in PARAM_FIELDS}
             entry.update({k: row[k] for k in OPTIONAL_PARAM_FIELDS if row[k] is not None})
+            entry.update({k: row[k] for k in DEPTH_PARAM_FIELDS if self.depth_alpha})
             groups.append(entry)
+        depth = {"depth": self.depth, "base_depth": self.base_depth, "depth_alpha": self.depth_alpha,
+                 "branch_multiplier": self.branch_multiplier} if self.depth_alpha else {}
         return {"mutransfer_plan": PLAN_FORMAT, "preset": self.preset, "width": self.width,
-                "base_width": self.base_width, "lr": self.lr, "log2_lr": math.log2(self.lr),
+                "base_width": self.base_width, **depth, "lr": self.lr, "log2_lr": math.log2(self.lr),
                 "optimizer": asdict(self.optimizer_config), "param_groups": groups}
 
     def save(self, path: Path | str) -> None:
@@ -151,7 +179,8 @@ class Plan:
                                  lr_factor=g.get("lr_factor", g["lr"] / doc["lr"]), update=g["update"], eps=g.get("eps"),
                                  scale_rule=g.get("scale_rule"),
                                  scale_shape=tuple(g["scale_shape"]) if g.get("scale_shape") else None,
-                                 shape_factor=g.get("shape_factor", 1.0))
+                                 shape_factor=g.get("shape_factor", 1.0), in_block=bool(g.get("in_block", False)),
+                                 depth_lr_factor=g.get("depth_lr_factor", 1.0))
                        for g in doc["param_groups"])
         opt = doc.get("optimizer") or {}
         config = _optimizer_from_dict(opt) if "init" in opt else OptimizerConfig(name=opt.get("name", "muon"))
@@ -159,7 +188,8 @@ class Plan:
         legacy = doc.get("parametrization") or {}
         return cls(preset=doc.get("preset") or legacy.get("name", ""), width=int(doc["width"]),
                    base_width=int(doc.get("base_width") or legacy.get("base_width", 0)), optimizer_config=config,
-                   params=params)
+                   params=params, depth=doc.get("depth"), base_depth=doc.get("base_depth"),
+                   depth_alpha=float(doc.get("depth_alpha") or 0.0))
 
 
 def _optimizer_from_dict(data: Mapping[str, Any]) -> OptimizerConfig:
@@ -178,10 +208,15 @@ def make_plan(
     width: int,
     preset: ParametrizationConfig,
     opt: OptimizerConfig,
+    depth: Optional[int] = None,
+    in_block: frozenset[str] = frozenset(),
 ) -> Plan:
-    """Evaluate the preset for every parameter. ``base_shapes`` are the same parameters at the base width."""
+    """Evaluate the preset for every parameter. ``base_shapes`` are the same parameters at the base width;
+    ``in_block`` names the parameters inside residual blocks, which get the depth factors at ``depth``."""
     family = family_of(opt.name)
     m = width / preset.base_width
+    depth_rules = depth_exponents(family, preset.depth_alpha)
+    m_depth = depth / preset.base_depth if depth else 1.0
     updates = UPDATE_BY_FAMILY[family]
     plans = []
     for name, shape in shapes.items():
@@ -196,6 +231,9 @@ def make_plan(
         scale_shape = None
         if update == "spectral":
             scale_shape = matrix_dims(role, base_shapes[name] if preset.muon_scale_shapes == "base" else shape)
+        inside = name in in_block
+        depth_lr = m_depth ** depth_rules.lr if inside else 1.0
+        depth_eps = m_depth ** depth_rules.eps if inside else 1.0
         plans.append(ParamPlan(
             name=name,
             role=role,
@@ -204,12 +242,16 @@ def make_plan(
             init_mean=sigma if role == "gain" else 0.0,
             init_std=0.0 if role == "gain" else sigma,
             multiplier=getattr(opt.multiplier, role) * m ** -row.a,
-            lr_factor=base_value(getattr(opt.lr_mult, role), dout, din) * m ** -c,
+            lr_factor=base_value(getattr(opt.lr_mult, role), dout, din) * m ** -c * depth_lr,
             update=update,
-            eps=opt.eps * m ** -row.eps if family == "adam" else None,
+            eps=opt.eps * m ** -row.eps * depth_eps if family == "adam" else None,
             scale_rule=opt.muon_scale if update == "spectral" else None,
             scale_shape=scale_shape,
             shape_factor=muon_scale(opt.muon_scale, *scale_shape) if scale_shape else 1.0,
+            in_block=inside,
+            depth_lr_factor=depth_lr,
         ))
+    on = bool(preset.depth_alpha)  # α = 0: a plan without depth information, as before depth existed
     return Plan(preset=preset.name, width=width, base_width=preset.base_width, optimizer_config=opt,
-                params=tuple(plans))
+                params=tuple(plans), depth=depth if on else None, base_depth=preset.base_depth if on else None,
+                depth_alpha=preset.depth_alpha)

@@ -4,12 +4,13 @@ role per optimizer family and Muon's shape factor. Pure math, no torch."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 from ..schema import ROLES
 
-__all__ = ["INIT_RULES", "UPDATE_RULES", "UPDATE_BY_FAMILY", "MUON_SCALES", "matrix_dims", "base_value",
-           "muon_scale"]
+__all__ = ["INIT_RULES", "UPDATE_RULES", "UPDATE_BY_FAMILY", "MUON_SCALES", "DEPTH_ALPHAS", "DEPTH_LR_BRANCHES",
+           "DepthExponents", "matrix_dims", "base_value", "muon_scale", "depth_exponents", "check_depth_alpha"]
 
 INIT_RULES: tuple[str, ...] = ("1/sqrt(fan_in)", "1/fan_in", "spectral")
 UPDATE_RULES: tuple[str, ...] = ("spectral", "row_norm", "sign", "rms")
@@ -19,6 +20,23 @@ UPDATE_BY_FAMILY: dict[str, dict[str, str]] = {
     "sgd": {role: "sgd" for role in ROLES},
 }
 MUON_SCALES: tuple[str, ...] = ("naive", "keller", "mup", "moonlight", "scheduled")
+DEPTH_ALPHAS = (0.5, 1.0)
+"""The range of a residual-branch exponent α that is on (0 is off): depth-μP (Yang et al., "Tensor Programs VI")
+to CompleteP (Dey et al., "Don't be lazy: CompleteP enables compute-efficient deep transformers")."""
+DEPTH_LR_BRANCHES: dict[str, int] = {"sgd": 2, "adam": 1, "muon": 1}
+"""How many times an in-block update passes the branch multiplier m_L^-α on its way into the residual stream:
+once for Adam and Muon (their step size ignores the gradient's scale), twice for SGD (the gradient carries it)."""
+
+
+@dataclass(frozen=True)
+class DepthExponents:
+    """Depth factors of a parameter inside a residual block, as exponents of m_L = depth / base_depth:
+    LR × m_L^lr, Adam eps × m_L^eps, init std × m_L^init, and the branch output × m_L^branch."""
+
+    lr: float = 0.0
+    eps: float = 0.0
+    init: float = 0.0
+    branch: float = 0.0
 
 
 def matrix_dims(role: str, shape: Sequence[int]) -> tuple[int, int]:
@@ -61,3 +79,24 @@ def muon_scale(rule: str, dout: int, din: int, tau: float = 1.0) -> float:
     if rule == "scheduled":
         return math.sqrt(max(tau, ratio))
     raise ValueError(f"unknown Muon scale rule {rule!r}; choose one of {', '.join(MUON_SCALES)}")
+
+
+def check_depth_alpha(alpha: float) -> None:
+    """0 (off) or within ``DEPTH_ALPHAS``; a ValueError otherwise."""
+    low, high = DEPTH_ALPHAS
+    if not (alpha == 0.0 or low <= alpha <= high):
+        raise ValueError(f"depth_alpha={alpha:g} is neither 0 (off) nor in [{low:g}, {high:g}]")
+
+
+def depth_exponents(family: str, alpha: float) -> DepthExponents:
+    """The depth rules for an in-block parameter (GUIDE's summary of Tensor Programs VI, CompleteP and
+    EleutherAI's nanoGPT-mup): each block's output enters the residual stream × m_L^-α; so that the sum of L
+    blocks' updates stays Θ(1), the LR goes × m_L^(k·α − 1) with k = ``DEPTH_LR_BRANCHES[family]`` (Adam and
+    Muon: m_L^(α−1), none at α = 1; SGD: m_L^(2α−1), none at α = ½); Adam's eps follows the in-block gradients
+    × m_L^-α; no depth factor on init. α = 0: every factor is 1 (no residual scaling). Parameters outside the
+    blocks (embedding, final norm, LM head) never get a depth factor."""
+    check_depth_alpha(alpha)
+    if alpha == 0.0:
+        return DepthExponents()
+    return DepthExponents(lr=DEPTH_LR_BRANCHES[family] * alpha - 1.0, eps=-alpha if family == "adam" else 0.0,
+                          init=0.0, branch=-alpha)

@@ -1,9 +1,12 @@
-"""The coordinate check's measurements: the stability metrics of Su, "Above MuP 3", per module across widths.
+"""The coordinate check's measurements: the stability metrics of Su, "Above MuP 3", per module across widths
+(or across depths at one width).
 
-For each width the model is built under the configured preset and optimizer, trained K steps on the same
-batches at a constant LR, and measured on fixed probe inputs after every step:
+For each width (depth) the model is built under the configured preset and optimizer, trained K steps on the
+same batches at a constant LR, and measured on fixed probe inputs after every step:
 forward (RMS of each module's output), update (RMS of its change since step 0), dependency (per block,
-RMS(f(x₁) − f(x₂)) / RMS(x₁ − x₂) on two probe batches) and, per hidden matrix, ‖ΔW‖₂ / ‖W₀‖₂.
+RMS(f(x₁) − f(x₂)) / RMS(x₁ − x₂) on two probe batches) and, per hidden matrix, ‖ΔW‖₂ / ‖W₀‖₂. Across depth the
+blocks are compared by position: ``first_block`` and ``last_block`` (whose ``resid`` output is the residual
+stream after every block), so that each module name exists at every depth.
 """
 
 from __future__ import annotations
@@ -22,10 +25,28 @@ from ..schema import Config
 from .data import Batches, Corpus, fixed_batches
 from .loop import EVAL_SEED
 
-__all__ = ["coord_check", "probe_modules", "COLUMNS", "PROBE_BATCH"]
+__all__ = ["coord_check", "probe_modules", "columns", "AXES", "PROBE_BATCH"]
 
-COLUMNS = ["width", "step", "module", "quantity", "value", "seed"]
+AXES = ("width", "depth")
 PROBE_BATCH = 8
+
+
+def columns(axis: str = "width") -> list[str]:
+    """The tidy table's columns: the axis measured along, then step, module, quantity, value, seed."""
+    return [axis, "step", "module", "quantity", "value", "seed"]
+
+
+def _by_position(name: str, depth: int) -> list[str]:
+    """A module or parameter name with its block index replaced by the block's position (first, last), so
+    names match across depths; [] for the blocks in between."""
+    for prefix in ("blocks.", "block"):
+        if name.startswith(prefix):
+            index, _, rest = name[len(prefix):].partition(".")
+            if not index.isdigit():
+                return [name]
+            ends = [label for label, i in (("first_block", 0), ("last_block", depth - 1)) if int(index) == i]
+            return [f"{label}.{rest}" for label in ends]
+    return [name]
 
 
 def _rms(x: Tensor) -> float:
@@ -66,13 +87,16 @@ def _capture(model: GPT, idx: Tensor) -> tuple[dict[str, Tensor], dict[str, Tens
 
 
 def _measure(model: GPT, probes: Sequence[Tensor], reference: Optional[dict[str, Tensor]], weights0: dict[str, Tensor],
-             width: int, step: int, seed: int) -> tuple[list[dict], dict[str, Tensor]]:
+             point: tuple[str, int], step: int, seed: int) -> tuple[list[dict], dict[str, Tensor]]:
     (out_a, in_a), (out_b, in_b) = (_capture(model, p) for p in probes)
     rows = []
+    axis, value_on_axis = point
+    depth = len(model.blocks)
 
     def add(module: str, quantity: str, value: float) -> None:
-        rows.append({"width": width, "step": step, "module": module, "quantity": quantity, "value": value,
-                     "seed": seed})
+        names = _by_position(module, depth) if axis == "depth" else [module]
+        rows.extend({axis: value_on_axis, "step": step, "module": name, "quantity": quantity, "value": value,
+                     "seed": seed} for name in names)
 
     for name, out in out_a.items():
         add(name, "forward", _rms(out))
@@ -88,16 +112,20 @@ def _measure(model: GPT, probes: Sequence[Tensor], reference: Optional[dict[str,
     return rows, out_a
 
 
-def coord_check(cfg: Config, corpus: Corpus, widths: Sequence[int], steps: int, lr: float, seeds: Sequence[int],
-                on_width: Optional[Callable[[int, int], None]] = None) -> pd.DataFrame:
-    """The tidy table (width, step, module, quantity, value, seed) over widths × seeds × steps 0..K."""
+def coord_check(cfg: Config, corpus: Corpus, sizes: Sequence[int], steps: int, lr: float, seeds: Sequence[int],
+                on_width: Optional[Callable[[int, int], None]] = None, axis: str = "width") -> pd.DataFrame:
+    """The tidy table (``axis``, step, module, quantity, value, seed) over sizes × seeds × steps 0..K, where the
+    sizes are widths (``axis="width"``) or depths at the configured width (``axis="depth"``)."""
+    if axis not in AXES:
+        raise ValueError(f"axis {axis!r} is not one of {AXES}")
     rows: list[dict] = []
     device = torch.device("cpu")
     for seed in seeds:
-        for width in widths:
+        for size in sizes:
             if on_width:
-                on_width(width, seed)
-            run = replace(cfg, model=replace(cfg.model, width=width), optimizer=replace(cfg.optimizer, lr=lr),
+                on_width(size, seed)
+            model_cfg = replace(cfg.model, **{axis: size})
+            run = replace(cfg, model=model_cfg, optimizer=replace(cfg.optimizer, lr=lr),
                           train=replace(cfg.train, seed=seed, warmup_frac=0.0, schedule="constant"))
             model, plan = build_model(run, corpus.vocab_size, device)
             optimizer = build_optimizer(model, plan)
@@ -106,7 +134,7 @@ def coord_check(cfg: Config, corpus: Corpus, widths: Sequence[int], steps: int, 
                                                   device)]
             weights0 = {p.name: dict(model.named_parameters())[p.name].detach().float().clone()
                         for p in plan.params if p.role == "hidden"}
-            new, reference = _measure(model, probes, None, weights0, width, 0, seed)
+            new, reference = _measure(model, probes, None, weights0, (axis, size), 0, seed)
             rows += new
             for step in range(1, steps + 1):
                 x, y = batches.next()
@@ -115,5 +143,5 @@ def coord_check(cfg: Config, corpus: Corpus, widths: Sequence[int], steps: int, 
                 loss.backward()
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
-                rows += _measure(model, probes, reference, weights0, width, step, seed)[0]
-    return pd.DataFrame(rows, columns=COLUMNS)
+                rows += _measure(model, probes, reference, weights0, (axis, size), step, seed)[0]
+    return pd.DataFrame(rows, columns=columns(axis))

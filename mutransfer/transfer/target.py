@@ -16,7 +16,8 @@ from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
 from ..files import CONFIG_FILE, atomic_write_text, dump_yaml, load_yaml
 from ..model.build import model_plan
-from ..schema import Config
+from ..schema import Config, family_of
+from ..table.rules import depth_exponents
 from ..train.data import vocab_size
 from ..analysis.prediction import Prediction, predict
 
@@ -63,7 +64,10 @@ def _choose(summary: dict[str, Any], setup: Optional[str]) -> tuple[str, dict[st
 
 
 def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correct_drift: bool = False,
-                  tolerance: float = DEFAULT_TOLERANCE) -> Transfer:
+                  tolerance: float = DEFAULT_TOLERANCE, depth: Optional[int] = None) -> Transfer:
+    """The transfer to ``width`` (and ``depth``: the swept depth when None)."""
+    if depth is not None and depth <= 0:
+        raise UserError(f"--depth {depth} must be positive", "give the target number of blocks, e.g. --depth 48")
     if width <= 0:
         raise UserError(f"--width {width} must be positive", "give the target width, e.g. --width 4096")
     if not math.isfinite(tolerance) or tolerance <= 0:
@@ -78,19 +82,25 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     base = config_from_dict(resolved[label], where=f"{run_dir}/{CONFIG_FILE}")
     if base.model.factory is None:
         check_width(f"--width {width}", width, base.model.head_dim)
+    if depth is not None and base.model.factory is not None and depth != base.model.depth:
+        raise UserError(f"--depth {depth}: setup '{label}' is a model.factory model, which is built at one depth",
+                        "leave out --depth (the factory's module fixes its depth)")
     prediction = predict(info, width, correct_drift, tolerance)
-    cfg = replace(base, model=replace(base.model, width=width),
+    target_depth = base.model.depth if depth is None else depth
+    cfg = replace(base, model=replace(base.model, width=width, depth=target_depth),
                   optimizer=replace(base.optimizer, lr=2.0**prediction.log2_lr))
     slope = info.get("slope")
     implied = abs(slope * prediction.doublings) if slope is not None else math.nan
     warnings += _warnings(label, info, prediction, implied, correct_drift)
+    if target_depth != base.model.depth:
+        warnings.append(_assumed_depth_rule(cfg, base.model.depth))
     sections = derived_sections(cfg)
     document = {
         "mutransfer_transfer": 1,
         "prediction": prediction.as_dict(),
         "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.get("verdict"),
                    "reason": info.get("reason"), "slope": slope, "slope_ci": info.get("slope_ci"),
-                   "swept_widths": sorted(int(w) for w in info["widths"]),
+                   "swept_widths": sorted(int(w) for w in info["widths"]), "swept_depth": base.model.depth,
                    "log2_lr_star": {w: o["log2_lr_star"] for w, o in info["widths"].items()}},
         "correct_drift": correct_drift,
         "implied_error_octaves": implied,
@@ -108,7 +118,10 @@ def derived_sections(cfg: Config) -> dict[str, Any]:
     plain JSON types."""
     return json.loads(json.dumps({
         **model_plan(cfg, vocab_size(cfg.data)).to_document(), "model": to_dict(cfg)["model"],
-        "parametrization": {"name": cfg.parametrization.name, "base_width": cfg.parametrization.base_width},
+        "parametrization": {"name": cfg.parametrization.name, "base_width": cfg.parametrization.base_width,
+                            **({"base_depth": cfg.parametrization.base_depth,
+                                "depth_alpha": cfg.parametrization.depth_alpha}
+                               if cfg.parametrization.depth_alpha else {})},
         "train": to_dict(cfg)["train"]}))
 
 
@@ -171,6 +184,19 @@ def _warnings(label: str, info: dict[str, Any], prediction: Prediction, implied:
     if width > FAR_FACTOR * largest:
         warnings.append(f"width {width} is more than {FAR_FACTOR}× the largest swept width {largest}")
     return warnings
+
+
+def _assumed_depth_rule(cfg: Config, swept: int) -> str:
+    """The warning for a target depth the sweep did not measure: the table's rule stands in for a measurement."""
+    alpha, depth = cfg.parametrization.depth_alpha, cfg.model.depth
+    head = f"depth {depth} differs from the swept depth {swept}: "
+    tail = " — assumed, not measured; the predicted range has no depth term (sweep depths to measure it)"
+    if not alpha:
+        return head + "parametrization.depth_alpha=0 scales nothing with depth, so every LR is the swept one" + tail
+    rules = depth_exponents(family_of(cfg.optimizer.name), alpha)
+    ratio = depth / cfg.parametrization.base_depth
+    return (head + f"the table's depth rule (depth_alpha={alpha:g}, m_L={ratio:g}: in-block LR × m_L^{rules.lr:+g} "
+            f"= {ratio ** rules.lr:.4g}, residual branches × {ratio ** rules.branch:.4g}) is applied" + tail)
 
 
 def write_transfer(transfer: Transfer, path: Path, fmt: str = "yaml") -> None:

@@ -1,0 +1,179 @@
+"""Depth in the abc table: residual-branch scaling (depth-μP, CompleteP), the depth factors of in-block
+parameters, the abc symmetry across depth, `transfer --depth` and bad depth input."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from conftest import invoke
+from mutransfer.config import compose
+from mutransfer.model.apply import build_optimizer, init_parameters
+from mutransfer.model.build import build_model, gpt_plan
+from mutransfer.model.gpt import GPT
+from mutransfer.table.plan import Plan
+from mutransfer.train.loop import loss_of
+
+BASELINE = Path(__file__).parent / "baselines" / "smoke"
+
+
+def plan_at(depth: int, alpha: float, optimizer: str, width: int = 128) -> Plan:
+    return gpt_plan(compose([f"optimizer={optimizer}", f"model.width={width}", f"model.depth={depth}",
+                             f"parametrization.depth_alpha={alpha}", "parametrization.base_depth=2"]), 256)
+
+
+@pytest.mark.parametrize(("optimizer", "alpha", "lr_exponent", "eps_exponent"), [
+    ("adamw", 1.0, 0.0, -1.0), ("adamw", 0.5, -0.5, -0.5), ("muon", 1.0, 0.0, 0.0), ("muon", 0.5, -0.5, 0.0),
+    ("sgd", 0.5, 0.0, 0.0), ("sgd", 1.0, 1.0, 0.0), ("adamw", 0.75, -0.25, -0.75)])
+def test_in_block_parameters_get_the_depth_factors_and_the_others_none(optimizer: str, alpha: float,
+                                                                       lr_exponent: float, eps_exponent: float) -> None:
+    base, deep = plan_at(2, alpha, optimizer), plan_at(8, alpha, optimizer)  # m_L = 4
+    assert deep.branch_multiplier == pytest.approx(4 ** -alpha) and base.branch_multiplier == 1.0
+    shallow = base.by_name()
+    for p in deep.params:
+        inside = p.name.startswith("blocks.")
+        assert p.in_block == inside, p.name
+        twin = shallow.get(p.name.replace("blocks.7.", "blocks.1.").replace("blocks.3.", "blocks.1."))
+        if twin is None:
+            continue
+        want = 4 ** lr_exponent if inside else 1.0
+        assert p.lr_factor == pytest.approx(twin.lr_factor * want), p.name
+        assert p.depth_lr_factor == pytest.approx(want)
+        assert (p.init_std, p.init_mean, p.multiplier) == (twin.init_std, twin.init_mean, twin.multiplier)
+        if p.eps is not None:
+            assert p.eps == pytest.approx(twin.eps * (4 ** eps_exponent if inside else 1.0)), p.name
+
+
+def test_depth_alpha_zero_is_the_model_without_depth_rules() -> None:
+    plain = gpt_plan(compose(["model.depth=8"]), 256)
+    off = gpt_plan(compose(["model.depth=8", "parametrization.depth_alpha=0", "parametrization.base_depth=1"]), 256)
+    assert plain == off and plain.branch_multiplier == 1.0 and plain.depth is None
+    assert all(p.depth_lr_factor == 1.0 for p in plain.params)
+    assert "depth_alpha" not in plain.to_document() and "in_block" not in plain.to_document()["param_groups"][1]
+
+
+def test_the_model_scales_its_residual_branches() -> None:
+    cfg = compose(["model.width=64", "model.depth=8", "parametrization.depth_alpha=1", "parametrization.base_depth=2"])
+    model, plan = build_model(cfg, 256)
+    assert [block.branch_multiplier for block in model.blocks] == pytest.approx([0.25] * 8)
+    x = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(0))
+    scaled = model(x)[0]
+    model.set_branch_multiplier(1.0)
+    assert not torch.allclose(scaled, model(x)[0])
+    model.set_branch_multiplier(0.0)  # no branch reaches the stream: embedding → final norm → head
+    direct = model.lm_head(model.final_norm(model.embed(x)))
+    torch.testing.assert_close(model(x)[0], direct)
+    assert Plan.from_document(plan.to_document()) == plan
+
+
+BRANCH_OUTPUTS = (".attn.o.weight", ".mlp.down.weight")
+
+
+def folded(plan: Plan, k: float) -> Plan:
+    """The branch multiplier k moved into each branch's output weight, by the abc symmetry for Adam and Muon:
+    multiplier k ≡ init × k, LR × k (and Adam's eps × k)."""
+    params = tuple(replace(p, init_std=p.init_std * k, lr_factor=p.lr_factor * k,
+                           eps=p.eps * k if p.eps is not None else None)
+                   if p.name.endswith(BRANCH_OUTPUTS) else p for p in plan.params)
+    return replace(plan, params=params)
+
+
+def train_losses(cfg_overrides: list[str], plan_change, branch: float | None, steps: int = 8) -> list[float]:  # noqa: ANN001
+    cfg = compose(cfg_overrides)
+    plan = gpt_plan(cfg, 256)
+    plan = plan_change(plan)
+    model = GPT(cfg.model, 256)
+    init_parameters(model.named_parameters(), plan, torch.Generator().manual_seed(0))
+    model.set_multipliers(plan.multipliers)
+    model.set_branch_multiplier(plan.branch_multiplier if branch is None else branch)
+    optimizer = build_optimizer(model, plan)
+    data = torch.randint(0, 256, (steps, 4, 17), generator=torch.Generator().manual_seed(1))
+    out = []
+    for batch in data:
+        loss = loss_of(model, batch[:, :-1], batch[:, 1:])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        out.append(loss.item())
+    return out
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "muon"])
+def test_abc_symmetry_across_depth(optimizer: str) -> None:
+    """Depth 8 at α = 1 (branch × 1/4): the factor moved from the branch multiplier into the branch output
+    weights' init and LR trains the same model; moving it into the init alone does not."""
+    overrides = [f"optimizer={optimizer}", "model.width=64", "model.depth=8", "parametrization.depth_alpha=1",
+                 "parametrization.base_depth=2", "optimizer.lr=0.02", "optimizer.weight_decay=0",
+                 "optimizer.ns_dtype=float32"]
+    reference = train_losses(overrides, lambda plan: plan, None)
+    k = 0.25
+    moved = train_losses(overrides, lambda plan: folded(plan, k), 1.0)
+    assert moved == pytest.approx(reference, rel=2e-4, abs=2e-4)
+    init_only = train_losses(overrides, lambda plan: replace(plan, params=tuple(
+        replace(p, init_std=p.init_std * k) if p.name.endswith(BRANCH_OUTPUTS) else p for p in plan.params)), 1.0)
+    assert max(abs(a - b) for a, b in zip(init_only, reference)) > 1e-3
+
+
+def test_transfer_to_another_depth_applies_the_rule_and_says_it_is_assumed(runner, tmp_path: Path) -> None:  # noqa: ANN001
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("config.yaml", "trials.csv", "curves.csv"):
+        (run / name).write_bytes((BASELINE / name).read_bytes())
+    same = invoke(runner, "transfer", "--width", "256", "--from", str(run), "--setup", "mup_muon",
+                  "--out", str(tmp_path / "same.yaml"))
+    assert same.exit_code == 0, same.output
+    result = invoke(runner, "transfer", "--width", "256", "--depth", "8", "--from", str(run), "--setup", "mup_muon",
+                    "--out", str(tmp_path / "deep.yaml"))
+    assert result.exit_code == 0, result.output
+    assert "assumed, not measured" in " ".join(result.output.split())
+    shallow, deep = (yaml.safe_load((tmp_path / f).read_text()) for f in ("same.yaml", "deep.yaml"))
+    assert deep["config"]["model"]["depth"] == 8 and deep["log2_lr"] == shallow["log2_lr"]
+    assert deep["warnings"] and not any("depth" in w for w in shallow["warnings"])
+    swept = shallow["config"]["model"]["depth"]
+    assert len(deep["param_groups"]) > len(shallow["param_groups"]) and swept < 8
+
+
+@pytest.mark.parametrize("value", ["3.5", "0", "-2", "many"])
+def test_a_bad_target_depth_is_one_line(runner, value: str, tmp_path: Path) -> None:  # noqa: ANN001
+    result = invoke(runner, "transfer", "--width", "256", "--depth", value, "--from", str(BASELINE),
+                    "--out", str(tmp_path / "t.yaml"))
+    assert result.exit_code == 2 and "--depth" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "t.yaml").exists()
+
+
+@pytest.mark.parametrize("value", ["2", "0.3", "-1", "1.5"])
+def test_a_depth_alpha_outside_its_range_is_one_line(runner, value: str) -> None:  # noqa: ANN001
+    result = invoke(runner, "show", f"parametrization.depth_alpha={value}")
+    assert result.exit_code == 2 and "parametrization.depth_alpha" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_coord_check_across_depth_flags_the_unscaled_stream_and_passes_completep(runner, tiny: list[str],  # noqa: ANN001
+                                                                                 tmp_path: Path) -> None:
+    import json
+
+    slopes = {}
+    for alpha in (0, 1):
+        out = tmp_path / f"alpha{alpha}"
+        result = invoke(runner, "coord-check", "--depths", "2,4,8", "--steps", "2", "--seeds", "1", "--out", str(out),
+                        *tiny, "optimizer=muon", f"parametrization.depth_alpha={alpha}")
+        assert result.exit_code == 0, result.output
+        summary = json.loads((out / "coord_check.json").read_text())
+        assert summary["axis"] == "depth" and summary["depths"] == [2, 4, 8]
+        slopes[alpha] = next(s["slope"] for s in summary["slopes"] if s["module"] == "last_block.resid"
+                             and s["quantity"] == "update" and s["step"] == 1)
+        verdict = summary["modules"]["last_block.resid"]["verdict"]
+        assert verdict == ("grows" if alpha == 0 else "stable"), (alpha, slopes)
+    assert slopes[0] > slopes[1] + 0.4
+
+
+@pytest.mark.parametrize("args", [["--depths", "4"], ["--depths", "0,2"], ["--depths", "2,x"],
+                                  ["--depths", "2,4", "--widths", "32,64"]])
+def test_bad_coord_check_depths_are_one_line(runner, args: list[str]) -> None:  # noqa: ANN001
+    result = invoke(runner, "coord-check", *args)
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "--depths" in result.output

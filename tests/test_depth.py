@@ -177,3 +177,11 @@ def test_bad_coord_check_depths_are_one_line(runner, args: list[str]) -> None:  
     result = invoke(runner, "coord-check", *args)
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
     assert "--depths" in result.output
+
+
+def test_show_prints_the_depth_exponents_only_when_the_rules_are_on(runner) -> None:  # noqa: ANN001
+    on = invoke(runner, "show", "model.depth=8", "parametrization.depth_alpha=1", "optimizer=adamw")
+    text = " ".join(on.output.split())
+    assert on.exit_code == 0 and "residual branches × 0.25" in text and "eps exponent (adam)" in text
+    off = invoke(runner, "show", "model.depth=8")
+    assert off.exit_code == 0 and "depth rules: off" in off.output and "depth factor" not in off.output

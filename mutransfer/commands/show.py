@@ -8,6 +8,8 @@ __all__ = ["run"]
 
 COLUMNS = ("parameter", "role", "shape", "init std", "init mean", "multiplier", "lr", "depth factor", "shape factor",
            "effective lr", "update")
+DEPTH_COLUMNS = ("depth factor",)
+"""Shown only when the depth rules are on (``parametrization.depth_alpha`` > 0)."""
 LEFT = ("parameter", "role", "update")
 
 
@@ -28,7 +30,8 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
     title = (f"{plan.preset} + {plan.optimizer_name} at width {plan.width} (base {plan.base_width}, "
              f"m={plan.ratio:g}), base lr {format_number(plan.lr)}")
     table = Table(title=title)
-    for column in COLUMNS:
+    columns = [c for c in COLUMNS if plan.depth_alpha or c not in DEPTH_COLUMNS]
+    for column in columns:
         table.add_column(column, justify="left" if column in LEFT else "right", no_wrap=True)
     for row in plan.rows():
         update = row["update"]
@@ -36,17 +39,22 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
             update += f" ({row['scale_rule']} at {'×'.join(map(str, row['scale_shape']))})"
         if row["eps"] is not None:
             update += f" eps={row['eps']:.3g}"
-        table.add_row(row["name"], row["role"], "×".join(map(str, row["shape"])), f"{row['init_std']:.4g}",
-                      f"{row['init_mean']:.4g}", f"{row['multiplier']:.4g}", f"{row['lr']:.4g}",
-                      f"{row['depth_lr_factor']:.4g}", f"{row['shape_factor']:.4g}", f"{row['effective_lr']:.4g}",
-                      update)
+        cells = {"parameter": row["name"], "role": row["role"], "shape": "×".join(map(str, row["shape"])),
+                 "init std": f"{row['init_std']:.4g}", "init mean": f"{row['init_mean']:.4g}",
+                 "multiplier": f"{row['multiplier']:.4g}", "lr": f"{row['lr']:.4g}",
+                 "depth factor": f"{row['depth_lr_factor']:.4g}", "shape factor": f"{row['shape_factor']:.4g}",
+                 "effective lr": f"{row['effective_lr']:.4g}", "update": update}
+        table.add_row(*(cells[c] for c in columns))
     out.print(table)
-    out.print(depth_table(plan))
+    if plan.depth_alpha:
+        out.print(depth_table(plan))
+    else:
+        out.print("depth rules: off (parametrization.depth_alpha=0: no residual scaling, every depth factor 1)")
 
 
 def depth_table(plan: Any) -> Any:
     """The depth exponents (of m_L = depth / base_depth) of every role's in-block parameters, per optimizer
-    family, at the plan's α; parameters outside the blocks (embedding, final norm, LM head) have none."""
+    family, at the plan's α (> 0); parameters outside the blocks (embedding, final norm, LM head) have none."""
     from rich.table import Table
 
     from ..schema import FAMILIES, ROLES
@@ -54,8 +62,7 @@ def depth_table(plan: Any) -> Any:
 
     alpha = plan.depth_alpha
     title = (f"depth {plan.depth} (base {plan.base_depth}, m_L={plan.depth_ratio:g}), depth_alpha {alpha:g}: "
-             f"residual branches × {plan.branch_multiplier:.4g}" if alpha else
-             "depth rules: off (parametrization.depth_alpha=0: no residual scaling, every depth factor 1)")
+             f"residual branches × {plan.branch_multiplier:.4g}")
     table = Table(title=title)
     for column in ("role", "in-block parameters", *(f"lr exponent ({f})" for f in FAMILIES), "eps exponent (adam)",
                    "init exponent"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -82,10 +84,17 @@ def test_diverged_trials_cap_the_optimum() -> None:
 
 
 def test_uncertainty_grows_with_noise_and_drives_the_verdict() -> None:
-    quiet = analyze(bowl({w: -5.0 for w in WIDTHS}, seeds=2, noise=0.001))["s"]
-    noisy = analyze(bowl({w: -5.0 for w in WIDTHS}, seeds=2, noise=0.2, seed=5))["s"]
+    """A flat truth measured quietly transfers; measured noisily its interval spans ±0.25 and the verdict is
+    inconclusive, saying why; half an octave per doubling measured quietly drifts."""
+    flat = {w: -5.0 for w in WIDTHS}
+    quiet = analyze(bowl(flat, seeds=2, noise=0.001))["s"]
+    noisy = analyze(bowl(flat, seeds=2, noise=0.2, seed=5))["s"]
     width = lambda info: info["slope_ci"][1] - info["slope_ci"][0]  # noqa: E731
-    assert width(noisy) > width(quiet)
+    assert width(noisy) > 4 * width(quiet)
+    assert quiet["verdict"] == "transfers", quiet
+    assert noisy["verdict"] == "inconclusive" and "90 % interval" in noisy["reason"], noisy
+    drifting = analyze(bowl({w: -5.0 - 0.5 * math.log2(w / WIDTHS[0]) for w in WIDTHS}, seeds=2, noise=0.001))["s"]
+    assert drifting["verdict"] == "drifts" and drifting["slope_ci"][0] < -0.5 < drifting["slope_ci"][1]
 
 
 def test_verdict_is_an_equivalence_test() -> None:

@@ -78,6 +78,90 @@ def test_requirements_and_verdicts_on_synthetic_slopes() -> None:
     assert requirement("update", "logits", 3).low == -0.5
 
 
+MUP_C = {"muon": {"readout": 1, "hidden": 0}, "adam": {"readout": 1, "hidden": 1}, "sgd": {"readout": 1, "hidden": 0}}
+"""μP's LR exponents (configs/parametrization/mup.yaml) that the broken tables move by ±½."""
+
+
+def broken(optimizer: str, mistake: str) -> list[str]:
+    family = {"adamw": "adam"}.get(optimizer, optimizer)
+    key = "parametrization.roles"
+    role, sign = {"readout+": ("readout", 0.5), "readout-": ("readout", -0.5), "hidden+": ("hidden", 0.5),
+                  "hidden-": ("hidden", -0.5)}.get(mistake, (None, 0.0))
+    if role is not None:
+        return [f"{key}.{role}.c.{family}={MUP_C[family][role] + sign}"]
+    return {"embedding_init": [f"{key}.embedding.b=0.5"], "sp": ["parametrization=sp"]}[mistake]
+
+
+EXPECTED = {"readout+": "lm_head.weight", "readout-": "lm_head.weight", "hidden+": "blocks.1.mlp.up.weight",
+            "hidden-": "blocks.1.mlp.up.weight", "embedding_init": "embed.weight", "sp": None}
+"""The module a broken table must be named by (None: any), as scripts/coord_check_bands.py measured."""
+QUICK = [("muon", "readout+"), ("adamw", "embedding_init"), ("sgd", "hidden-")]
+
+
+def _broken_cases(quick: bool) -> list:  # noqa: ANN401 - pytest params
+    cases = []
+    for optimizer in ("muon", "adamw", "sgd"):
+        for mistake in EXPECTED:
+            if ((optimizer, mistake) in QUICK) == quick:
+                cases.append(pytest.param(optimizer, mistake, marks=() if quick else pytest.mark.slow,
+                                          id=f"{optimizer}-{mistake}"))
+    return cases
+
+
+def _caught(runner: CliRunner, tmp_path: Path, optimizer: str, mistake: str) -> None:
+    code, output, report = run(runner, tmp_path, "parametrization=mup", f"optimizer={optimizer}",
+                               *broken(optimizer, mistake))
+    flagged = {m: e for m, e in report["modules"].items() if e["verdict"] != "stable"}
+    assert code == 1 and flagged, output
+    module = EXPECTED[mistake]
+    if module is not None and not (optimizer == "sgd" and mistake == "readout-"):
+        assert module in flagged and flagged[module]["worst"]["quantity"] == "weight_update", flagged
+        assert module in output
+
+
+@pytest.mark.parametrize("optimizer, mistake", _broken_cases(quick=True))
+def test_a_broken_table_fails_strict_naming_what_moved(runner: CliRunner, tmp_path: Path, optimizer: str,
+                                                       mistake: str) -> None:
+    _caught(runner, tmp_path, optimizer, mistake)
+
+
+@pytest.mark.parametrize("optimizer, mistake", _broken_cases(quick=False))
+def test_every_broken_table_fails_strict(runner: CliRunner, tmp_path: Path, optimizer: str, mistake: str) -> None:
+    """The whole matrix (18 coord checks, ~4 min on 2 cores): ``python -m pytest -m slow``."""
+    _caught(runner, tmp_path, optimizer, mistake)
+
+
+def test_mup_sgd_is_stable_and_every_matrix_and_branch_is_measured(runner: CliRunner, tmp_path: Path) -> None:
+    code, output, report = run(runner, tmp_path, "parametrization=mup", "optimizer=sgd")
+    assert code == 0 and report["stable"], {m: e for m, e in report["modules"].items() if e["verdict"] != "stable"}
+    table = pd.read_csv(tmp_path / "cc" / "coord_check.csv")
+    updated = set(table[table["quantity"] == "weight_update"]["module"])
+    assert {"embed.weight", "lm_head.weight", "blocks.0.attn.q.weight"} <= updated
+    dependent = set(table[table["quantity"] == "dependency"]["module"])
+    assert {"block0.attn", "block0.mlp", "block0.resid", "block1.attn", "block1.mlp"} <= dependent
+
+
+def test_a_dead_branch_shows_in_its_own_dependency_not_the_blocks() -> None:
+    """Zeroing the MLP's output matrix kills the branch: its dependency is 0 while the block's (the skip
+    connection's) stays near 1."""
+    import torch
+
+    from mutransfer.config import compose
+    from mutransfer.model.build import build_model
+    from mutransfer.train.coordcheck import _measure
+
+    cfg = compose(["model.width=64", "model.depth=2"])
+    model, _ = build_model(cfg, 256, torch.device("cpu"))
+    with torch.no_grad():
+        model.blocks[1].mlp.down.weight.zero_()
+    gen = torch.Generator().manual_seed(0)
+    probes = [torch.randint(0, 256, (4, 32), generator=gen) for _ in range(2)]
+    rows, _ = _measure(model, probes, None, {}, ("width", 64), 0, 0)
+    dependency = {r["module"]: r["value"] for r in rows if r["quantity"] == "dependency"}
+    assert dependency["block1.mlp"] == 0.0 and dependency["block0.mlp"] > 0.05
+    assert dependency["block1.resid"] > 0.5
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--widths", "32"], "at least two widths"),
     (["--widths", "32,48"], "width 48"),

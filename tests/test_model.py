@@ -1,8 +1,11 @@
-import io
+from pathlib import Path
 
 import pytest
 import torch
 
+from mutransfer.config import compose
+from mutransfer.model.apply import build_optimizer, initialize
+from mutransfer.model.build import gpt_plan
 from mutransfer.model.gpt import GPT, check_roles
 from mutransfer.schema import ROLES, ModelConfig
 
@@ -29,14 +32,35 @@ def test_role_check_catches_missing_and_extra() -> None:
         check_roles(model, {**model.roles, "ghost.weight": "hidden"})
 
 
-def test_roles_survive_state_dict_round_trip() -> None:
-    model = GPT(ModelConfig(width=32, depth=1), vocab_size=16)
-    buffer = io.BytesIO()
-    torch.save(model.state_dict(), buffer)
-    buffer.seek(0)
-    other = GPT(ModelConfig(width=32, depth=1), vocab_size=16)
-    other.load_state_dict(torch.load(buffer))
-    assert set(other.state_dict()) == set(model.roles)
+def test_roles_survive_state_dict_round_trip(tmp_path: Path) -> None:
+    """A trained state saved to disk loads into a fresh model and into a torch.compile-wrapped one (keys
+    prefixed ``_orig_mod.``): the same outputs, every tensor under its role, and the plan's optimizer built on
+    the wrapped model gives each parameter its own role's LR."""
+    config = ModelConfig(width=32, depth=1)
+    plan = gpt_plan(compose(["model.width=32", "model.depth=1", "optimizer=adamw"]), 16)
+    model = GPT(config, vocab_size=16)
+    initialize(model, plan, seed=0)
+    path = tmp_path / "model.pt"
+    torch.save(model.state_dict(), path)
+    idx = torch.randint(0, 16, (2, 8))
+    want = model(idx)[0]
+
+    fresh = GPT(config, vocab_size=16)
+    initialize(fresh, plan, seed=1)
+    assert torch.isfinite(want).all() and not torch.allclose(fresh(idx)[0], want)
+    fresh.load_state_dict(torch.load(path))
+    assert torch.equal(fresh(idx)[0], want)
+    assert fresh.roles == model.roles and sorted(fresh.roles) == sorted(n for n, _ in fresh.named_parameters())
+
+    wrapped = torch.compile(GPT(config, vocab_size=16))
+    state = torch.load(path)
+    assert set(wrapped.state_dict()) == {f"_orig_mod.{k}" for k in state}
+    wrapped.load_state_dict({f"_orig_mod.{k}": v for k, v in state.items()})
+    assert torch.equal(wrapped._orig_mod(idx)[0], want) and wrapped._orig_mod.roles == model.roles
+
+    plain_lrs = {g["name"]: g["lr"] for g in build_optimizer(fresh, plan).param_groups}
+    wrapped_lrs = {g["name"].removeprefix("_orig_mod."): g["lr"] for g in build_optimizer(wrapped, plan).param_groups}
+    assert wrapped_lrs == plain_lrs and len(set(plain_lrs.values())) > 1
 
 
 def test_sizes_derive_from_width_and_head_dim() -> None:

@@ -12,9 +12,10 @@ from torch import nn
 from ..optim.stacked import StackedAdamW, StackedSGD
 from ..optim.steepest import SteepestDescent
 from ..schema import OptimizerConfig
-from ..table.plan import Plan
+from ..table.plan import ParamPlan, Plan
 
-__all__ = ["initialize", "init_parameters", "attach_multipliers", "refuse_tied", "build_optimizer", "NS_DTYPES"]
+__all__ = ["initialize", "init_parameters", "attach_multipliers", "refuse_tied", "build_optimizer", "plan_entry",
+           "NS_DTYPES", "WRAPPER_PREFIXES"]
 
 NS_DTYPES: dict[str, Optional[torch.dtype]] = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16}
 NamedParams = Iterable[tuple[str, nn.Parameter]]
@@ -25,6 +26,21 @@ def initialize(model: nn.Module, plan: Plan, seed: int = 0) -> None:
     init_parameters(model.named_parameters(), plan, torch.Generator().manual_seed(seed))
 
 
+WRAPPER_PREFIXES = ("_orig_mod.", "module.")
+"""What wrappers prefix to parameter names: ``torch.compile``'s module, ``DistributedDataParallel``."""
+
+
+def plan_entry(table: Mapping[str, ParamPlan], name: str) -> ParamPlan:
+    """The plan's entry for a parameter name, through any wrapper prefixes (a compiled or DDP-wrapped model
+    names ``embed.weight`` ``_orig_mod.embed.weight``)."""
+    plain = name
+    while plain not in table and plain.startswith(WRAPPER_PREFIXES):
+        plain = plain.split(".", 1)[1]
+    if plain not in table:
+        raise ValueError(f"parameter '{name}' is not in the plan; build the plan from this model (or the model it wraps)")
+    return table[plain]
+
+
 @torch.no_grad()
 def init_parameters(named_params: NamedParams, plan: Plan, generator: torch.Generator) -> None:
     """Initialise in model order from one seeded generator (on CPU, so every device gets the same weights).
@@ -33,7 +49,7 @@ def init_parameters(named_params: NamedParams, plan: Plan, generator: torch.Gene
     """
     table = plan.by_name()
     for name, param in named_params:
-        entry = table[name]
+        entry = plan_entry(table, name)
         if tuple(param.shape[param.ndim - len(entry.shape):]) != entry.shape:
             raise ValueError(f"parameter '{name}' has shape {tuple(param.shape)} but the plan says {entry.shape}")
         values = torch.randn(entry.shape, generator=generator) * entry.init_std + entry.init_mean
@@ -79,7 +95,7 @@ def _groups(named_params: NamedParams, plan: Plan, muon: bool,
     table = plan.by_name()
     groups: list[dict[str, Any]] = []
     for name, param in named_params:
-        entry = table[name]
+        entry = plan_entry(table, name)
         lr: float | torch.Tensor = plan.lr * entry.lr_factor
         if trial_lrs is not None:
             lr = torch.tensor(list(trial_lrs), dtype=torch.float32, device=param.device) * entry.lr_factor

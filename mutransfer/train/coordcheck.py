@@ -3,8 +3,10 @@
 
 For each width (depth) the model is built under the configured preset and optimizer, trained K steps on the
 same batches at a constant LR, and measured on fixed probe inputs after every step:
-forward (RMS of each module's output), update (RMS of its change since step 0), dependency (per block,
-RMS(f(x₁) − f(x₂)) / RMS(x₁ − x₂) on two probe batches) and, per hidden matrix, ‖ΔW‖₂ / ‖W₀‖₂. Across depth the
+forward (RMS of each module's output), update (RMS of its change since step 0), dependency (per block and
+per branch: RMS(f(x₁) − f(x₂)) / RMS(x₁ − x₂) on two probe batches, x the block's input, f the block or its
+attention or MLP branch — a dead or exploding branch hides behind the skip connection in the block's own) and,
+per matrix (hidden, embedding and LM head), ‖ΔW‖₂ / ‖W₀‖₂. Across depth the
 blocks are compared by position: ``first_block`` and ``last_block`` (whose ``resid`` output is the residual
 stream after every block), so that each module name exists at every depth.
 """
@@ -28,6 +30,8 @@ from .loop import EVAL_SEED
 __all__ = ["coord_check", "probe_modules", "columns", "AXES", "PROBE_BATCH"]
 
 AXES = ("width", "depth")
+MATRIX_ROLES = ("hidden", "embedding", "readout")
+"""The roles whose relative weight update ‖ΔW‖₂ / ‖W₀‖₂ is measured."""
 PROBE_BATCH = 8
 
 
@@ -47,6 +51,12 @@ def _by_position(name: str, depth: int) -> list[str]:
             ends = [label for label, i in (("first_block", 0), ("last_block", depth - 1)) if int(index) == i]
             return [f"{label}.{rest}" for label in ends]
     return [name]
+
+
+def _block_of(module: str) -> str:
+    """The probe name whose input is the block input of ``module`` (a block, or its attn / mlp branch)."""
+    head, _, part = module.rpartition(".")
+    return f"{head}.resid" if part in ("attn", "mlp", "resid") else ""
 
 
 def _rms(x: Tensor) -> float:
@@ -102,8 +112,9 @@ def _measure(model: GPT, probes: Sequence[Tensor], reference: Optional[dict[str,
         add(name, "forward", _rms(out))
         if reference is not None:
             add(name, "update", _rms(out - reference[name]))
-        if name in in_a:
-            add(name, "dependency", _rms(out - out_b[name]) / _rms(in_a[name] - in_b[name]))
+        block_input = _block_of(name)
+        if block_input in in_a:
+            add(name, "dependency", _rms(out - out_b[name]) / _rms(in_a[block_input] - in_b[block_input]))
     if reference is not None:
         params = dict(model.named_parameters())
         for name, w0 in weights0.items():
@@ -133,7 +144,7 @@ def coord_check(cfg: Config, corpus: Corpus, sizes: Sequence[int], steps: int, l
             probes = [x for x, _ in fixed_batches(corpus.val, PROBE_BATCH, run.train.seq_len, 2, EVAL_SEED + seed,
                                                   device)]
             weights0 = {p.name: dict(model.named_parameters())[p.name].detach().float().clone()
-                        for p in plan.params if p.role == "hidden"}
+                        for p in plan.params if p.role in MATRIX_ROLES}
             new, reference = _measure(model, probes, None, weights0, (axis, size), 0, seed)
             rows += new
             for step in range(1, steps + 1):

@@ -143,12 +143,14 @@ def transfer(
     tolerance: str = typer.Option("1", "--tolerance", help="Octaves: warn when the predicted range at N is wider."),
     depth: Optional[str] = typer.Option(None, "--depth", help="Target depth (number of blocks; default: the swept "
                                         "one): the table's depth rule moves every in-block LR."),
+    steps: Optional[str] = typer.Option(None, "--steps", help="Target training horizon in steps (default: the "
+                                        "swept one); a sweep over steps measures how η* moves with it."),
 ) -> None:
-    """Write the config for width N (and depth L): η* with its predicted range, and every parameter's init std,
-    multiplier and LR."""
+    """Write the config for width N (and depth L, horizon S): η* with its predicted range, and every parameter's
+    init std, multiplier and LR."""
     from .commands import transfer as command
 
-    _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift, tolerance, depth))
+    _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift, tolerance, depth, steps))
 
 
 @app.command()
@@ -172,13 +174,16 @@ def verify(
     threads: int = typer.Option(0, "--threads", help="Torch threads per worker (0: cores / workers)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the targets and a measured time estimate; train "
                                  "nothing."),
-    overrides: Optional[List[str]] = typer.Argument(None, help="Plain key=value overrides, e.g. train.steps=300"),
+    depth: Optional[str] = typer.Option(None, "--depth", help="Target depth, as transfer takes it."),
+    steps: Optional[str] = typer.Option(None, "--steps", help="Target training horizon, as transfer takes it."),
+    overrides: Optional[List[str]] = typer.Argument(None, help="Plain key=value overrides, e.g. train.device=cpu"),
 ) -> None:
-    """Measure LR* at width N around the predicted η*; report the prediction's error and the loss regret."""
+    """Measure LR* at width N (depth L, horizon S) around the predicted η*; report the prediction's error and the
+    loss regret."""
     from .commands import verify as command
 
     _guarded(lambda: command.run(width, source, setup, span, step, tolerance, strict, correct_drift, factors, storage,
-                                 workers, threads, dry_run, overrides or []))
+                                 workers, threads, dry_run, overrides or [], depth, steps))
 
 
 @app.command("coord-check")

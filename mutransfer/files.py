@@ -32,6 +32,7 @@ __all__ = [
     "CURVE_COLUMNS",
     "TRANSFER_PLOT",
     "DRIFT_PLOT",
+    "transfer_plot",
     "CURVES_PLOT",
     "VERIFY_PLOT",
     "COORD_CHECK_FILES",
@@ -65,6 +66,12 @@ CURVE_COLUMNS = ["setup", "width", "seed", "search_key", "x", "trial", "step", "
 
 TRANSFER_PLOT = "transfer.png"
 DRIFT_PLOT = "lr_drift.png"
+
+
+def transfer_plot(axis: str) -> str:
+    """The loss-vs-LR figure of one axis: transfer.png for width, transfer_<axis>.png for depth and steps."""
+    return TRANSFER_PLOT if axis == "width" else f"transfer_{axis}.png"
+
 CURVES_PLOT = "curves.png"
 VERIFY_PLOT = "verify.png"
 

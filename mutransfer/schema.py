@@ -14,6 +14,10 @@ __all__ = [
     "FAMILIES",
     "OPTIMIZER_FAMILY",
     "LR_KEY",
+    "DEPTH_COLUMN",
+    "Axis",
+    "TRANSFER_AXES",
+    "axis_named",
     "LR_COLUMN",
     "NS_COEFFS",
     "FamilyExponents",
@@ -37,6 +41,34 @@ LR_KEY = "optimizer.lr"
 """The config key of the base learning rate η, the key a sweep searches by default."""
 LR_COLUMN = "log2_lr"
 """The column that holds log2(η) in every table (trials.csv, summary, verify)."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One transfer axis: what a sweep may vary besides the searched hyperparameter, and the one place that says
+    which config key it sets, which trials.csv column and summary key hold it, and its study-name tag."""
+
+    name: str
+    config_key: str
+    column: str
+    plural: str
+    tag: str
+
+
+TRANSFER_AXES: tuple[Axis, ...] = (
+    Axis("width", "model.width", "width", "widths", "w"),
+    Axis("depth", "model.depth", "depth", "depths", "d"),
+    Axis("steps", "train.steps", "horizon", "steps", "t"),
+)
+"""Width, depth (number of blocks) and the training horizon. The horizon's column is ``horizon`` because
+``steps`` in trials.csv is the number of steps a trial trained (fewer when it diverged)."""
+
+
+def axis_named(name: str) -> Axis:
+    return next(a for a in TRANSFER_AXES if a.name == name)
+
+
+DEPTH_COLUMN = axis_named("depth").column
 NS_COEFFS: tuple[float, float, float] = (3.4445, -4.7750, 2.0315)
 """Quintic Newton–Schulz coefficients (Jordan, "Muon"): singular values land roughly in [0.7, 1.2]."""
 INF = float("inf")

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Hashable, Iterable
 
+import pandas as pd
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -62,6 +63,22 @@ def runner() -> CliRunner:
 
 def invoke(runner: CliRunner, *args: str):  # noqa: ANN201 - click's Result
     return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def refused_in_one_line(runner: CliRunner, spec: Path, words: list[str], says: str, out: Path) -> None:
+    """``sweep SPEC WORDS --dry-run`` exits 2 with one line that contains ``says``, and creates nothing."""
+    result = invoke(runner, "sweep", str(spec), *words, "--dry-run", "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert says in result.output and len(result.output.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def sweep_tables(runner: CliRunner, spec: Path, run: Path, axis: str) -> pd.DataFrame:
+    """Run a sweep with one worker and one thread; check it printed the table of ``axis``; its trials.csv."""
+    result = invoke(runner, "sweep", str(spec), "--out", str(run), "--workers", "1", "--threads", "1")
+    assert result.exit_code == 0, result.output
+    assert f"optimal learning rate per {axis}" in result.output
+    return pd.read_csv(run / "trials.csv")
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from mutransfer.sweep.simulate import Design, Truth, coverage
+from mutransfer.sweep.simulate import Design, Truth, coverage, law_coverage
 
 SIMS = 1000
 PROBES = Design()
@@ -67,3 +67,20 @@ def test_coverage_table_at_curvature_0_2(noise: float, design: Design) -> None:
 def test_the_predicted_range_at_4096_holds_the_truth(slope: float) -> None:
     """From widths 32–128 to 4096: the plain η* range (slope 0) and the drift-corrected one (slope −0.5)."""
     assert coverage(Truth(slope=slope, curvature=0.2, noise=0.02), PROBES, SIMS)["prediction_coverage"] >= 0.9
+
+
+AXES_POINTS = [{"width": 32, "depth": 2, "steps": 150}, {"width": 64, "depth": 2, "steps": 150},
+               {"width": 128, "depth": 2, "steps": 150}, {"width": 32, "depth": 4, "steps": 150},
+               {"width": 32, "depth": 2, "steps": 300}]
+
+
+@pytest.mark.parametrize("noise", [0.005, 0.02])
+def test_the_law_covers_every_slope_and_its_prediction_far_from_the_points(noise: float) -> None:
+    """sweeps/axes.yaml's design (widths 32–128, depths 2–4, steps 150–300, one axis at a time), a truth with a
+    depth and a horizon slope, the prediction at width 256, depth 8, steps 600 with every slope applied."""
+    slopes = {"width": 0.0, "depth": -0.5, "steps": -0.3}
+    result = law_coverage(Truth(curvature=0.2, noise=noise), slopes, AXES_POINTS, PROBES, 400,
+                          {"width": 256, "depth": 8, "steps": 600})
+    assert result["fitted"] >= 0.95, result
+    assert min(result[f"{axis}_coverage"] for axis in slopes) >= 0.9, result
+    assert result["prediction_coverage"] >= 0.9, result

@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import invoke
+from conftest import invoke, refused_in_one_line, sweep_tables
 from mutransfer.config import compose
 from mutransfer.model.apply import build_optimizer, init_parameters
 from mutransfer.model.build import build_model, gpt_plan
@@ -186,3 +186,109 @@ def test_show_prints_the_depth_exponents_only_when_the_rules_are_on(runner) -> N
     off = invoke(runner, "show", "model.depth=8")
     table, _, line = off.output.partition("depth rules: off")
     assert off.exit_code == 0 and line and "depth factor" not in table
+
+
+def depth_spec(tmp_path: Path, text_file: Path, **extra: object) -> Path:
+    """One setup (μP + Muon, CompleteP) at widths 32, 64 and depths 1, 2 of a tiny model: three studies."""
+    spec = {"name": "deep", "setups": {"mup_muon": ["parametrization=mup", "optimizer=muon"]},
+            "widths": [32, 64], "depths": [1, 2], "seeds": [0],
+            "search": {"log2_min": -6, "log2_max": -1, "step": 1, "extend": False, "noise_seeds": 1},
+            "overrides": ["parametrization.depth_alpha=1", "parametrization.base_depth=1",
+                          "parametrization.base_width=32", "train.steps=12", "train.batch_size=4", "train.seq_len=32",
+                          "train.eval_every=6", "train.eval_batches=2", "data=text", f"data.path={text_file}"],
+            **extra}
+    path = tmp_path / "deep.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_a_spec_names_its_depths_and_how_the_axes_combine(tmp_path: Path, text_file: Path) -> None:
+    from mutransfer.sweep.spec import load_spec
+    from mutransfer.sweep.studies import study_keys
+    from mutransfer.sweep.trial import trial_config
+
+    one = load_spec(str(depth_spec(tmp_path, text_file)), ["depths=[4,1,2]", "widths=[32,64,128]"])
+    assert one.depths == (1, 2, 4) and one.axes == "one"
+    assert one.points() == [(32, 1, None), (64, 1, None), (128, 1, None), (32, 2, None), (32, 4, None)]
+    product = load_spec(str(depth_spec(tmp_path, text_file)), ["axes=product"])
+    assert product.points() == [(32, 1, None), (32, 2, None), (64, 1, None), (64, 2, None)]
+    names = [k.name("p") for k in study_keys(one)]
+    assert names[:2] == ["p.mup_muon.log2_lr.w32.d1.s0", "p.mup_muon.log2_lr.w64.d1.s0"] and len(set(names)) == 5
+    deep = next(k for k in study_keys(one) if k.depth == 4)
+    assert trial_config(one, deep, -3.0).model.depth == 4 and trial_config(one, deep, -3.0).model.width == 32
+    assert "depths" in one.as_dict() and "depths" not in load_spec("smoke").as_dict()
+    assert [k.name("p") for k in study_keys(load_spec("smoke"))][0] == "p.sp_adamw.log2_lr.w32.s0"
+
+
+@pytest.mark.parametrize(("words", "says"), [
+    (["depths=[0, 2]"], "depths=0 must be > 0"), (["depths=[4]"], "names one value"),
+    (["depths=[2, 2]"], "lists a value twice"), (["axes=diagonal"], "axes='diagonal'"),
+    (["depths=null", "axes=product"], "names no second axis"), (["depths=[2, 3.5]"], "depths=3.5"),
+    (["model.depth=3"], "also overrides model.depth")])
+def test_bad_depth_axes_are_one_line(runner, tmp_path: Path, text_file: Path, words: list[str],  # noqa: ANN001
+                                     says: str) -> None:
+    refused_in_one_line(runner, depth_spec(tmp_path, text_file), words, says, tmp_path / "run")
+
+
+def test_summary_without_a_depth_column_keeps_its_layout_and_with_one_fits_each_axis() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from mutransfer.analysis.drift import SearchSettings
+    from mutransfer.analysis.summary import summarize, width_axis
+
+    rng = np.random.default_rng(3)
+    rows = []
+    truth = {(32, 1): -4.0, (64, 1): -4.0, (128, 1): -4.0, (32, 2): -5.0, (32, 4): -6.0}  # depth: −1 per doubling
+    for (width, depth), centre in truth.items():
+        for seed in range(3):
+            for x in np.arange(-9.0, 0.5, 1.0):
+                loss = 3.0 + 0.2 * (x - centre - rng.normal(0, 0.1)) ** 2
+                rows.append({"setup": "s", "width": width, "depth": depth, "seed": seed, "search_key": "optimizer.lr",
+                             "log2_lr": x, "val_loss": loss, "status": "ok"})
+    table = pd.DataFrame(rows)
+    settings = {"optimizer.lr": {"s": SearchSettings(step=1.0, low=-9, high=0)}}
+    both = summarize(table, settings)["setups"]["s"]
+    plain = summarize(width_axis(table), settings)["setups"]["s"]
+    assert "axes" not in plain and "depth" not in width_axis(table).columns
+    assert {k: v for k, v in both.items() if k not in ("axes", "law")} == plain
+    assert sorted(plain["widths"]) == ["128", "32", "64"]
+    law = both["law"]
+    assert law["axes"] == ["width", "depth"] and law["points_used"] == 5
+    assert law["slope_ci"]["depth"][0] < -1.0 < law["slope_ci"]["depth"][1]
+    assert law["slope_ci"]["width"][0] < 0.0 < law["slope_ci"]["width"][1]
+    assert both["axes"]["width"]["verdict"] == plain["verdict"] == "transfers"
+    across = both["axes"]["depth"]
+    assert sorted(across["depths"]) == ["1", "2", "4"] and across["depths_used"] == [1, 2, 4]
+    assert across["verdict"] == "drifts" and across["slope_ci"][0] < -1.0 < across["slope_ci"][1]
+
+
+def test_a_sweep_across_depth_measures_the_depth_slope_and_transfer_uses_it(runner, tmp_path: Path,  # noqa: ANN001
+                                                                           text_file: Path) -> None:
+    import json
+
+    import pandas as pd
+
+    run = tmp_path / "run"
+    trials = sweep_tables(runner, depth_spec(tmp_path, text_file), run, "depth")
+    assert sorted(set(zip(trials["width"], trials["depth"]))) == [(32, 1), (32, 2), (64, 1)]
+    assert set(pd.read_csv(run / "curves.csv")["width"]) == {32, 64}
+    summary = json.loads((run / "summary.json").read_text())["setups"]["mup_muon"]
+    assert sorted(summary["widths"]) == ["32", "64"] and sorted(summary["axes"]["depth"]["depths"]) == ["1", "2"]
+    for name in ("transfer_depth.png", "lr_drift.png", "transfer.png"):
+        assert (run / name).stat().st_size > 10_000, name
+    base = invoke(runner, "transfer", "--width", "256", "--from", str(run), "--out", str(tmp_path / "a.yaml"))
+    deep = invoke(runner, "transfer", "--width", "256", "--depth", "16", "--from", str(run),
+                  "--out", str(tmp_path / "b.yaml"))
+    assert base.exit_code == 0 and deep.exit_code == 0, deep.output
+    a, b = (yaml.safe_load((tmp_path / f).read_text()) for f in ("a.yaml", "b.yaml"))
+    assert "assumed, not measured" not in " ".join(deep.output.split())
+    assert b["prediction"]["depth"] == 16 and a["prediction"]["depth"] == 1
+    assert b["prediction"]["half_width"] > a["prediction"]["half_width"]
+    assert b["source"]["swept_depths"] == [1, 2] and b["config"]["model"]["depth"] == 16
+    law = summary["law"]
+    assert law["axes"] == ["width", "depth"] and len(law["covariance"]) == 3
+    moved = "depth" in b["prediction"]["applied_slopes"]
+    assert moved == (summary["axes"]["depth"]["verdict"] != "transfers")
+    shift = law["coefficients"]["depth"] * 4 if moved else 0.0  # log2(16 / 1)
+    assert b["log2_lr"] == pytest.approx(a["log2_lr"] + shift)

@@ -177,8 +177,10 @@ def test_a_journal_cut_mid_record_is_repaired_and_the_rerun_finishes_every_point
     backups = list(out.glob("optuna.journal.damaged-*"))
     assert len(backups) == 1 and backups[0].read_bytes() == whole[: len(whole) - len(last) // 2 - 1]
     trials = pd.read_csv(out / "trials.csv")
-    assert len(trials) == POINTS and not trials.duplicated(["width", "log2_lr"]).any()
-    assert (trials["status"] == "ok").all()
+    finished = trials[trials["status"] == "ok"]
+    assert len(finished) == POINTS and not finished.duplicated(["width", "log2_lr"]).any()
+    lost = trials[trials["status"] != "ok"]  # the cut record was the last trial's completion: trained again
+    assert len(lost) <= 1 and set(lost["status"]) <= {"abandoned"}
     assert fault_tally(POINTS, completed_points(journal), [rerun.stderr]) == no_loss(POINTS)
 
 

@@ -8,25 +8,35 @@ from typing import Any, Optional, Sequence
 
 import pandas as pd
 
-from ..files import CURVES_PLOT, DRIFT_PLOT, TRANSFER_PLOT, VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT
+from ..files import CURVES_PLOT, DRIFT_PLOT, VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT, transfer_plot
 from .plots import curves_figure, drift_figure, save, transfer_figure, verify_figure
-from .summary import read_tables, search_settings, summarize
+from .summary import axis_rows, read_tables, search_settings, summarize, swept_axes, width_axis
 
 __all__ = ["draw"]
 
 
 def draw(run_dirs: Sequence[Path], out: Optional[Path] = None) -> list[Path]:
-    """transfer.png, lr_drift.png (and curves.png, verify.png for a single run) into ``out`` or the run dir."""
-    runs = []
+    """transfer.png (and transfer_depth.png, transfer_steps.png for the axes swept), lr_drift.png with a panel
+    per swept axis, and curves.png, verify.png for a single run, into ``out`` or the run dir."""
+    runs, full = [], []
     for run_dir in run_dirs:
-        trials, curves = read_tables(run_dir)
-        runs.append((run_dir.name, trials, curves, summarize(trials, search_settings(run_dir, trials))))
+        trials, curves = read_tables(run_dir, all_axes=True)
+        summary = summarize(trials, search_settings(run_dir, trials))
+        runs.append((run_dir.name, width_axis(trials), curves, summary))
+        full.append(trials)
     target = out or run_dirs[0]
     target.mkdir(parents=True, exist_ok=True)
     triples = [(name, trials, summary) for name, trials, _, summary in runs]
-    written = [target / TRANSFER_PLOT, target / DRIFT_PLOT]
+    axes = [axis for axis in swept_axes(full[0]) if all(axis in swept_axes(t) for t in full)]
+    varied = [axis.name for axis in axes if any(t[axis.column].nunique() > 1 for t in full)] or ["width"]
+    written = [target / transfer_plot("width"), target / DRIFT_PLOT]
     save(transfer_figure(triples), written[0])
-    save(drift_figure(triples), written[1])
+    save(drift_figure(triples, varied), written[1])
+    for axis in axes[1:]:
+        along = [(name, axis_rows(t, axis).assign(width=lambda rows, c=axis.column: rows[c]), summary)
+                 for (name, _, _, summary), t in zip(runs, full)]
+        written.append(target / transfer_plot(axis.name))
+        save(transfer_figure(along, axis=axis.name), written[-1])
     if len(runs) == 1:
         _, trials, curves, summary = runs[0]
         if not curves.empty:

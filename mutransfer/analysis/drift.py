@@ -19,6 +19,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..schema import axis_named
 from .optimum import CONFIDENCE, MIN_SE, RESOLUTION, Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays
 from .stats import quantile
 
@@ -83,17 +84,20 @@ def verdict(slope: float, ci90: tuple[float, float], ci95: tuple[float, float],
     return "inconclusive"
 
 
-def _undecided(ci90: tuple[float, float], th: Thresholds, kind: str) -> tuple[str, str]:
+def _undecided(ci90: tuple[float, float], th: Thresholds, kind: str, plural: str) -> tuple[str, str]:
     reason = (f"the slope's 90 % interval [{ci90[0]:+.2f}, {ci90[1]:+.2f}] is neither inside ±{th.transfer_slope:g} "
               "nor clear of 0 beyond it")
     more = "more noise probes (search.noise_seeds) or seeds" if kind == CONFIDENCE else \
         "seed noise measured (search.noise_seeds ≥ 1)"
-    return reason, f"{more}, or widths further apart, narrow it"
+    return reason, f"{more}, or {plural} further apart, narrow it"
 
 
-def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing: Sequence[int] = ()) -> Drift:
+def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing: Sequence[int] = (),
+          axis: str = "width") -> Drift:
     """The weighted slope of x* over log2(width) and the verdict; censored or ``missing`` widths (all their
-    trials diverged or failed) make the verdict ``inconclusive``."""
+    trials diverged or failed) make the verdict ``inconclusive``. ``axis`` names the axis in the reasons (the
+    same rules fit the optimum against log2 depth or log2 steps)."""
+    plural = axis_named(axis).plural
     used = [o for o in optima if o.measured]
     kind = CONFIDENCE if used and all(o.ci_kind == CONFIDENCE for o in used) else RESOLUTION
     dof = min((o.dof for o in used if o.dof), default=None) if kind == CONFIDENCE else None
@@ -101,16 +105,16 @@ def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing
                    widths_used=[o.width for o in used])
     if len(used) >= 2:
         _fit_line(result, used)
-    blockers = _blockers(optima, missing)
+    blockers = _blockers(optima, missing, plural)
     if blockers:
         result.reason, result.fix = blockers
     elif result.slope is None:
-        result.reason, result.fix = "fewer than two widths with a measured optimum", "sweep more widths"
+        result.reason, result.fix = f"fewer than two {plural} with a measured optimum", f"sweep more {plural}"
     else:
         assert result.ci90 is not None and result.ci is not None
         result.verdict = verdict(result.slope, result.ci90, result.ci, th)
         if result.verdict == "inconclusive":
-            result.reason, result.fix = _undecided(result.ci90, th, kind)
+            result.reason, result.fix = _undecided(result.ci90, th, kind, plural)
     return result
 
 
@@ -129,25 +133,27 @@ def _fit_line(result: Drift, used: Sequence[WidthOptimum]) -> None:
     result.ci, result.ci90 = (slope - q95 * se, slope + q95 * se), (slope - q90 * se, slope + q90 * se)
 
 
-def _blockers(optima: Sequence[WidthOptimum], missing: Sequence[int]) -> Optional[tuple[str, str]]:
+def _blockers(optima: Sequence[WidthOptimum], missing: Sequence[int], plural: str) -> Optional[tuple[str, str]]:
     """Why no verdict can be reached whatever the slope: censored optima or widths without any result."""
     if missing:
         names = ", ".join(map(str, missing))
-        return (f"every trial diverged or failed at widths {names}",
-                f"lower the grid (log2_min) or fix the failures at widths {names}, then resweep")
+        return (f"every trial diverged or failed at {plural} {names}",
+                f"lower the grid (log2_min) or fix the failures at {plural} {names}, then resweep")
     for edge, word, sign in (("low", "below", -1), ("high", "above", 1)):
         hit = [o for o in optima if o.censored == edge]
         if hit:
             names = ", ".join(str(o.width) for o in hit)
             bound = min(o.x_star for o in hit) if sign < 0 else max(o.x_star for o in hit)
-            return (f"the optimum is at the grid's {edge} edge (2^{bound:g}) at widths {names}",
-                    f"extend the grid {word} 2^{bound:g} at widths {names} (search.extend, search.extend_max, "
+            return (f"the optimum is at the grid's {edge} edge (2^{bound:g}) at {plural} {names}",
+                    f"extend the grid {word} 2^{bound:g} at {plural} {names} (search.extend, search.extend_max, "
                     f"or log2_{'min' if sign < 0 else 'max'})")
     return None
 
 
-def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds = Thresholds()) -> dict[str, Any]:
-    """One setup's summary entry: optimum per width (pooled intervals), drift, verdict, added points."""
+def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds = Thresholds(),
+                  axis: str = "width") -> dict[str, Any]:
+    """One setup's summary entry: optimum per width (pooled intervals), drift, verdict, added points. With
+    ``axis='depth'`` (or ``'steps'``) the ``width`` column holds depths (horizons) and the entry's keys say so."""
     halfwidth = fit_halfwidth(settings.step, settings.log2, th)
     optima, missing, entries = [], [], {}
     for width, part in rows.groupby("width"):
@@ -166,16 +172,18 @@ def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds =
     optima = pool(optima)
     for opt in optima:
         entries[str(opt.width)] = {**opt.as_dict(), "added": entries[str(opt.width)]["added"]}
-    fit = drift(optima, th, missing)
-    return {**fit.as_dict(), "widths": dict(sorted(entries.items(), key=lambda kv: int(kv[0])))}
+    fit = drift(optima, th, missing, axis)
+    entry = {**fit.as_dict(), "widths": dict(sorted(entries.items(), key=lambda kv: int(kv[0])))}
+    named = axis_named(axis)
+    return {key.replace("widths", named.plural).replace("width", named.name): value for key, value in entry.items()}
 
 
 def analyze(table: pd.DataFrame, settings: SearchSettings | Mapping[str, SearchSettings] = SearchSettings(),
-            th: Thresholds = Thresholds()) -> dict[str, Any]:
+            th: Thresholds = Thresholds(), axis: str = "width") -> dict[str, Any]:
     """``{setup: {slope, slope_ci, verdict, reason, widths: {width: {...}}}}`` for one searched key; each
     setup with its own search settings when ``settings`` maps setup labels to them."""
     out: dict[str, Any] = {}
     for setup, rows in table.groupby("setup", sort=False):
         own = settings.get(str(setup), SearchSettings()) if isinstance(settings, Mapping) else settings
-        out[str(setup)] = analyze_setup(rows, own, th)
+        out[str(setup)] = analyze_setup(rows, own, th, axis)
     return out

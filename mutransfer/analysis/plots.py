@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -9,10 +10,15 @@ import numpy as np
 import pandas as pd
 
 from ..files import atomic_path
-from ..schema import LR_COLUMN, LR_KEY
+from ..schema import LR_COLUMN, LR_KEY, axis_named
+from .summary import axis_entry
 from .fidelity import on_lattice
 
 __all__ = ["transfer_figure", "drift_figure", "curves_figure", "verify_figure", "compare_figure", "save"]
+
+
+PANELS_PER_ROW = 3
+"""A figure with more panels than this wraps them into rows."""
 
 
 def _pyplot() -> Any:
@@ -41,25 +47,34 @@ def _panels(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> list[tu
     return panels
 
 
-def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> Any:
+def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axis: str = "width") -> Any:
     """Loss vs log2(LR), one line per width (the seeds that trained the grid), the seeds' spread shaded where
-    several trained a point (the noise probes), one panel per setup (and per run), shared y axis."""
+    several trained a point (the noise probes), one panel per setup (and per run), shared y axis. With
+    ``axis='depth'`` (or ``'steps'``) the tables' ``width`` column holds the depths (horizons), and each setup's
+    ``axes.depth`` entry gives the optima."""
     plt = _pyplot()
     panels = _panels(runs)
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5.2 * max(1, len(panels)), 4.6), sharey=True,
-                             squeeze=False, layout="constrained")
+    count = max(1, len(panels))
+    rows_of = math.ceil(count / PANELS_PER_ROW)
+    per_row = math.ceil(count / rows_of)
+    fig, grid = plt.subplots(rows_of, per_row, figsize=(5.2 * per_row, 4.6 * rows_of), sharey=True, squeeze=False,
+                             layout="constrained")
+    axes = grid.reshape(1, -1)
+    for spare in axes[0][len(panels):]:
+        spare.set_visible(False)
     ok_all = pd.concat([p[2] for p in panels]) if panels else pd.DataFrame()
     ok_losses = ok_all[ok_all["status"] == "ok"]["val_loss"] if not ok_all.empty else pd.Series(dtype=float)
     top = float(np.nanmax(ok_losses)) if len(ok_losses) else 1.0
     bottom = float(np.nanmin(ok_losses)) if len(ok_losses) else 0.0
     pad = 0.08 * (top - bottom if top > bottom else 1.0)
-    for ax, (title, setup, rows, info) in zip(axes[0], panels):
+    for ax, (title, setup, rows, whole) in zip(axes[0], panels):
+        info = axis_entry(whole, axis)
         colors = _colors(rows["width"].unique())
         for width, part in rows.groupby("width"):
             ok = part[part["status"] == "ok"]
             line = _grid_curve(part)
             color = colors[int(width)]
-            ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=3.5, lw=1.5, label=f"width {width}")
+            ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=3.5, lw=1.5, label=f"{axis} {width}")
             if ok["seed"].nunique() > 1:
                 spread = ok.groupby(LR_COLUMN)["val_loss"].agg(["min", "max", "count"]).reset_index()
                 spread = spread[spread["count"] > 1]
@@ -67,16 +82,17 @@ def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) ->
             div = part[part["status"] == "diverged"][LR_COLUMN].unique()
             if len(div):
                 ax.plot(div, np.full(len(div), top + 0.6 * pad), "x", color=color, ms=7, mew=2, clip_on=False)
-            opt = info.get("widths", {}).get(str(int(width)))
+            opt = info.get(axis_named(axis).plural, {}).get(str(int(width)))
             if opt and opt.get("log2_lr_star") is not None:
                 _optimum_marker(ax, opt, opt["best_loss"] - 0.3 * pad, color)
         verdict = info.get("verdict", "")
         slope = info.get("slope")
-        extra = f"\n{verdict}: LR* {slope:+.2f} octaves / width doubling" if slope is not None else f"\n{verdict}"
+        extra = f"\n{verdict}: LR* {slope:+.2f} octaves / {axis} doubling" if slope is not None else f"\n{verdict}"
         _label(ax, f"{title}{extra}", "log2(base learning rate η)", title_size=10, legend_loc="upper left")
-    axes[0][0].set_ylabel("validation loss (nats/token)")
+    for row in grid:
+        row[0].set_ylabel("validation loss (nats/token)")
     axes[0][0].set_ylim(bottom - pad, top + pad)
-    fig.suptitle("Loss vs learning rate per width\n▼ LR* with interval · ◀ ▶ past the grid's edge · × diverged",
+    fig.suptitle(f"Loss vs learning rate per {axis}\n▼ LR* with interval · ◀ ▶ past the grid's edge · × diverged",
                  fontsize=10)
     return fig
 
@@ -98,15 +114,25 @@ def _optimum_marker(ax: Any, opt: dict[str, Any], y: float, color: Any) -> None:
                 lw=1.2)
 
 
-def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> Any:
-    """log2(LR*) vs log2(width) with intervals and the fitted line, one series per setup."""
+def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axes: Sequence[str] = ("width",)) -> Any:
+    """log2(LR*) vs log2(width) with intervals and the fitted line, one series per setup; one panel per axis
+    in ``axes`` (a setup's depth and steps entries are its summary's ``axes.depth`` and ``axes.steps``)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.0, 4.6), layout="constrained")
-    cmap = plt.get_cmap("tab10")
+    fig, panels = plt.subplots(1, len(axes), figsize=(7.0 * len(axes), 4.6), layout="constrained", squeeze=False)
+    for ax, axis in zip(panels[0], axes):
+        _drift_panel(ax, runs, axis)
+    return fig
+
+
+def _drift_panel(ax: Any, runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axis: str) -> None:
+    plural = axis_named(axis).plural
+    cmap = _pyplot().get_cmap("tab10")
     index = 0
     for run, _, summary in runs:
-        for setup, info in summary.get("setups", {}).items():
-            widths = sorted(int(w) for w, o in info.get("widths", {}).items() if o.get("log2_lr_star") is not None)
+        for setup, whole in summary.get("setups", {}).items():
+            info = axis_entry(whole, axis)
+            points = info.get(plural, {})
+            widths = sorted(int(w) for w, o in points.items() if o.get("log2_lr_star") is not None)
             if not widths:
                 continue
             label = setup if len(runs) == 1 else f"{run}: {setup}"
@@ -116,23 +142,24 @@ def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> An
             if slope is not None:
                 lo, hi = info["slope_ci"]
                 label += f" (slope {slope:+.2f} [{lo:+.2f}, {hi:+.2f}], {info['verdict']})"
+                if axis == "steps":
+                    label += f", β = {-slope:.2f}"
                 x = np.log2(widths)
                 ax.plot(x, info["intercept"] + slope * x, "--", color=color, lw=1)
             else:
                 label += f" ({info.get('verdict', 'inconclusive')})"
             for i, width in enumerate(widths):
-                opt = info["widths"][str(width)]
+                opt = points[str(width)]
                 below, above = _interval_bars(opt)
                 marker = {"low": "v", "high": "^"}.get(opt.get("censored") or "", "o")
                 ax.errorbar([np.log2(width)], [opt["log2_lr_star"]], yerr=[[below], [above]], fmt=marker, color=color,
                             capsize=3, label=label if i == 0 else None)
     all_widths = sorted({int(w) for _, _, summary in runs for info in summary.get("setups", {}).values()
-                         for w in info.get("widths", {})})
+                         for w in axis_entry(info, axis).get(plural, {})})
     if all_widths:
         ax.set_xticks(np.log2(all_widths), [str(w) for w in all_widths])
-    _label(ax, "Optimal learning rate vs width  (▼ ▲ past the grid's edge)", "width (log2 axis)",
+    _label(ax, f"Optimal learning rate vs {axis}  (▼ ▲ past the grid's edge)", f"{axis} (log2 axis)",
            "log2(LR*)  (base learning rate η)")
-    return fig
 
 
 def _label(ax: Any, title: str, xlabel: str, ylabel: str | None = None, title_size: float | None = None,
@@ -198,7 +225,10 @@ def verify_figure(swept: pd.DataFrame, rows: pd.DataFrame, report: dict[str, Any
         for t in (t for t in targets if t["setup"] == setup):
             _verified_width(ax, mine[mine["width"] == t["width"]], t, colors[t["width"]], report["step"])
         _zoom(ax, mine, behind)
-        _label(ax, f"{setup}: verified at width {', '.join(str(t['width']) for t in targets if t['setup'] == setup)}",
+        mine_targets = [t for t in targets if t["setup"] == setup]
+        point = "".join(f", {name} {mine_targets[0]['prediction'][name]}" for name in ("depth", "steps")
+                        if mine_targets and mine_targets[0]["prediction"].get(name) is not None)
+        _label(ax, f"{setup}: verified at width {', '.join(str(t['width']) for t in mine_targets)}{point}",
                "log2(base learning rate η)", title_size=10, legend_loc="upper left")
     axes[0][0].set_ylabel("validation loss (nats/token)")
     fig.suptitle("Verification at the target width\nband: predicted 95 % range · dashed: predicted η* · "

@@ -5,6 +5,9 @@ widths' weighted centre c — or, with drift correction, the line at the target.
 the uncertainty of that centre and of the slope extrapolated from c to the target:
 half-width = q · √(se_c² + (log2 N − c)² · se_slope²), q the 97.5 % quantile of Student's t with the sweep's
 degrees of freedom (normal for resolution bounds). It is what the data allow, not what a theory promises.
+
+A sweep over several axes (width with depth or steps) predicts from its fitted law instead
+(``analysis/law.py``): the same centre-or-line rule per axis, the range from the law's covariance at the target.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
+from .law import evaluate_law
 from .stats import quantile
 from .summary import estimated_widths, measured_widths
 
-__all__ = ["Prediction", "predict", "transferred_lr"]
+__all__ = ["Prediction", "predict", "transferred_lr", "law_prediction"]
 
 
 @dataclass(frozen=True)
@@ -31,11 +35,19 @@ class Prediction:
     """log2(target width) − the swept widths' weighted centre: how far the slope is extrapolated."""
     narrow: str
     """What would narrow the range."""
+    depth: Optional[int] = None
+    """The target depth and horizon, for the axes of the law the prediction comes from (a sweep over them)."""
+    steps: Optional[int] = None
+    applied: tuple[str, ...] = ()
+    """The axes whose fitted slope moved η* (a law's prediction)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"width": self.width, "log2_lr": self.log2_lr, "interval": list(self.interval) if self.interval else None,
-                "half_width": self.half_width, "within_tolerance": self.within_tolerance, "tolerance": self.tolerance,
-                "extrapolated_doublings": self.doublings, "narrow": self.narrow}
+        out = {"width": self.width, "log2_lr": self.log2_lr, "interval": list(self.interval) if self.interval else None,
+               "half_width": self.half_width, "within_tolerance": self.within_tolerance, "tolerance": self.tolerance,
+               "extrapolated_doublings": self.doublings, "narrow": self.narrow}
+        if self.depth is not None or self.steps is not None:
+            out.update(depth=self.depth, steps=self.steps, applied_slopes=list(self.applied))
+        return out
 
 
 def transferred_lr(info: Mapping[str, Any], width: int, correct_drift: bool) -> float:
@@ -71,3 +83,25 @@ def predict(info: Mapping[str, Any], width: int, correct_drift: bool, tolerance:
     half = q * math.sqrt(se_centre**2 + spread**2)
     return Prediction(width, log2_lr, (log2_lr - half, log2_lr + half), half, half <= tolerance, tolerance, doublings,
                       _narrow(se_centre, spread, doublings, width, info.get("ci_kind", "resolution")))
+
+
+
+def law_prediction(info: Mapping[str, Any], target: Mapping[str, int], correct_drift: bool,
+                   tolerance: float) -> Prediction:
+    """The prediction at ``target`` ({axis: value}) from a setup's fitted law (a sweep over several axes): the
+    width slope is applied with ``correct_drift``, the depth and steps slopes whenever their axis does not
+    transfer (or with ``correct_drift``); the range is the law's uncertainty at the target."""
+    law = info["law"]
+    verdicts = {name: (info.get("axes") or {}).get(name, {}).get("verdict") for name in law["axes"]}
+    applied = tuple(name for name in law["axes"]
+                    if correct_drift or (name != "width" and verdicts.get(name) != "transfers"))
+    log2_lr, half, _ = evaluate_law(law, target, applied)
+    width = int(target["width"])
+    doublings = math.log2(width) - law["centre"]["width"] if "width" in law["centre"] else math.nan
+    kind = law.get("ci_kind", "resolution")
+    narrow = ("measure seed noise (search.noise_seeds ≥ 1): with one seed the range is a resolution bound"
+              if kind != "confidence" else "sweep points nearer the target on the axes it extrapolates, or more "
+              "noise seeds")
+    return Prediction(width, log2_lr, (log2_lr - half, log2_lr + half), half, half <= tolerance, tolerance, doublings,
+                      narrow, depth=target.get("depth") if "depth" in law["axes"] else None,
+                      steps=target.get("steps") if "steps" in law["axes"] else None, applied=applied)

@@ -1,5 +1,10 @@
 """A sweep run directory's tables and its summary: ``trials.csv`` and ``curves.csv`` written and read back,
-and ``summary.json`` (optimum per width, drift and verdict per setup) computed from ``trials.csv``."""
+and ``summary.json`` (optimum per width, drift and verdict per setup) computed from ``trials.csv``.
+
+A sweep across depth or horizon adds a ``depth`` or ``horizon`` column to ``trials.csv``; each axis is then the
+rows where every other axis sits at its base (smallest) value, and each setup's entry gains ``axes: {width:
+{...}, depth: {...}, steps: {...}}`` (the axes swept) and ``law`` (one fit over every point). Without those
+columns the table and summary keep their first layout."""
 
 from __future__ import annotations
 
@@ -13,12 +18,16 @@ import pandas as pd
 from ..errors import UserError
 from ..files import CONFIG_FILE, CURVE_COLUMNS, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, load_yaml, \
     read_user_text, write_json
-from ..schema import LR_COLUMN, LR_KEY
+from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis
 from .drift import SearchSettings, analyze
+from .law import fit_laws
 from .optimum import Thresholds
 
 __all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "write_summary", "summarize_run",
-           "searched_column", "measured_widths", "estimated_widths"]
+           "searched_column", "measured_widths", "estimated_widths", "width_axis", "axis_rows", "swept_axes", "axis_entry", "AXIS_FIELDS"]
+
+AXIS_FIELDS = ("slope", "slope_ci", "slope_ci90", "se_slope", "dof", "ci_kind", "verdict", "reason", "fix")
+"""The fields of a setup's entry that ``axes.width`` repeats (the depth entry has them all, per depth)."""
 
 
 def searched_column(key: str) -> str:
@@ -35,21 +44,67 @@ def searched_values(part: pd.DataFrame, key: str, settings: Mapping[str, SearchS
     return x
 
 
+def swept_axes(trials: pd.DataFrame) -> list[Axis]:
+    """The axes a table varies: width, and depth or steps when it has their columns."""
+    return [axis for axis in TRANSFER_AXES if axis.column in trials.columns]
+
+
+def axis_rows(trials: pd.DataFrame, axis: Axis) -> pd.DataFrame:
+    """The rows on ``axis``'s line through the base point: every other swept axis at its smallest value."""
+    keep = np.ones(len(trials), dtype=bool)
+    for other in swept_axes(trials):
+        if other != axis:
+            keep &= (trials[other.column] == trials[other.column].min()).to_numpy()
+    return trials[keep].reset_index(drop=True)
+
+
+def width_axis(trials: pd.DataFrame) -> pd.DataFrame:
+    """The rows on the width axis in the width-only layout (the table itself when only width is swept)."""
+    extra = [axis.column for axis in swept_axes(trials)[1:]]
+    return axis_rows(trials, TRANSFER_AXES[0]).drop(columns=extra) if extra else trials
+
+
+def axis_entry(info: Mapping[str, Any], axis: str) -> Mapping[str, Any]:
+    """A setup's summary entry for one axis: the entry itself for width, ``axes.<axis>`` otherwise."""
+    return info if axis == "width" else (info.get("axes") or {}).get(axis) or {}
+
+
+def _tidy(part: pd.DataFrame, x: pd.Series, columns: dict[str, str]) -> pd.DataFrame:
+    """The analysis's table: ``columns`` maps its names to the trials' columns (``width`` → the axis)."""
+    return pd.DataFrame({**{name: part[column] for name, column in columns.items()}, "setup": part["setup"],
+                         "seed": part["seed"], "x": x, "loss": part["val_loss"].astype(float),
+                         "status": part["status"]})
+
+
 def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSettings]],
               th: Thresholds = Thresholds()) -> dict[str, Any]:
     """summary.json: the learning rate under ``setups``, every other searched key under ``keys``;
-    ``settings[key][setup]`` says how each setup searched each key."""
+    ``settings[key][setup]`` says how each setup searched each key. A depth column adds each learning-rate
+    setup's ``axes`` entry: the same optimum, interval and verdict rules with log2 depth as the x."""
     summary: dict[str, Any] = {"setups": {}, "keys": {}}
-    for key, part in trials.groupby("search_key", sort=False):
+    for key, part in width_axis(trials).groupby("search_key", sort=False):
         own = settings.get(str(key), {})
-        x = searched_values(part, str(key), own)
-        tidy = pd.DataFrame({"setup": part["setup"], "width": part["width"], "seed": part["seed"], "x": x,
-                             "loss": part["val_loss"].astype(float), "status": part["status"]})
-        result = analyze(tidy, dict(own), th)
+        result = analyze(_tidy(part, searched_values(part, str(key), own), {"width": "width"}), dict(own), th)
         if key == LR_KEY:
             summary["setups"] = result
         else:
             summary["keys"][str(key)] = {"setups": result}
+    axes = swept_axes(trials)
+    if len(axes) > 1:
+        own = dict(settings.get(LR_KEY, {}))
+        across = {}
+        for axis in axes[1:]:
+            part = axis_rows(trials, axis)
+            part = part[part["search_key"] == LR_KEY]
+            across[axis.name] = analyze(_tidy(part, searched_values(part, LR_KEY, own), {"width": axis.column}),
+                                        own, th, axis.name)
+        lr = trials[trials["search_key"] == LR_KEY]
+        laws = fit_laws(_tidy(lr, searched_values(lr, LR_KEY, own), {a.name: a.column for a in axes}),
+                        [a.name for a in axes], own, th)
+        for label, info in summary["setups"].items():
+            info["axes"] = {"width": {k: info.get(k) for k in AXIS_FIELDS},
+                            **{name: entry.get(label) for name, entry in across.items()}}
+            info["law"] = laws.get(label)
     return summary
 
 
@@ -58,7 +113,8 @@ def write_tables(run_dir: Path, trials: pd.DataFrame, curves: pd.DataFrame) -> N
     atomic_write_text(run_dir / CURVES_FILE, curves.to_csv(index=False))
 
 
-def read_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+def read_tables(run_dir: Path, all_axes: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """trials.csv and curves.csv, checked; the trials on the width axis only unless ``all_axes``."""
     path = run_dir / TRIALS_FILE
     if not run_dir.is_dir():
         raise UserError(f"{run_dir} is not a directory", "give a sweep's run directory (e.g. runs/default)")
@@ -73,9 +129,11 @@ def read_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         if column not in trials.columns:
             raise UserError(f"{path} searched {key} but has no column '{column}'", REWRITE_HINT)
         _numeric(trials.loc[trials["search_key"] == key], column, path)
+    for axis in swept_axes(trials)[1:]:
+        _numeric(trials, axis.column, path, whole=True)
     curves_path = run_dir / CURVES_FILE
     curves = _read_csv(curves_path, CURVE_NEEDS) if curves_path.is_file() else pd.DataFrame(columns=CURVE_COLUMNS)
-    return trials, curves
+    return (trials if all_axes else width_axis(trials)), curves
 
 
 TRIAL_NEEDS = {"setup": str, "width": int, "seed": int, "search_key": str, "val_loss": float, "status": str}
@@ -143,7 +201,7 @@ def search_settings(run_dir: Path, trials: pd.DataFrame) -> dict[str, dict[str, 
 def summarize_run(run_dir: Path, th: Thresholds = Thresholds()) -> dict[str, Any]:
     """The summary computed afresh from the run directory's trials.csv (so it matches the tables even when
     summary.json is older)."""
-    trials, _ = read_tables(run_dir)
+    trials, _ = read_tables(run_dir, all_axes=True)
     return summarize(trials, search_settings(run_dir, trials), th)
 
 

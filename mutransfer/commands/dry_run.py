@@ -6,6 +6,7 @@ from rich.table import Table
 
 from ..model.build import model_plan
 from ..sweep.spec import SweepSpec
+from ..sweep.spec import Point
 from ..sweep.studies import study_keys
 from ..sweep.trial import trial_config, trials_per_batch
 from ..train.data import vocab_size
@@ -16,17 +17,18 @@ __all__ = ["dry_run_table"]
 
 def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Table:
     table = Table(title=f"sweep {spec.name}: plan ({workers} worker(s) × {threads} thread(s))")
-    for column in ("setup", "width", "studies", "trials", "tokens/trial", "GFLOP/trial", "batch", "s/step",
+    extra = spec.swept()[1:]
+    for column in ("setup", "width", *extra, "studies", "trials", "tokens/trial", "GFLOP/trial", "batch", "s/step",
                    "est. s/trial"):
         table.add_column(column, justify="left" if column == "setup" else "right")
     total_trials, total_seconds = 0, 0.0
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[str, Point]] = set()
     keys = study_keys(spec)
     for key in keys:
-        if (key.setup, key.width) in seen:
+        if (key.setup, key.point) in seen:
             continue
-        seen.add((key.setup, key.width))
-        group = [k for k in keys if (k.setup, k.width) == (key.setup, key.width)]
+        seen.add((key.setup, key.point))
+        group = [k for k in keys if (k.setup, k.point) == (key.setup, key.point)]
         trials = sum(k.policy().budget() for k in group)
         cfg = trial_config(spec, key, key.search.grid()[len(key.search.grid()) // 2],
                            (f"train.threads={threads}",))
@@ -40,7 +42,8 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Table:
                                                                                     cfg.train.steps) / 3)
         total_trials += trials
         total_seconds += trials * per_trial
-        table.add_row(key.setup, str(key.width), str(len(group)), str(trials), f"{tokens:,}", f"{flops / 1e9:,.1f}",
+        coordinates = [str(getattr(key.point, axis)) for axis in extra]
+        table.add_row(key.setup, str(key.width), *coordinates, str(len(group)), str(trials), f"{tokens:,}", f"{flops / 1e9:,.1f}",
                       str(batch), f"{per_step:.3f}", f"{per_trial:,.1f}")
     table.caption = (f"{total_trials} trials, estimated wall time {total_seconds / workers / 60:,.1f} min "
                      f"with {workers} worker(s) (from a 3-step warm-up on this machine; s/step is one step of "

@@ -143,8 +143,11 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
     claim_run_dir(run_dir, record["fingerprint"], dump_yaml(record))
     if spec.coord_check:
         _report_precheck(screen, spec)
-    screen.print(f"sweep [bold]{spec.name}[/]: {len(spec.setups)} setups × {len(spec.widths)} widths × "
-                 f"{len(spec.seeds)} seeds · {workers} worker(s) × {threads} thread(s) · "
+    sizes = [(len(spec.setups), "setups"), (len(spec.widths), "widths"), (len(spec.depths), "depths"),
+             (len(spec.steps), "horizons"), (len(spec.seeds), "seeds")]
+    combined = f" (axes: {spec.axes})" if len(spec.swept()) > 1 else ""
+    screen.print(f"sweep [bold]{spec.name}[/]: {' × '.join(f'{n} {what}' for n, what in sizes if n)}{combined} · "
+                 f"{workers} worker(s) × {threads} thread(s) · "
                  f"batch_trials={spec.batch_trials} · {run_dir}")
     return _execute(screen, spec, opts)
 
@@ -153,7 +156,7 @@ def _execute(screen: Any, spec: Any, opts: Any) -> int:
     """Run the workers under a live display, then write the outputs; Ctrl-C still writes them."""
     from rich.live import Live
 
-    from ..files import CURVES_FILE, DRIFT_PLOT, SUMMARY_FILE, TRANSFER_PLOT, TRIALS_FILE
+    from ..files import CURVES_FILE, DRIFT_PLOT, SUMMARY_FILE, TRIALS_FILE, transfer_plot
     from ..sweep.runner import run_sweep, sigterm_as_interrupt
     from .display import SweepDisplay, summary_table, verdict_notes
 
@@ -167,10 +170,11 @@ def _execute(screen: Any, spec: Any, opts: Any) -> int:
         screen.print("[yellow]interrupted:[/] running trials are marked failed and re-run on resume")
     summary = finalize(spec, opts.run_dir, opts.storage, opts.prefix)
     if summary["setups"]:
-        screen.print(summary_table(summary))
-        for note in verdict_notes(summary):
-            screen.print(f"[yellow]{note}[/]")
-    outputs = (TRIALS_FILE, CURVES_FILE, SUMMARY_FILE, TRANSFER_PLOT, DRIFT_PLOT)
+        for axis in spec.swept():
+            screen.print(summary_table(summary, axis=axis))
+            for note in verdict_notes(summary, axis):
+                screen.print(f"[yellow]{note}[/]")
+    outputs = (TRIALS_FILE, CURVES_FILE, SUMMARY_FILE, *map(transfer_plot, spec.swept()), DRIFT_PLOT)
     screen.print(f"run directory: {opts.run_dir} ({', '.join(outputs)})")
     return interrupted
 

@@ -12,15 +12,16 @@ LEFT = ("parameter", "role", "update")
 
 
 def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[Path], fmt: str,
-        correct_drift: bool, tolerance: str = "1", depth: Optional[str] = None) -> None:
+        correct_drift: bool, tolerance: str = "1", depth: Optional[str] = None, steps: Optional[str] = None) -> None:
     from ..files import latest_run, transfer_file
     from ..transfer.target import make_transfer, write_transfer
     from .common import console, positive_integer, positive_number
 
     octaves = positive_number("--tolerance", tolerance, "1")
     blocks = positive_integer("--depth", depth, "48") if depth is not None else None
+    horizon = positive_integer("--steps", steps, "100000") if steps is not None else None
     run_dir = source or latest_run()
-    result = make_transfer(run_dir, width, setup, correct_drift, octaves, blocks)
+    result = make_transfer(run_dir, width, setup, correct_drift, octaves, blocks, horizon)
     path = out or run_dir / transfer_file(width, fmt)
     write_transfer(result, path, fmt)
     screen = console()
@@ -43,7 +44,8 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
 
 def prediction_line(prediction: dict[str, Any]) -> str:
     """The first thing ``transfer`` prints: log2 η* at the target with its 95 % range."""
-    head = f"prediction at width {prediction['width']}: log2 η* = {prediction['log2_lr']:.2f}"
+    depth = "".join(f", {name} {prediction[name]}" for name in ("depth", "steps") if prediction.get(name) is not None)
+    head = f"prediction at width {prediction['width']}{depth}: log2 η* = {prediction['log2_lr']:.2f}"
     if prediction["interval"] is None:
         return f"{head}, range unknown — {prediction['narrow']}"
     lo, hi = prediction["interval"]
@@ -54,7 +56,7 @@ def prediction_line(prediction: dict[str, Any]) -> str:
 def _table(doc: dict[str, Any], width: int) -> Any:
     from rich.table import Table
 
-    table = Table(title=f"{doc['source']['setup']} at width {width}: η* = 2^{doc['log2_lr']:.2f} = {doc['lr']:.4g}")
+    table = Table(title=f"{doc['source']['setup']} at width {width}, depth {doc['model']['depth']}: η* = 2^{doc['log2_lr']:.2f} = {doc['lr']:.4g}")
     for column in COLUMNS:
         table.add_column(column, justify="left" if column in LEFT else "right")
     for row in doc["param_groups"]:

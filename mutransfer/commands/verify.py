@@ -16,11 +16,12 @@ EXIT_MISSED = 1
 
 def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span_text: str, step_text: str,
         tolerance_text: str, strict: bool, correct_drift: bool, factors_text: Optional[str], storage: Optional[str],
-        workers_text: str, threads: int, dry_run: bool, overrides: Sequence[str]) -> int:
+        workers_text: str, threads: int, dry_run: bool, overrides: Sequence[str], depth_text: Optional[str] = None,
+        steps_text: Optional[str] = None) -> int:
     from ..errors import UserError
     from ..files import latest_run
     from ..transfer.verify import Verification, VerifyRequest, parse_factors, parse_setups, parse_widths
-    from .common import console, positive_number
+    from .common import console, positive_integer, positive_number
     from .sweep import resolve_workers, validate_trials
 
     widths = parse_widths(width_text)
@@ -28,13 +29,15 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     step = positive_number("--step", step_text, "0.5")
     tolerance = positive_number("--tolerance", tolerance_text, "0.5")
     factors = parse_factors(factors_text) if factors_text is not None else None
+    depth = positive_integer("--depth", depth_text, "8") if depth_text is not None else None
+    steps = positive_integer("--steps", steps_text, "600") if steps_text is not None else None
     workers, threads = resolve_workers(workers_text, threads)
     bad = next((o for o in overrides if "=" not in o or o.startswith("-")), None)
     if bad is not None:
         raise UserError(f"override '{bad}' is not key=value", "e.g. mutransfer verify --width 512 train.device=cpu")
     run_dir = source or latest_run()
     request = VerifyRequest(widths, parse_setups(setup_text, run_dir), span, step, tolerance, correct_drift, factors,
-                            tuple(overrides))
+                            tuple(overrides), depth, steps)
     verification = Verification(run_dir, request)
     specs = verification.specs()
     for spec in specs:
@@ -119,7 +122,9 @@ def _ci(values: Optional[Sequence[float]], fmt: str = "+.2f") -> str:
 def _targets_table(verification: Any) -> Any:
     from rich.table import Table
 
-    table = Table(title=f"verify {verification.sweep.name}: predicted η* at the target width(s)")
+    point = "".join(f", {o.replace('model.', '').replace('train.', '').replace('=', ' ')}"
+                    for o in verification.point_overrides())
+    table = Table(title=f"verify {verification.sweep.name}: predicted η* at the target width(s){point}")
     for column in ("setup", "width", "predicted log2 η*", "95 % range", "trains log2 η in"):
         table.add_column(column, justify="left" if column == "setup" else "right")
     for t in verification.targets:

@@ -36,7 +36,7 @@ def choose_layout(spec: SweepSpec) -> tuple[int, int, str]:
         gpus = torch.cuda.device_count()
         return gpus, max(1, cores // gpus), f"{gpus} worker(s), one per GPU"
     keys = study_keys(spec)
-    key = max(keys, key=lambda k: k.width)
+    key = max(keys, key=lambda k: k.width**2 * (k.depth or 1))
     grid = key.search.grid()
     cfg = trial_config(spec, key, grid[len(grid) // 2])
     context = multiprocessing.get_context("spawn")
@@ -46,5 +46,5 @@ def choose_layout(spec: SweepSpec) -> tuple[int, int, str]:
             rates[(workers, threads)] = sum(pool.map(_steps_per_second, [(cfg, threads)] * workers))
     best = max(rates, key=lambda layout: rates[layout])
     measured = ", ".join(f"{w}×{t}: {r:.1f} steps/s" for (w, t), r in rates.items())
-    return best[0], best[1], (f"measured at width {key.width} ({measured}); using {best[0]} worker(s) × {best[1]} "
+    return best[0], best[1], (f"measured at width {key.width}{key.off_width()} ({measured}); using {best[0]} worker(s) × {best[1]} "
                               "thread(s)")

@@ -48,7 +48,7 @@ class Snapshot:
     done: int = 0
     total: int = 0
     running: list[str] = field(default_factory=list)
-    best: dict[tuple[str, int], float] = field(default_factory=dict)
+    best: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 def prepare(spec: SweepSpec, opts: SweepOptions) -> int:
@@ -76,13 +76,13 @@ def snapshot(spec: SweepSpec, opts: SweepOptions, total: int) -> Snapshot:
         study = load_study(storage, key, opts.prefix)
         for t in live_trials(study, (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)):
             if t.state == TrialState.RUNNING:
-                snap.running.append(f"{key.setup} w{key.width} s{seed_of(t, key)} {key.search.column}="
+                snap.running.append(f"{key.setup} {key.where()} s{seed_of(t, key)} {key.search.column}="
                                     f"{t.params.get(key.search.column, float('nan')):g}")
                 continue
             snap.done += 1
             if t.state == TrialState.COMPLETE and t.user_attrs.get("status") == "ok" and t.value is not None:
-                best = snap.best.get((key.setup, key.width), math.inf)
-                snap.best[(key.setup, key.width)] = min(best, t.value)
+                where = key.where()
+                snap.best[(key.setup, where)] = min(snap.best.get((key.setup, where), math.inf), t.value)
     return snap
 
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
+import pandas as pd
 
 from ..analysis.compare import difference_interval
-from ..analysis.drift import Drift, drift, pool
+from ..analysis.drift import Drift, SearchSettings, drift, pool
+from ..analysis.law import evaluate_law, fit_law
 from ..analysis.optimum import Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays
 from ..analysis.prediction import predict
 from ..analysis.fidelity import Fidelity, measure_fidelity
@@ -24,7 +26,7 @@ from .policy import GridPolicy, extension_point, probe_points
 from .spec import SearchSpec
 
 __all__ = ["Truth", "Design", "Outcome", "simulate", "coverage", "summary_entry", "simulate_verify", "verify_coverage",
-           "compare_rates"]
+           "compare_rates", "law_coverage"]
 
 
 @dataclass(frozen=True)
@@ -233,3 +235,39 @@ def compare_rates(truth_a: Truth, truth_b: Truth, design: Design, sims: int, see
         setups_moved += any_moved
     return {"width_moved_rate": moved_widths / max(widths, 1), "setup_moved_rate": setups_moved / sims,
             "difference_coverage": hits / max(widths, 1)}
+
+
+def law_coverage(truth: Truth, slopes: dict[str, float], points: list[dict[str, int]], design: Design, sims: int,
+                 target: dict[str, int], seed: int = 0) -> dict[str, float]:
+    """Over ``sims`` simulated sweeps over several axes (one simulated width per point of ``points``, whose true
+    optimum is ``truth.x0`` + Σ slope · log2(value / the first point's)): how often the law's 95 % interval
+    holds each true slope, and how often its range at ``target`` (every slope applied) holds the truth there."""
+    rng = np.random.default_rng(seed)
+    base = points[0]
+    axes = list(slopes)
+
+    def optimum(point: dict[str, int]) -> float:
+        return truth.x0 + sum(slopes[a] * math.log2(point[a] / base[a]) for a in axes)
+
+    halfwidth = fit_halfwidth(design.step, True)
+    settings = SearchSettings(step=design.step, low=design.low, high=design.high)
+    hits = {a: 0 for a in axes}
+    predicted = fitted = 0
+    for _ in range(sims):
+        rows = []
+        for point in points:
+            width = _Width(truth, optimum(point), rng)
+            _sweep_width(width, design, halfwidth)
+            rows += [{**point, "setup": "s", "seed": s, "x": x, "loss": loss, "status": status}
+                     for x, s, loss, status in width.points]
+        law = fit_law(pd.DataFrame(rows), axes, settings)
+        if law is None:
+            continue
+        fitted += 1
+        for a in axes:
+            lo, hi = law["slope_ci"][a]
+            hits[a] += lo <= slopes[a] <= hi
+        value, half, _ = evaluate_law(law, target, axes)
+        predicted += abs(value - optimum(target)) <= half
+    return {**{f"{a}_coverage": h / max(fitted, 1) for a, h in hits.items()},
+            "prediction_coverage": predicted / max(fitted, 1), "fitted": fitted / sims}

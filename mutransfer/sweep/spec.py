@@ -11,19 +11,24 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import yaml
 
 from ..errors import UserError
 from ..files import load_yaml
-from ..schema import LR_COLUMN, LR_KEY
+from ..schema import LR_COLUMN, LR_KEY, Axis, axis_named
 
-__all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "load_spec", "spec_from_dict", "spec_dir", "SAMPLERS", "PRUNERS"]
+__all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_from_dict", "spec_dir", "SAMPLERS",
+           "PRUNERS", "COMBINATIONS"]
 
 SAMPLERS = ("grid", "tpe", "gp", "refine")
 PRUNERS = ("none", "median", "halving")
-SPEC_KEYS = ("name", "setups", "widths", "seeds", "search", "overrides", "coord_check", "batch_trials", "model")
+SPEC_KEYS = ("name", "setups", "widths", "depths", "steps", "axes", "seeds", "search", "overrides", "coord_check",
+             "batch_trials", "model")
+COMBINATIONS = ("one", "product")
+"""``axes: one`` sweeps each axis through the base point (the first value of every axis); ``product`` the full
+grid."""
 SEARCH_KEYS = ("key", "scale", "log2_min", "log2_max", "min", "max", "step", "sampler", "n_trials", "pruner", "extend",
                "extend_max", "noise_seeds")
 
@@ -79,6 +84,14 @@ class SetupSpec:
     search: tuple[SearchSpec, ...]
 
 
+class Point(NamedTuple):
+    """Where a study trains: its width, and its depth and horizon when the spec sweeps them (None: the config's)."""
+
+    width: int
+    depth: Optional[int] = None
+    steps: Optional[int] = None
+
+
 @dataclass(frozen=True)
 class SweepSpec:
     name: str
@@ -89,7 +102,27 @@ class SweepSpec:
     coord_check: bool = False
     batch_trials: int | str = "auto"
     model: Optional[dict[str, Any]] = None
+    depths: tuple[int, ...] = ()
+    """Depths (``model.depth``) to sweep besides the widths; empty: the config's depth."""
+    steps: tuple[int, ...] = ()
+    """Training horizons (``train.steps``) to sweep; empty: the config's. Warm-up and decay stay fractions."""
+    axes: str = "one"
     source: str = field(default="", compare=False)
+
+    def swept(self) -> tuple[str, ...]:
+        """The axes this spec varies: width always, depth and steps when it lists them."""
+        return ("width",) + (("depth",) if self.depths else ()) + (("steps",) if self.steps else ())
+
+    def points(self) -> list[Point]:
+        """The points studied. ``axes: one``: every width at the base depth and horizon, then every other depth
+        and every other horizon through the base point (the smallest value of each axis); ``axes: product``:
+        every combination."""
+        depths, steps = self.depths or (None,), self.steps or (None,)
+        if self.axes == "product":
+            return [Point(w, d, t) for w in self.widths for d in depths for t in steps]
+        base = Point(self.widths[0], depths[0], steps[0])
+        return ([base._replace(width=w) for w in self.widths] + [base._replace(depth=d) for d in depths[1:]] +
+                [base._replace(steps=t) for t in steps[1:]])
 
     def extra(self) -> Optional[dict[str, Any]]:
         """Config tree merged into every trial's config (a user model: ``{model: {factory, roles}}``)."""
@@ -100,6 +133,11 @@ class SweepSpec:
         keep their fingerprint."""
         data = dataclasses.asdict(self)
         data.pop("source")
+        for key in ("depths", "steps"):
+            if not data[key]:
+                data.pop(key)
+        if not (self.depths or self.steps):
+            data.pop("axes")
         for setup in data["setups"]:
             for search in setup["search"]:
                 if not search["anchors"]:
@@ -266,6 +304,30 @@ def _setups(raw: Any, base: tuple[SearchSpec, ...]) -> list[SetupSpec]:
     return setups
 
 
+def _axis(data: dict[str, Any], axis: Axis, example: str) -> tuple[int, ...]:
+    """A second axis's values (``depths``, ``steps``): each ≥ 1, at least two to fit a slope, and not also set
+    by an override."""
+    if data.get(axis.plural) is None:
+        return ()
+    values = _int_list(axis.plural, data[axis.plural], True)
+    if len(values) < 2:
+        raise UserError(f"{axis.plural}={list(values)} names one value; an axis needs at least two",
+                        f"e.g. {axis.plural}: {example}, or set it with overrides: [{axis.config_key}={values[0]}]")
+    if any(o.startswith(f"{axis.config_key}=") for o in data.get("overrides") or []):
+        raise UserError(f"the spec names {axis.plural} and also overrides {axis.config_key}",
+                        f"remove the {axis.config_key} override")
+    return values
+
+
+def _combination(data: dict[str, Any], extra: bool) -> str:
+    axes = data.get("axes", "one")
+    if axes not in COMBINATIONS:
+        raise UserError(f"axes={axes!r} is not a way to combine axes", f"choose one of: {', '.join(COMBINATIONS)}")
+    if "axes" in data and not extra:
+        raise UserError("axes is set but the spec names no second axis", "add depths: [2, 4, 8] or remove axes")
+    return axes
+
+
 def _model(model: Any) -> Optional[dict[str, Any]]:
     if model is not None and (not isinstance(model, dict) or set(model) - {"factory", "roles"} or
                               not isinstance(model.get("roles"), dict) or ":" not in str(model.get("factory", ""))):
@@ -305,10 +367,15 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
         raise UserError("overrides must be a list of key=value strings", "e.g. overrides: [train.steps=100]")
     model = _model(data.get("model"))
     batch_trials = _batch_trials(data.get("batch_trials", "auto"), setups, model)
+    depths = _axis(data, axis_named("depth"), "[2, 4, 8]")
+    steps = _axis(data, axis_named("steps"), "[150, 300, 600]")
+    axes = _combination(data, bool(depths or steps))
+    if depths and model is not None:
+        raise UserError("depths: a model.factory model is built at one depth", "remove depths from the spec")
     return SweepSpec(name=data["name"], setups=tuple(setups), widths=_int_list("widths", data["widths"], True),
                      seeds=_int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
-                     source=source)
+                     depths=depths, steps=steps, axes=axes, source=source)
 
 
 def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
@@ -318,4 +385,6 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
                    for s in data["setups"])
     return SweepSpec(name=data["name"], setups=setups, widths=tuple(data["widths"]), seeds=tuple(data["seeds"]),
                      overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
-                     batch_trials=data.get("batch_trials", "auto"), model=data.get("model"))
+                     batch_trials=data.get("batch_trials", "auto"), model=data.get("model"),
+                     depths=tuple(data.get("depths", ())), steps=tuple(data.get("steps", ())),
+                     axes=data.get("axes", "one"))

@@ -1,7 +1,7 @@
 """Optuna bookkeeping for a sweep: study names, the queue of points, who owns a point, abandoned trials.
 
-One study per (setup, searched key, width, seed), named ``<prefix>.<setup>.<key>.w<width>.s<seed>``,
-so every machine pointing at one storage with the same prefix shares the same studies. Grid points are
+One study per (setup, searched key, width, seed), named ``<prefix>.<setup>.<key>.w<width>.s<seed>`` (with
+``.d<depth>`` and ``.t<steps>`` before the seed when the spec sweeps depths or horizons), so every machine pointing at one storage with the same prefix shares the same studies. Grid points are
 enqueued (tagged ``grid``); the lowest-numbered live trial of a point is its owner, so a point that two
 workers or two machines enqueued is still trained once.
 """
@@ -11,14 +11,15 @@ from __future__ import annotations
 import datetime
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from .liveness import is_alive
 from .policy import SearchPolicy, policy_for
-from .spec import SearchSpec, SweepSpec
+from ..schema import TRANSFER_AXES
+from .spec import Point, SearchSpec, SweepSpec
 
 __all__ = ["StudyKey", "study_keys", "probe_seeds", "seed_of", "load_study", "enqueue_missing", "reap_abandoned",
            "reap_orphans", "owner_of", "is_bookkeeping", "live_trials", "prefixed_studies", "LIVE", "RECORD_ATTR"]
@@ -26,8 +27,10 @@ __all__ = ["StudyKey", "study_keys", "probe_seeds", "seed_of", "load_study", "en
 RECORD_ATTR = "mutransfer_record"
 LIVE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 BOOKKEEPING = ("duplicate", "spurious")
-ORPHAN_AFTER = 600.0
-"""Seconds after which a RUNNING trial that no worker claimed is failed as an orphan (``reap_orphans``)."""
+ORPHAN_AFTER = 60.0
+"""Seconds after which a RUNNING trial that no worker claimed is failed as an orphan (``reap_orphans``). A claim
+follows its ask within milliseconds; a worker whose claim an outage held up past this finds the trial failed and
+counts it a lost race (``Worker._claim``), so its point is still trained once."""
 
 
 @dataclass(frozen=True)
@@ -38,9 +41,30 @@ class StudyKey:
     seed: int
     probe_seeds: tuple[int, ...] = ()
     """The noise-probe seeds whose trials live in this study (the primary seed's study only)."""
+    depth: Optional[int] = None
+    """``model.depth`` of the study's trials when the spec sweeps depths; None: the config's depth."""
+    steps: Optional[int] = None
+    """``train.steps`` of the study's trials when the spec sweeps horizons; None: the config's."""
+
+    @property
+    def point(self) -> Point:
+        return Point(self.width, self.depth, self.steps)
+
+    def tags(self) -> list[str]:
+        """``w64``, ``d8``, ``t300``: the point's coordinates on the axes it sets."""
+        return [f"{axis.tag}{value}" for axis, value in zip(TRANSFER_AXES, self.point) if value is not None]
 
     def name(self, prefix: str) -> str:
-        return f"{prefix}.{self.setup}.{self.search.column}.w{self.width}.s{self.seed}"
+        return ".".join([prefix, self.setup, self.search.column, *self.tags(), f"s{self.seed}"])
+
+    def off_width(self) -> str:
+        """``, depth 8, steps 300`` for the axes besides width that the study sets ('' when none)."""
+        return "".join(f", {axis.name} {value}" for axis, value in zip(TRANSFER_AXES[1:], self.point[1:])
+                       if value is not None)
+
+    def where(self) -> str:
+        """The point in words, for progress lines: ``w64`` or ``w64 d8 t300``."""
+        return " ".join(self.tags())
 
     def policy(self) -> SearchPolicy:
         return policy_for(self.search, self.seed, self.probe_seeds)
@@ -53,8 +77,9 @@ def probe_seeds(spec: SweepSpec, search: SearchSpec) -> tuple[int, ...]:
 
 
 def study_keys(spec: SweepSpec) -> list[StudyKey]:
-    return [StudyKey(setup.label, search, width, seed, probe_seeds(spec, search) if seed == spec.seeds[0] else ())
-            for setup in spec.setups for search in setup.search for width in spec.widths for seed in spec.seeds]
+    return [StudyKey(setup.label, search, point.width, seed, probe_seeds(spec, search) if seed == spec.seeds[0] else (),
+                     point.depth, point.steps)
+            for setup in spec.setups for search in setup.search for point in spec.points() for seed in spec.seeds]
 
 
 def seed_of(trial: FrozenTrial | optuna.Trial, key: StudyKey) -> int:
@@ -64,9 +89,16 @@ def seed_of(trial: FrozenTrial | optuna.Trial, key: StudyKey) -> int:
 
 
 def load_study(storage: optuna.storages.BaseStorage, key: StudyKey, prefix: str) -> optuna.Study:
+    """The key's study, created on first use. An existing study is loaded without a write: ``create_study``
+    with ``load_if_exists`` appends a create record to a journal file on every call (the progress display
+    polls every study twice a second, which grew a sweep's journal by thousands of records a minute)."""
     policy = key.policy()
-    return optuna.create_study(study_name=key.name(prefix), storage=storage, load_if_exists=True,
-                               direction="minimize", sampler=policy.sampler(), pruner=policy.pruner())
+    try:
+        return optuna.load_study(study_name=key.name(prefix), storage=storage, sampler=policy.sampler(),
+                                 pruner=policy.pruner())
+    except KeyError:
+        return optuna.create_study(study_name=key.name(prefix), storage=storage, load_if_exists=True,
+                                   direction="minimize", sampler=policy.sampler(), pruner=policy.pruner())
 
 
 def is_bookkeeping(trial: FrozenTrial) -> bool:

@@ -9,7 +9,7 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from ..files import CURVE_COLUMNS
-from ..schema import LR_COLUMN, LR_KEY
+from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES
 from .spec import SweepSpec
 from .studies import live_trials, load_study, seed_of, study_keys
 
@@ -26,7 +26,12 @@ def _num(value: Any) -> float:
 
 
 def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One row per finished trial (bookkeeping entries left out) and one row per recorded curve point."""
+    """One row per finished trial (bookkeeping entries left out) and one row per recorded curve point. A sweep
+    across depth or horizon adds a ``depth`` or ``horizon`` column to the trials; its curves are those of the
+    width axis (at the base depth and horizon)."""
+    axes = [axis for axis in TRANSFER_AXES[1:] if axis.name in spec.swept()]
+    axis_columns = [axis.column for axis in axes]
+    base = spec.points()[0]
     extra_keys = sorted({s.key for setup in spec.setups for s in setup.search if s.key != LR_KEY})
     rows: list[dict[str, Any]] = []
     curves: list[dict[str, Any]] = []
@@ -47,15 +52,19 @@ def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, p
                    "optimizer_fraction": _num(a.get("optimizer_fraction")),
                    "peak_memory_mb": _num(a.get("peak_memory_mb")), "batch_trials": a.get("batch_trials"),
                    "study": study.study_name, "trial": t.number,
-                   "host": a.get("host"), "pid": a.get("pid")}
+                   "host": a.get("host"), "pid": a.get("pid"),
+                   **{axis.column: getattr(key.point, axis.name) for axis in axes}}
             for extra in extra_keys:
                 row[extra] = key.search.value(x) if key.search.key == extra else math.nan
             rows.append(row)
+            if key.point[1:] != base[1:]:
+                continue
             evals = {int(step): val for step, val in a.get("evals") or []}
             for step, loss in a.get("curve") or []:
                 curves.append({"setup": key.setup, "width": key.width, "seed": seed_of(t, key), "search_key": key.search.key,
                                "x": x, "trial": t.number, "step": int(step), "train_loss": _num(loss),
                                "val_loss": _num(evals.get(int(step)))})
-    trials = pd.DataFrame(rows, columns=TRIAL_COLUMNS + extra_keys)
-    trials = trials.sort_values(["setup", "search_key", "width", "seed", LR_COLUMN, "trial"], kind="stable")
+    trials = pd.DataFrame(rows, columns=TRIAL_COLUMNS + axis_columns + extra_keys)
+    trials = trials.sort_values(["setup", "search_key", "width", *axis_columns, "seed", LR_COLUMN, "trial"],
+                                kind="stable")
     return trials.reset_index(drop=True), pd.DataFrame(curves, columns=CURVE_COLUMNS)

@@ -7,12 +7,12 @@ import json
 from typing import Any, Optional
 
 from ..config import compose, to_dict
-from ..schema import LR_KEY, Config
+from ..schema import LR_KEY, TRANSFER_AXES, Config
 from ..train.device import resolve_device
-from .spec import SweepSpec
+from .spec import Point, SweepSpec
 from .studies import StudyKey
 
-__all__ = ["trial_config", "setup_configs", "sweep_record", "auto_trials", "trials_per_batch"]
+__all__ = ["trial_config", "point_overrides", "setup_configs", "sweep_record", "auto_trials", "trials_per_batch"]
 
 
 def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...] = (),
@@ -22,15 +22,20 @@ def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...
     setup = next(s for s in spec.setups if s.label == key.setup)
     value = key.search.value(x)
     seed = key.seed if seed is None else seed
-    return compose([*setup.overrides, *spec.overrides, f"model.width={key.width}", f"train.seed={seed}",
+    return compose([*setup.overrides, *spec.overrides, *point_overrides(key.point), f"train.seed={seed}",
                     f"{key.search.key}={value!r}", *extra], spec.extra())
 
 
+def point_overrides(point: Point) -> list[str]:
+    """The config overrides that put a trial at ``point`` (an axis set to None keeps the config's value)."""
+    return [f"{axis.config_key}={value}" for axis, value in zip(TRANSFER_AXES, point) if value is not None]
+
+
 def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:
-    """Each setup's resolved config at the first width and seed, with the searched keys at their base values."""
+    """Each setup's resolved config at the base point (the first value of every swept axis) and the first seed, with the searched keys at their base values."""
     out = {}
     for setup in spec.setups:
-        cfg = compose([*setup.overrides, *spec.overrides, f"model.width={spec.widths[0]}",
+        cfg = compose([*setup.overrides, *spec.overrides, *point_overrides(spec.points()[0]),
                        f"train.seed={spec.seeds[0]}"], spec.extra())
         out[setup.label] = to_dict(cfg)
     return out

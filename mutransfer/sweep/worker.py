@@ -15,15 +15,15 @@ from typing import Any, Callable, Optional
 import optuna
 from optuna.trial import TrialState
 
-from ..schema import Config
+from ..schema import TRANSFER_AXES, Config
 from ..train.data import Corpus, load_corpus, vocab_size
 from ..train.loop import TrainResult, train_model, train_trials
 from .liveness import process_identity
 from .policy import SearchPolicy
 from .spec import SweepSpec
 from .storage import heartbeat_of, open_storage
-from .studies import (StudyKey, enqueue_missing, live_trials, load_study, owner_of, reap_orphans, seed_of,
-                      study_keys)
+from .studies import (StudyKey, enqueue_missing, live_trials, load_study, owner_of, reap_abandoned, reap_orphans,
+                      seed_of, study_keys)
 from .trial import trial_config, trials_per_batch
 
 __all__ = ["SweepOptions", "Worker", "run_worker", "record_result", "CURVE_POINTS", "EventCallback"]
@@ -108,9 +108,13 @@ class Worker:
             time.sleep(self.opts.heartbeat)
 
     def _fail_stale(self, study: optuna.Study) -> None:
+        """Database storages: fail the trials whose heartbeat went stale, the orphans, and the trials of this
+        machine's dead workers (one that died between its claim and its first heartbeat leaves a trial no
+        heartbeat check ever sees)."""
         if heartbeat_of(self.storage) is not None:
             optuna.storages.fail_stale_trials(study)
             reap_orphans(study)
+            reap_abandoned(study)
 
     def _others_running(self, keys: list[StudyKey]) -> bool:
         """With a database storage, stay while other workers' trials run: if one of them dies its heartbeat
@@ -183,12 +187,20 @@ class Worker:
         return self.batch_sizes[key]
 
     def _claim(self, study: optuna.Study, key: StudyKey, trial: optuna.Trial) -> Optional[float]:
-        """The trial's searched value, or None when another live trial already holds that value."""
+        """The trial's searched value, or None when another live trial already holds that value or the trial was
+        failed as an orphan while an outage held this claim up."""
+        try:
+            return self._claim_point(study, key, trial)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            return None
+
+    def _claim_point(self, study: optuna.Study, key: StudyKey, trial: optuna.Trial) -> Optional[float]:
         search = key.search
         x = trial.suggest_float(search.column, *key.policy().bounds)
         seed = seed_of(trial, key)
+        point = {axis.column: value for axis, value in zip(TRANSFER_AXES[1:], key.point[1:]) if value is not None}
         for name, value in {**process_identity(), "setup": key.setup, "width": key.width, "seed": seed,
-                            "search_key": search.key}.items():
+                            "search_key": search.key, **point}.items():
             trial.set_user_attr(name, value)
         if owner_of(study, trial.number, key, x, seed) != trial.number:
             trial.set_user_attr("duplicate", True)
@@ -255,7 +267,7 @@ class Worker:
             try:
                 record_result(study, trial, cfg, result)
             except optuna.exceptions.UpdateFinishedTrialError:
-                print(f"warning: trial {trial.number} ({key.setup} w{key.width}) was declared dead while the storage "
+                print(f"warning: trial {trial.number} ({key.setup} {key.where()}) was declared dead while the storage "
                       "was unreachable; its point is trained again and this result is dropped", file=sys.stderr)
             pending.pop(trial.number)
 

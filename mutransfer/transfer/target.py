@@ -16,10 +16,10 @@ from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
 from ..files import CONFIG_FILE, atomic_write_text, dump_yaml, load_yaml
 from ..model.build import model_plan
-from ..schema import Config, family_of
+from ..schema import Config, axis_named, family_of
 from ..table.rules import depth_exponents
 from ..train.data import vocab_size
-from ..analysis.prediction import Prediction, predict
+from ..analysis.prediction import Prediction, law_prediction, predict
 
 __all__ = ["Transfer", "make_transfer", "write_transfer", "read_sweep_record", "derived_sections",
            "check_derived_sections", "FAR_FACTOR", "FORMATS", "DEFAULT_TOLERANCE"]
@@ -64,10 +64,12 @@ def _choose(summary: dict[str, Any], setup: Optional[str]) -> tuple[str, dict[st
 
 
 def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correct_drift: bool = False,
-                  tolerance: float = DEFAULT_TOLERANCE, depth: Optional[int] = None) -> Transfer:
-    """The transfer to ``width`` (and ``depth``: the swept depth when None)."""
-    if depth is not None and depth <= 0:
-        raise UserError(f"--depth {depth} must be positive", "give the target number of blocks, e.g. --depth 48")
+                  tolerance: float = DEFAULT_TOLERANCE, depth: Optional[int] = None,
+                  steps: Optional[int] = None) -> Transfer:
+    """The transfer to ``width`` (and ``depth``, ``steps``: the swept base point's when None)."""
+    for flag, value, example in (("--depth", depth, "48"), ("--steps", steps, "100000")):
+        if value is not None and value <= 0:
+            raise UserError(f"{flag} {value} must be positive", f"e.g. {flag} {example}")
     if width <= 0:
         raise UserError(f"--width {width} must be positive", "give the target width, e.g. --width 4096")
     if not math.isfinite(tolerance) or tolerance <= 0:
@@ -85,15 +87,29 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     if depth is not None and base.model.factory is not None and depth != base.model.depth:
         raise UserError(f"--depth {depth}: setup '{label}' is a model.factory model, which is built at one depth",
                         "leave out --depth (the factory's module fixes its depth)")
-    prediction = predict(info, width, correct_drift, tolerance)
-    target_depth = base.model.depth if depth is None else depth
-    cfg = replace(base, model=replace(base.model, width=width, depth=target_depth),
+    target = {"width": width, "depth": base.model.depth if depth is None else depth,
+              "steps": base.train.steps if steps is None else steps}
+    swept = {"depth": base.model.depth, "steps": base.train.steps}
+    law = info.get("law")
+    if law and "width" in law["axes"] and len(law["axes"]) > 1:
+        prediction = law_prediction(info, target, correct_drift, tolerance)
+    else:
+        law = None
+        prediction = predict(info, width, correct_drift, tolerance)
+    cfg = replace(base, model=replace(base.model, width=width, depth=target["depth"]),
+                  train=replace(base.train, steps=target["steps"]),
                   optimizer=replace(base.optimizer, lr=2.0**prediction.log2_lr))
     slope = info.get("slope")
     implied = abs(slope * prediction.doublings) if slope is not None else math.nan
     warnings += _warnings(label, info, prediction, implied, correct_drift)
-    if target_depth != base.model.depth:
-        warnings.append(_assumed_depth_rule(cfg, base.model.depth))
+    for name in ("depth", "steps"):
+        if target[name] == swept[name]:
+            continue
+        if law is not None and name in law["axes"]:
+            warnings += _axis_warnings(label, info, name, target[name], swept[name], name in prediction.applied)
+        else:
+            warnings.append(_assumed_depth_rule(cfg, swept["depth"]) if name == "depth" else
+                            _assumed_horizon(target["steps"], swept["steps"]))
     sections = derived_sections(cfg)
     document = {
         "mutransfer_transfer": 1,
@@ -101,7 +117,8 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.get("verdict"),
                    "reason": info.get("reason"), "slope": slope, "slope_ci": info.get("slope_ci"),
                    "swept_widths": sorted(int(w) for w in info["widths"]), "swept_depth": base.model.depth,
-                   "log2_lr_star": {w: o["log2_lr_star"] for w, o in info["widths"].items()}},
+                   **_swept_axes(info), "log2_lr_star": {w: o["log2_lr_star"] for w, o in info["widths"].items()},
+                   **({"law": law} if law is not None else {})},
         "correct_drift": correct_drift,
         "implied_error_octaves": implied,
         **sections,
@@ -110,6 +127,18 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         "config": to_dict(cfg),
     }
     return Transfer(document, cfg, warnings, prediction)
+
+
+def _swept_axes(info: dict[str, Any]) -> dict[str, Any]:
+    """The depth and steps axes' slopes, intervals, verdicts and swept values, for the axes the sweep varied."""
+    out: dict[str, Any] = {}
+    for name, entry in (info.get("axes") or {}).items():
+        if name != "width" and entry:
+            plural = axis_named(name).plural
+            out.update({f"{name}_slope": entry.get("slope"), f"{name}_slope_ci": entry.get("slope_ci"),
+                        f"{name}_verdict": entry.get("verdict"),
+                        f"swept_{plural}": sorted(int(v) for v in entry.get(plural, {}))})
+    return out
 
 
 def derived_sections(cfg: Config) -> dict[str, Any]:
@@ -184,6 +213,32 @@ def _warnings(label: str, info: dict[str, Any], prediction: Prediction, implied:
     if width > FAR_FACTOR * largest:
         warnings.append(f"width {width} is more than {FAR_FACTOR}× the largest swept width {largest}")
     return warnings
+
+
+def _axis_warnings(label: str, info: dict[str, Any], name: str, value: int, swept: int, applied: bool) -> list[str]:
+    """What a measured depth or steps axis says about carrying η* from the swept base point to ``value``."""
+    entry = (info.get("axes") or {}).get(name) or {}
+    slope = info["law"]["coefficients"][name]
+    largest = max((int(v) for v in entry.get(axis_named(name).plural, {})), default=swept)
+    moved = slope * math.log2(value / swept)
+    warnings = []
+    if applied:
+        warnings.append(f"setup '{label}': the fitted {name} slope ({slope:+.2f} octaves of LR per doubling) is "
+                        f"applied, moving η* by {moved:+.2f} octaves from {name} {swept} to {value}" +
+                        ("" if entry.get("verdict") == "transfers" else
+                         f" ({name} axis {entry.get('verdict', 'not measured')})"))
+    if entry.get("verdict") == "inconclusive" and entry.get("reason"):
+        warnings.append(f"setup '{label}' is inconclusive across {name}: {entry['reason']}; {entry['fix']}")
+    if value > FAR_FACTOR * largest:
+        warnings.append(f"{name} {value} is more than {FAR_FACTOR}× the largest swept {name} {largest}")
+    return warnings
+
+
+def _assumed_horizon(steps: int, swept: int) -> str:
+    """The warning for a horizon the sweep did not measure."""
+    return (f"steps {steps} differs from the swept horizon {swept}: the LR is kept — assumed, not measured; the "
+            "optimum usually falls as training gets longer (sweep steps: [...] to measure it), and the predicted "
+            "range has no steps term")
 
 
 def _assumed_depth_rule(cfg: Config, swept: int) -> str:

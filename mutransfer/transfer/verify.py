@@ -48,6 +48,9 @@ class VerifyRequest:
     correct_drift: bool = False
     factors: Optional[tuple[float, ...]] = None
     overrides: tuple[str, ...] = ()
+    depth: Optional[int] = None
+    """The target depth and horizon (None: the sweep's base point), as ``transfer --depth --steps`` take them."""
+    steps: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,8 @@ class Verification:
                         for setup in (request.setups if request.setups is not None else (None,))]
 
     def _target(self, width: int, setup: Optional[str]) -> Target:
-        transfer = make_transfer(self.run_dir, width, setup, self.request.correct_drift)
+        transfer = make_transfer(self.run_dir, width, setup, self.request.correct_drift, depth=self.request.depth,
+                                 steps=self.request.steps)
         label = transfer.document["source"]["setup"]
         base = next((s for s in self._setup(label).search if s.key == LR_KEY), SearchSpec())
         search = verify_search(base, transfer.prediction.log2_lr, self.request)
@@ -133,11 +137,23 @@ class Verification:
     def _setup(self, label: str) -> SetupSpec:
         return next(s for s in self.sweep.setups if s.label == label)
 
+    def point_overrides(self) -> tuple[str, ...]:
+        """``model.depth`` and ``train.steps`` of the target: set when the sweep swept that axis or the request
+        names it (a width-only verify keeps the sweep's overrides, and its study names, as they were)."""
+        out = []
+        for name, key, values, wanted in (("depth", "model.depth", self.sweep.depths, self.request.depth),
+                                          ("steps", "train.steps", self.sweep.steps, self.request.steps)):
+            if wanted is not None or values:
+                out.append(f"{key}={wanted if wanted is not None else values[0]}")
+        return tuple(out)
+
     @property
     def prefix(self) -> str:
-        """Study names' prefix: apart from the sweep's own, and per set of extra overrides (another experiment)."""
-        tag = hashlib.sha256("\n".join(self.request.overrides).encode()).hexdigest()[:8]
-        return f"verify-{self.sweep.name}" + (f"-{tag}" if self.request.overrides else "")
+        """Study names' prefix: apart from the sweep's own, and per set of extra overrides and target depth and
+        horizon (another experiment)."""
+        extra = (*self.point_overrides(), *self.request.overrides)
+        tag = hashlib.sha256("\n".join(extra).encode()).hexdigest()[:8]
+        return f"verify-{self.sweep.name}" + (f"-{tag}" if extra else "")
 
     def specs(self) -> list[SweepSpec]:
         """One spec per target width: each target's setup with its own search, the sweep's first seed."""
@@ -146,7 +162,8 @@ class Verification:
             setups = tuple(SetupSpec(t.setup, self._setup(t.setup).overrides, (t.search,))
                            for t in self.targets if t.width == width)
             out.append(SweepSpec(name=f"{self.sweep.name}-verify", setups=setups, widths=(width,),
-                                 seeds=(self.sweep.seeds[0],), overrides=(*self.sweep.overrides, *self.request.overrides),
+                                 seeds=(self.sweep.seeds[0],),
+                                 overrides=(*self.sweep.overrides, *self.point_overrides(), *self.request.overrides),
                                  batch_trials=self.sweep.batch_trials, model=self.sweep.model))
         return out
 

@@ -147,9 +147,11 @@ def test_interrupted_sweep_stops_cleanly_and_resumes(tmp_path: Path, text_file: 
     spec = write_spec(tmp_path, text_file, steps=200)
     out = tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out), "--workers", "2"]
-    background = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sent == signal.SIGTERM else None
+    # SIGTERM: started with `&` (SIGINT ignored), as by nohup; SIGINT: a foreground run that Ctrl-C reaches, even
+    # when the test itself was started in the background (which leaves SIGINT ignored for its children)
+    disposition = signal.SIG_IGN if sent == signal.SIGTERM else signal.SIG_DFL
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=background)  # SIGTERM: started with `&` (SIGINT ignored), as by nohup
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, disposition))
     wait_for(lambda: (out / "optuna.journal").exists() and len(completed(None, out, "rel")) >= 1, 180,
              "a finished trial")
     proc.send_signal(sent)

@@ -80,8 +80,8 @@ def fit_laws(table: pd.DataFrame, axes: Sequence[str], settings: Mapping[str, Se
 
 
 def evaluate_law(law: Mapping[str, Any], target: Mapping[str, float],
-                 applied: Sequence[str]) -> tuple[float, float, Optional[int]]:
-    """(log2 η*, the 95 % half-width, the t degrees of freedom) at ``target`` ({axis: value}); the slopes of
+                 applied: Sequence[str]) -> tuple[float, float]:
+    """(log2 η*, the 95 % half-width) at ``target`` ({axis: value}); the slopes of
     ``applied`` axes move η*, the others are read at the swept points' centre."""
     names = list(law["axes"])
     coefficients = law["coefficients"]
@@ -91,4 +91,4 @@ def evaluate_law(law: Mapping[str, Any], target: Mapping[str, float],
         value += coefficients[name] * at
     g = np.array([1.0] + [math.log2(target[name]) for name in names])
     spread = float(g @ np.array(law["covariance"]) @ g)
-    return value, quantile(0.975, law.get("dof")) * math.sqrt(max(spread, 0.0)), law.get("dof")
+    return value, quantile(0.975, law.get("dof")) * math.sqrt(max(spread, 0.0))

@@ -85,7 +85,6 @@ def predict(info: Mapping[str, Any], width: int, correct_drift: bool, tolerance:
                       _narrow(se_centre, spread, doublings, width, info.get("ci_kind", "resolution")))
 
 
-
 def law_prediction(info: Mapping[str, Any], target: Mapping[str, int], correct_drift: bool,
                    tolerance: float) -> Prediction:
     """The prediction at ``target`` ({axis: value}) from a setup's fitted law (a sweep over several axes): the
@@ -95,7 +94,7 @@ def law_prediction(info: Mapping[str, Any], target: Mapping[str, int], correct_d
     verdicts = {name: (info.get("axes") or {}).get(name, {}).get("verdict") for name in law["axes"]}
     applied = tuple(name for name in law["axes"]
                     if correct_drift or (name != "width" and verdicts.get(name) != "transfers"))
-    log2_lr, half, _ = evaluate_law(law, target, applied)
+    log2_lr, half = evaluate_law(law, target, applied)
     width = int(target["width"])
     doublings = math.log2(width) - law["centre"]["width"] if "width" in law["centre"] else math.nan
     kind = law.get("ci_kind", "resolution")

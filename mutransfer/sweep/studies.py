@@ -1,9 +1,10 @@
 """Optuna bookkeeping for a sweep: study names, the queue of points, who owns a point, abandoned trials.
 
 One study per (setup, searched key, width, seed), named ``<prefix>.<setup>.<key>.w<width>.s<seed>`` (with
-``.d<depth>`` and ``.t<steps>`` before the seed when the spec sweeps depths or horizons), so every machine pointing at one storage with the same prefix shares the same studies. Grid points are
-enqueued (tagged ``grid``); the lowest-numbered live trial of a point is its owner, so a point that two
-workers or two machines enqueued is still trained once.
+``.d<depth>`` and ``.t<steps>`` before the seed when the spec sweeps depths or horizons), so every machine
+pointing at one storage with the same prefix shares the same studies. Grid points are enqueued (tagged
+``grid``); the lowest-numbered live trial of a point is its owner, so a point that two workers or two machines
+enqueued is still trained once.
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@
                                   factory=lambda w: MyModel(width=w))   # re-initialises model
     mutransfer.attach_multipliers(model, plan)          # forward multipliers (all 1 under muP with a = 0)
     opt = mutransfer.build_optimizer(model, plan, lr=2**-5)   # per-parameter LRs and update rules
+
+A Hugging Face model takes a shipped role map by name (``roles="llama"`` or ``"gpt2"``), which also names its
+residual blocks and fused weights: ``parametrize(model, roles="llama", width=1024, base_width=128,
+base_model=small_model)``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from torch import nn
 
 from .config import compose_parametrization
 from .errors import UserError
+from .hf.architectures import ARCHITECTURES
 from .model.apply import initialize
 from .model.build import module_plan
 from .table.plan import Plan
@@ -26,7 +31,7 @@ __all__ = ["parametrize"]
 
 def parametrize(
     model: nn.Module,
-    roles: Mapping[str, str],
+    roles: Mapping[str, str] | str,
     preset: str = "mup",
     optimizer: str = "muon",
     *,
@@ -39,10 +44,14 @@ def parametrize(
     overrides: Sequence[str] = (),
     depth: Optional[int] = None,
     in_block: Sequence[str] = (),
+    blocks: Optional[Mapping[str, int]] = None,
 ) -> Plan:
     """Re-initialise ``model`` by the preset's table at ``width`` and return its plan.
 
-    ``roles`` maps parameter-name glob patterns to roles, tried in order (first match wins). The base-width
+    ``roles`` maps parameter-name glob patterns to roles, tried in order (first match wins), or names a shipped
+    Hugging Face architecture (``"llama"``, ``"gpt2"``), whose map also gives ``in_block`` and ``blocks`` (fused
+    weights: pattern → equal logical blocks along dout, each orthogonalised on its own). ``transformers``'
+    ``Conv1D`` weights, stored (din, dout), are recognised and planned in their true orientation. The base-width
     shapes come from ``base_model``, or from ``factory(base_width)`` built on the meta device (no memory),
     or — only when ``width == base_width`` — from ``model`` itself. ``overrides`` are config overrides
     (``optimizer.weight_decay=0.1``, ``parametrization.roles.readout.c.adam=0.5``).
@@ -51,6 +60,12 @@ def parametrize(
     ``depth`` (the model's number of residual blocks) and ``in_block`` (glob patterns of the parameters inside
     them) add the depth factors; multiply each residual branch's output by ``plan.branch_multiplier``.
     """
+    if isinstance(roles, str):
+        if roles not in ARCHITECTURES:
+            raise UserError(f"roles='{roles}' is not a shipped role map", f"use one of: {', '.join(ARCHITECTURES)}, "
+                            "or a mapping of parameter-name patterns to roles")
+        arch = ARCHITECTURES[roles]
+        roles, in_block, blocks = arch.roles, in_block or arch.in_block, arch.blocks if blocks is None else blocks
     if width <= 0 or base_width <= 0:
         raise UserError(f"width={width} and base_width={base_width} must be positive", "give the model's widths")
     if base_model is None and factory is not None:
@@ -63,6 +78,7 @@ def parametrize(
         base_model = model
     extra = [*overrides, *([f"optimizer.lr={lr!r}"] if lr is not None else [])]
     preset_cfg, opt_cfg = compose_parametrization(preset, optimizer, base_width, extra)
-    plan = module_plan(model, base_model, roles, width, preset_cfg, opt_cfg, depth=depth, in_block=in_block)
+    plan = module_plan(model, base_model, roles, width, preset_cfg, opt_cfg, depth=depth, in_block=in_block,
+                       blocks=blocks)
     initialize(model, plan, seed)
     return plan

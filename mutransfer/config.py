@@ -23,6 +23,8 @@ DEVICES = ("auto", "cpu", "cuda")
 SCHEDULES = ("linear", "cosine", "constant")
 NS_DTYPES = ("auto", "float32", "bfloat16")
 SCALE_SHAPES = ("base", "actual")
+OPEN_KEYS = ("model.hf.config.",)
+"""Keys under a free-form mapping: an override of one adds or replaces it (Hydra's ``++``), no ``+`` needed."""
 
 
 def packaged_dir(name: str) -> Path:
@@ -98,6 +100,7 @@ def compose(overrides: Sequence[str] = (), extra: Optional[dict[str, Any]] = Non
             raise UserError(f"unknown option '{item}'", "see `mutransfer --help` for the options of each command")
         if "=" not in item:
             raise UserError(f"override '{item}' has no '='", "write overrides as key=value, e.g. model.width=256")
+    overrides = [f"++{item}" if item.startswith(OPEN_KEYS) else item for item in overrides]
     _store_schema()
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base=VERSION_BASE):
@@ -180,7 +183,7 @@ def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
 
 
 LATER_KEYS: dict[tuple[str, str], Any] = {("model", "in_block"): [], ("parametrization", "base_depth"): 2,
-                                          ("parametrization", "depth_alpha"): 0.0}
+                                          ("parametrization", "depth_alpha"): 0.0, ("model", "hf"): None}
 """Keys added after run directories and transfer files existed, with the default that reproduces the model
 those files describe: ``to_dict`` leaves them out at that value, so older fingerprints and files stay valid."""
 
@@ -268,6 +271,15 @@ def validate(cfg: Config) -> None:
                         "use 0 (off), 0.5 (depth-μP), 1 (CompleteP) or a value between 0.5 and 1") from None
     if len(o.ns_coeffs) != 3 or not all(math.isfinite(x) for x in o.ns_coeffs):
         raise UserError(f"optimizer.ns_coeffs={o.ns_coeffs} needs three finite numbers", f"e.g. {list(NS_COEFFS)}")
+    if m.hf is not None:
+        from .hf.build import check_hf
+
+        if m.factory:
+            raise UserError("model=hf and model.factory are both set", "use one of them")
+        if p.depth_alpha:
+            raise UserError(f"parametrization.depth_alpha={p.depth_alpha:g} scales residual branches, which "
+                            "transformers models cannot do", "set parametrization.depth_alpha=0 with model=hf")
+        check_hf(m, p.base_width)
     if m.factory is None:
         check_width(f"model.width={m.width}", m.width, m.head_dim)
         check_width(f"parametrization.base_width={p.base_width}", p.base_width, m.head_dim)

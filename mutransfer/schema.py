@@ -25,6 +25,7 @@ __all__ = [
     "RoleTable",
     "RoleRules",
     "RoleFloats",
+    "HFConfig",
     "ModelConfig",
     "ParametrizationConfig",
     "OptimizerConfig",
@@ -133,6 +134,19 @@ class RoleFloats:
 
 
 @dataclass
+class HFConfig:
+    """A Hugging Face ``transformers`` model built from its config class at the swept width (``model=hf``):
+    ``hidden_size`` = width, heads = width / ``model.head_dim``, ``heads_per_kv`` query heads per key-value
+    head, ``intermediate_size`` = ``mlp_ratio`` × width (None: the architecture's default), the layers
+    ``model.depth``; ``config`` holds any other keyword of the config class."""
+
+    architecture: str = "llama"
+    mlp_ratio: Optional[float] = field(default=None, metadata=rng(0.0, low_open=True))
+    heads_per_kv: int = field(default=1, metadata=rng(1))
+    config: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class ModelConfig:
     width: int = field(default=128, metadata=rng(1))
     depth: int = field(default=2, metadata=rng(1))
@@ -146,6 +160,8 @@ class ModelConfig:
     roles: Dict[str, str] = field(default_factory=dict)
     in_block: List[str] = field(default_factory=list)
     """``model.factory`` models: glob patterns of the parameters inside residual blocks (the depth rules')."""
+    hf: Optional[HFConfig] = None
+    """Set by ``model=hf``: a ``transformers`` model instead of the built-in GPT."""
 
 
 @dataclass

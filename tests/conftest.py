@@ -116,3 +116,9 @@ def fault_tally(record_property: Callable[[str, object], None]) -> FaultTally:
 def no_loss(points: int) -> dict[str, int]:
     """What ``fault_tally`` returns when a fault cost nothing."""
     return {"points": points, "lost": 0, "duplicates": 0, "tracebacks": 0}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """No test may reach the network: Hugging Face's hub client raises instead of downloading (in this process
+    and the ones it starts)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"

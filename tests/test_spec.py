@@ -73,7 +73,7 @@ def test_bad_specs(tmp_path: Path, text: str, overrides: list[str], needle: str)
 
 
 def test_missing_spec_names_the_shipped_ones(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="axes, default, depth, factorial, gpu, horizon, smoke"):
+    with pytest.raises(UserError, match="axes, default, depth, factorial, gpu, horizon, llama, smoke"):
         load_spec("nonexistent")
     with pytest.raises(UserError, match="not found"):
         load_spec(str(tmp_path / "missing.yaml"))

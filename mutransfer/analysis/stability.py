@@ -9,6 +9,7 @@ band is widened by twice the fit's standard error.
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +22,9 @@ __all__ = ["Band", "requirement", "fit_slopes", "verdicts", "judge", "DEFAULT_TO
 DEFAULT_TOL = 0.2
 LOGIT_UPDATE_BAND = (-0.5, 0.2)
 """The width exponents the logits' update may have (the readout's shrinking init still carries part of it)."""
-EDGE_WEIGHT_UPDATE_BANDS: dict[str, tuple[float, float]] = {"embed.weight": (0.0, 0.6), "lm_head.weight": (0.0, 0.65)}
-"""The width exponents of ‖ΔW‖₂ / ‖W₀‖₂ for the embedding and the LM head, set from measurement
+EDGE_WEIGHT_UPDATE_BANDS: dict[str, tuple[float, float]] = {"embed*.weight": (0.0, 0.6), "lm_head.weight": (0.0, 0.65)}
+"""The width exponents of ‖ΔW‖₂ / ‖W₀‖₂ for the embeddings (token, and GPT-2's positions: ``embed_positions``)
+and the LM head, by coordinate-check name pattern, set from measurement
 (``scripts/coord_check_bands.py``: widths 32–256, 5 steps, 2 seeds, docs/coord-check.md): under correct μP they
 grow like width^+0.25…+0.40 for Muon, AdamW and SGD alike (the vocabulary side of these V × d matrices does not
 grow, so their spectral norms are not yet in the large-width regime); a readout LR exponent ½ too large (a lazy
@@ -48,8 +50,10 @@ def requirement(quantity: str, module: str, step: int, tol: float = DEFAULT_TOL,
         return Band(-math.inf, tol, f"≤ {tol:+.1f} (O(1))")
     if module == "logits" and quantity == "update":
         return Band(logit_update[0], logit_update[1], f"[{logit_update[0]:+.1f}, {logit_update[1]:+.1f}]")
-    if quantity == "weight_update" and module in EDGE_WEIGHT_UPDATE_BANDS:
-        low, high = EDGE_WEIGHT_UPDATE_BANDS[module]
+    edge = next((band for pattern, band in EDGE_WEIGHT_UPDATE_BANDS.items() if fnmatch.fnmatchcase(module, pattern)),
+                None)
+    if quantity == "weight_update" and edge is not None:
+        low, high = edge
         return Band(low, high, f"[{low:+.2f}, {high:+.2f}] (measured, μP)")
     return Band(-tol, tol, f"0 ± {tol:.1f} (Θ(1))")
 

@@ -6,7 +6,7 @@ import math
 import sys
 from typing import Any
 
-__all__ = ["console", "format_number", "positive_number", "positive_integer"]
+__all__ = ["console", "format_number", "positive_number", "positive_integer", "warn_model"]
 
 
 def console(log_width: int = 140, stderr: bool = False) -> Any:
@@ -48,3 +48,14 @@ def positive_integer(option: str, text: str, example: str) -> int:
     if value != int(value):
         raise UserError(f"{option} {text} is not a whole number", f"give a positive integer, e.g. {option} {example}")
     return int(value)
+
+
+def warn_model(cfg: Any) -> None:
+    """Warnings about the configured model on stderr: a Hugging Face model whose head_dim grows with width."""
+    if cfg.model.hf is None:
+        return
+    from ..hf.build import attention_scale_warning
+
+    warning = attention_scale_warning(cfg.model, cfg.parametrization.base_width)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)

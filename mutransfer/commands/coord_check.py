@@ -60,11 +60,13 @@ def run(overrides: Sequence[str], widths_text: Optional[str], steps: int, lr: Op
     from ..files import COORD_CHECK_FILES, atomic_write_text, new_run_dir, write_json
     from ..train.coordcheck import coord_check
     from ..train.data import load_corpus
-    from .common import console
+    from .common import console, warn_model
 
     cfg = compose(overrides)
+    warn_model(cfg)
     if cfg.model.factory:
-        raise UserError("coord-check measures the built-in GPT's modules", "drop model.factory for coord-check")
+        raise UserError("coord-check measures the built-in GPT's modules or a model=hf architecture's",
+                        "drop model.factory for coord-check")
     if depths_text is not None and widths_text is not None:
         raise UserError("--widths and --depths were both given", "measure one axis at a time: across depth the "
                         "width is model.width (e.g. --depths 2,4,8,16 model.width=64)")

@@ -19,10 +19,10 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
     from ..config import compose, to_yaml
     from ..model.build import model_plan
     from ..train.data import vocab_size
-    from .common import console, format_number
+    from .common import console, format_number, warn_model
 
     cfg = compose(overrides)
-    out = console(160)
+    out = console(200 if cfg.model.hf is not None else 160)
     if print_config:
         out.print(to_yaml(cfg), markup=False, highlight=False)
         return
@@ -37,6 +37,10 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
         update = row["update"]
         if row["scale_rule"]:
             update += f" ({row['scale_rule']} at {'×'.join(map(str, row['scale_shape']))})"
+        if row["blocks"] > 1:
+            update += f" per block ×{row['blocks']}"
+        if row["transposed"]:
+            update += " [stored din×dout]"
         if row["eps"] is not None:
             update += f" eps={row['eps']:.3g}"
         cells = {"parameter": row["name"], "role": row["role"], "shape": "×".join(map(str, row["shape"])),
@@ -45,11 +49,29 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
                  "depth factor": f"{row['depth_lr_factor']:.4g}", "shape factor": f"{row['shape_factor']:.4g}",
                  "effective lr": f"{row['effective_lr']:.4g}", "update": update}
         table.add_row(*(cells[c] for c in columns))
+    if cfg.model.hf is not None:
+        out.print(hf_header(cfg, plan), markup=False, highlight=False)
     out.print(table)
+    warn_model(cfg)
     if plan.depth_alpha:
         out.print(depth_table(plan))
     else:
         out.print("depth rules: off (parametrization.depth_alpha=0: no residual scaling, every depth factor 1)")
+
+
+def hf_header(cfg: Any, plan: Any) -> str:
+    """What the Hugging Face model was built with: its class and the config keywords mutransfer set."""
+    from ..hf.architectures import ARCHITECTURES
+    from ..hf.build import config_kwargs
+    from ..train.data import vocab_size
+
+    arch = ARCHITECTURES[cfg.model.hf.architecture]
+    sizes = config_kwargs(cfg.model, vocab_size(cfg.data))
+    set_keys = ", ".join(f"{key}={value}" for key, value in sizes.items())
+    tied = ("tied: one role serves the embedding and the readout (their table rows agree)" if cfg.model.tie_embeddings
+            else "untied (model.tie_embeddings=false, the default: the two ends scale differently)")
+    return (f"transformers {arch.model_class}({arch.config_class}({set_keys})), randomly initialised by the "
+            f"table; embeddings {tied}; {len(plan.params)} parameters")
 
 
 def depth_table(plan: Any) -> Any:

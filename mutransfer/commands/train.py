@@ -16,6 +16,7 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
     from ..files import CONFIG_FILE, METRICS_COLUMNS, METRICS_FILE, RESULT_FILE, atomic_write_text, new_run_dir, \
         write_csv, write_json
     from ..train.data import load_corpus
+    from .common import warn_model
 
     if config is not None:
         cfg = load_config_file(config, overrides)
@@ -24,6 +25,7 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
         _warn_horizon(saved, cfg)
     else:
         cfg = compose(overrides)
+    warn_model(cfg)
     corpus = load_corpus(cfg.data, cfg.train.seq_len)
     run_dir = new_run_dir(out, "train")
     atomic_write_text(run_dir / CONFIG_FILE, to_yaml(cfg))

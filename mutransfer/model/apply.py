@@ -14,8 +14,8 @@ from ..optim.steepest import SteepestDescent
 from ..schema import OptimizerConfig
 from ..table.plan import ParamPlan, Plan
 
-__all__ = ["initialize", "init_parameters", "attach_multipliers", "refuse_tied", "build_optimizer", "plan_entry",
-           "NS_DTYPES", "WRAPPER_PREFIXES"]
+__all__ = ["initialize", "init_parameters", "attach_multipliers", "refuse_tied", "tied_aliases", "build_optimizer",
+           "plan_entry", "NS_DTYPES", "WRAPPER_PREFIXES"]
 
 NS_DTYPES: dict[str, Optional[torch.dtype]] = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16}
 NamedParams = Iterable[tuple[str, nn.Parameter]]
@@ -59,8 +59,10 @@ def init_parameters(named_params: NamedParams, plan: Plan, generator: torch.Gene
 def attach_multipliers(model: nn.Module, multipliers: Plan | Mapping[str, float]) -> list[Any]:
     """Forward hooks that multiply a module's output by its weight's multiplier (for weights that enter
     linearly: Linear/Embedding without bias, norm gains). Takes a plan or ``{parameter name: multiplier}``;
-    returns the hook handles."""
-    values_by_name = multipliers.multipliers if isinstance(multipliers, Plan) else multipliers
+    a tied parameter's multiplier goes on every module that uses it. Returns the hook handles."""
+    values_by_name = dict(multipliers.multipliers if isinstance(multipliers, Plan) else multipliers)
+    for name, aliases in tied_aliases(model).items():
+        values_by_name.update({alias: values_by_name[name] for alias in aliases if name in values_by_name})
     modules = dict(model.named_modules())
     grouped: dict[str, dict[str, float]] = {}
     for name, value in values_by_name.items():
@@ -79,14 +81,23 @@ def attach_multipliers(model: nn.Module, multipliers: Plan | Mapping[str, float]
     return handles
 
 
+def tied_aliases(model: nn.Module) -> dict[str, list[str]]:
+    """``{name: [other names of the same tensor]}`` for every tied parameter, under its first name."""
+    first: dict[int, str] = {}
+    aliases: dict[str, list[str]] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        if id(param) in first:
+            aliases.setdefault(first[id(param)], []).append(name)
+        else:
+            first[id(param)] = name
+    return aliases
+
+
 def refuse_tied(model: nn.Module) -> None:
     """Tied parameters (one tensor under two names) would take two roles that scale differently."""
-    seen: dict[int, str] = {}
-    for name, param in model.named_parameters(remove_duplicate=False):
-        if id(param) in seen:
-            raise ValueError(f"parameters '{seen[id(param)]}' and '{name}' are tied (one tensor): their roles scale "
-                             "differently under width scaling; untie them")
-        seen[id(param)] = name
+    for name, others in tied_aliases(model).items():
+        raise ValueError(f"parameters '{name}' and '{others[0]}' are tied (one tensor): their roles scale "
+                         "differently under width scaling; untie them")
 
 
 def _groups(named_params: NamedParams, plan: Plan, muon: bool,
@@ -106,6 +117,8 @@ def _groups(named_params: NamedParams, plan: Plan, muon: bool,
             group["update"] = entry.update
             if entry.update == "spectral":
                 group["scale_rule"], group["scale_shape"] = entry.scale_rule, entry.scale_shape
+            if entry.transposed or entry.blocks > 1:
+                group["transposed"], group["blocks"] = entry.transposed, entry.blocks
         groups.append(group)
     if len(groups) != len(table):
         raise ValueError(f"the optimizer got {len(groups)} parameters but the plan has {len(table)}")

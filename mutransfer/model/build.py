@@ -1,7 +1,8 @@
 """Config → (model, Plan): builds the model at its width and evaluates the abc table for it.
 
-The model is the built-in GPT, or a user's module from ``model.factory`` ("package.module:function",
-called with the width) whose parameters get roles from ``model.roles`` (glob pattern → role).
+The model is the built-in GPT, a Hugging Face causal LM (``model=hf``: roles, blocks and fused weights from
+the shipped architecture), or a user's module from ``model.factory`` ("package.module:function", called with
+the width) whose parameters get roles from ``model.roles`` (glob pattern → role).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from ..errors import UserError
 from ..schema import Config, OptimizerConfig, ParametrizationConfig
 from ..table.plan import Plan, make_plan
 from ..table.roles import match_roles
+from ..hf.architectures import ARCHITECTURES
+from ..hf.build import hf_model, transposed_parameters
 from .apply import attach_multipliers, init_parameters, refuse_tied
 from .gpt import GPT
 
@@ -47,13 +50,22 @@ def load_factory(path: str) -> Callable[[int], nn.Module]:
     return fn
 
 
+def _matching(names: Sequence[str], patterns: Sequence[str]) -> frozenset[str]:
+    return frozenset(name for name in names if any(fnmatch.fnmatchcase(name, p) for p in patterns))
+
+
 def module_plan(model: nn.Module, base_model: nn.Module, roles: Mapping[str, str], width: int,
                 preset: ParametrizationConfig, opt: OptimizerConfig, depth: Optional[int] = None,
-                in_block: Sequence[str] = ()) -> Plan:
-    """The plan of any module, given the same module at the base width, role patterns and the glob patterns
-    of the parameters inside residual blocks (``depth``: the module's number of blocks, for the depth rules)."""
+                in_block: Sequence[str] = (), blocks: Optional[Mapping[str, int]] = None,
+                tied_as_one: bool = False) -> Plan:
+    """The plan of any module, given the same module at the base width, role patterns, the glob patterns of
+    the parameters inside residual blocks (``depth``: the module's number of blocks, for the depth rules) and of
+    fused weights (pattern → number of equal logical blocks along dout). ``Conv1D`` weights are planned in
+    their true (dout, din) orientation. Tied parameters are refused unless ``tied_as_one`` (the caller has
+    checked that one role serves both ends)."""
     try:
-        refuse_tied(model)
+        if not tied_as_one:
+            refuse_tied(model)
         names = [name for name, _ in model.named_parameters()]
         assigned = match_roles(names, roles)
     except ValueError as exc:
@@ -61,14 +73,19 @@ def module_plan(model: nn.Module, base_model: nn.Module, roles: Mapping[str, str
     if preset.depth_alpha and not in_block:
         raise UserError(f"parametrization.depth_alpha={preset.depth_alpha:g} needs to know which parameters sit "
                         "inside residual blocks", "set model.in_block to their glob patterns (e.g. ['blocks.*'])")
-    inside = frozenset(name for name in names if any(fnmatch.fnmatchcase(name, p) for p in in_block))
+    inside = _matching(names, in_block)
+    fused = {name: count for pattern, count in (blocks or {}).items() for name in _matching(names, [pattern])}
     base_shapes = {name: tuple(p.shape) for name, p in base_model.named_parameters()}
     missing = sorted(set(names) - set(base_shapes))
     if missing:
         raise UserError(f"the base-width model lacks parameters {missing}", "the factory must give the same names "
                         "at every width")
     shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
-    return make_plan(shapes, base_shapes, assigned, width, preset, opt, depth=depth, in_block=inside)
+    try:
+        return make_plan(shapes, base_shapes, assigned, width, preset, opt, depth=depth, in_block=inside,
+                         transposed=transposed_parameters(model), blocks=fused)
+    except ValueError as exc:
+        raise UserError(str(exc), "fix the fused-weight patterns (blocks) or the model") from None
 
 
 def _factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
@@ -80,6 +97,19 @@ def _factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
     depth = cfg.model.depth if cfg.parametrization.depth_alpha else None
     return model, module_plan(model, base, cfg.model.roles, cfg.model.width, cfg.parametrization, cfg.optimizer,
                               depth=depth, in_block=cfg.model.in_block)
+
+
+def _hf_model(cfg: Config, vocab_size: int) -> tuple[nn.Module, Plan]:
+    """The configured Hugging Face model and its plan (the base-width model on the meta device)."""
+    assert cfg.model.hf is not None
+    arch = ARCHITECTURES[cfg.model.hf.architecture]
+    model = hf_model(cfg.model, vocab_size)
+    with torch.device("meta"):
+        base = hf_model(replace(cfg.model, width=cfg.parametrization.base_width), vocab_size)
+    plan = module_plan(model, base, arch.roles, cfg.model.width, cfg.parametrization, cfg.optimizer,
+                       depth=cfg.model.depth if cfg.parametrization.depth_alpha else None, in_block=arch.in_block,
+                       blocks=arch.blocks, tied_as_one=cfg.model.tie_embeddings)
+    return model, plan
 
 
 def set_branch_multiplier(model: nn.Module, plan: Plan) -> None:
@@ -98,7 +128,10 @@ def set_branch_multiplier(model: nn.Module, plan: Plan) -> None:
 
 
 def model_plan(cfg: Config, vocab_size: int) -> Plan:
-    """The plan of the configured model (the GPT, or the factory's module)."""
+    """The plan of the configured model (the GPT, the Hugging Face model, or the factory's module)."""
+    if cfg.model.hf is not None:
+        with torch.device("meta"):
+            return _hf_model(cfg, vocab_size)[1]
     if cfg.model.factory:
         with torch.device("meta"):
             return _factory_model(cfg)[1]
@@ -111,12 +144,17 @@ def build_model(cfg: Config, vocab_size: int, device: torch.device | str = "cpu"
 
     ``trials=K`` builds K stacked copies of the GPT, each with the same initial weights.
     """
-    if cfg.model.factory:
+    if cfg.model.factory or cfg.model.hf is not None:
         if trials is not None:
-            raise UserError("trial batching needs the built-in GPT, not model.factory", "set batch_trials=1")
-        model, plan = _factory_model(cfg)
+            what = "model=hf" if cfg.model.hf is not None else "model.factory"
+            raise UserError(f"trial batching needs the built-in GPT, not {what}", "set batch_trials=1")
+        model, plan = _hf_model(cfg, vocab_size) if cfg.model.hf is not None else _factory_model(cfg)
         init_parameters(model.named_parameters(), plan, torch.Generator().manual_seed(cfg.train.seed))
-        attach_multipliers(model, plan.multipliers)
+        try:
+            attach_multipliers(model, plan)
+        except ValueError as exc:
+            raise UserError(f"parametrization={plan.preset}: {exc}", "choose a preset whose multipliers are 1 for "
+                            "parameters that share a module (e.g. mup or sp), or a model without biases") from None
         set_branch_multiplier(model, plan)
         return model.to(device), plan
     plan = gpt_plan(cfg, vocab_size)

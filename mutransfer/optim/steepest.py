@@ -21,7 +21,7 @@ from ..table.rules import MUON_SCALES, UPDATE_RULES, muon_scale
 from .base import PerParameter, descend_, per_trial
 from .newton_schulz import msign
 
-__all__ = ["SteepestDescent", "direction", "rms_normalize", "row_normalize", "sign_update"]
+__all__ = ["SteepestDescent", "direction", "block_direction", "rms_normalize", "row_normalize", "sign_update"]
 
 
 def row_normalize(G: Tensor, eps: float = 1e-8) -> Tensor:
@@ -59,6 +59,24 @@ def direction(
     if rule == "rms":
         return rms_normalize(M, eps)
     raise ValueError(f"unknown update rule {rule!r}; choose one of {', '.join(UPDATE_RULES)}")
+
+
+MATRIX_RULES = ("spectral", "row_norm")
+"""The rules that act on a whole matrix (or its rows); the others act on a vector or elementwise."""
+
+
+def block_direction(rule: str, M: Tensor, *, transposed: bool = False, blocks: int = 1, **kwargs: Any) -> Tensor:
+    """``direction`` of a parameter stored (din, dout) (``transposed``, GPT-2's ``Conv1D``) and/or holding
+    ``blocks`` equal logical blocks stacked along dout (a fused q|k|v): each block gets its own direction in the
+    (dout, din) orientation, exactly as the same weights stored as separate ``nn.Linear`` matrices would."""
+    if not transposed and blocks == 1:
+        return direction(rule, M, **kwargs)
+    matrix = rule in MATRIX_RULES
+    oriented = M.mT if transposed and matrix else M
+    axis = -2 if matrix else -1
+    split = oriented.unflatten(axis, (blocks, oriented.size(axis) // blocks))
+    d = direction(rule, split, **kwargs).flatten(axis - 1 if matrix else -2, axis)
+    return d.mT if transposed and matrix else d
 
 
 def _validate_group(group: dict[str, Any], index: int) -> None:
@@ -150,8 +168,9 @@ class SteepestDescent(PerParameter):
         buf = state["momentum_buffer"]
         buf.lerp_(grad, 1.0 - beta)
         update = grad.lerp(buf, beta) if group["nesterov"] else buf
-        d = direction(group["update"], update, ns_steps=group["ns_steps"], ns_coeffs=group["ns_coeffs"],
-                      ns_dtype=group["ns_dtype"], eps=group["eps"])
+        d = block_direction(group["update"], update, transposed=group.get("transposed", False),
+                            blocks=group.get("blocks", 1), ns_steps=group["ns_steps"], ns_coeffs=group["ns_coeffs"],
+                            ns_dtype=group["ns_dtype"], eps=group["eps"])
         lr = per_trial(group["lr"], p)
         if group["weight_decay"]:
             p.mul_(1.0 - lr * group["weight_decay"])

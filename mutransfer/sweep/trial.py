@@ -63,6 +63,6 @@ def trials_per_batch(setting: int | str, key: StudyKey, cfg: Config) -> int:
     ``auto_trials``; only learning-rate searches of the built-in GPT batch."""
     if setting != "auto":
         return int(setting)
-    if key.search.key != LR_KEY or cfg.model.factory:
+    if key.search.key != LR_KEY or cfg.model.factory or cfg.model.hf is not None:
         return 1
     return auto_trials(resolve_device(cfg.train.device).type, cfg.model.width)

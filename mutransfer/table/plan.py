@@ -34,6 +34,8 @@ PARAM_FIELDS = ("name", "role", "shape", "base_shape", "init_std", "init_mean", 
 OPTIONAL_PARAM_FIELDS = ("eps", "scale_rule", "scale_shape")
 DEPTH_PARAM_FIELDS = ("in_block", "depth_lr_factor")
 """Written only by a plan with residual-branch scaling on (older files, and α = 0, keep their layout)."""
+LAYOUT_PARAM_DEFAULTS: dict[str, Any] = {"transposed": False, "blocks": 1}
+"""Written only where a parameter differs from an ``nn.Linear`` weight (GPT-2's ``Conv1D``, a fused q|k|v)."""
 
 Shape = tuple[int, ...]
 
@@ -62,6 +64,12 @@ class ParamPlan:
     in_block: bool = False
     depth_lr_factor: float = 1.0
     """The part of ``lr_factor`` that depth contributes (m_L^lr inside a residual block, 1 elsewhere)."""
+    transposed: bool = False
+    """Stored (din, dout), the transpose of ``nn.Linear`` (GPT-2's ``Conv1D``): shape rules and updates use
+    the true (dout, din)."""
+    blocks: int = 1
+    """Logical blocks stacked along dout in one tensor (GPT-2's fused q|k|v: 3): each block is initialised,
+    scaled and orthogonalised as its own matrix; ``scale_shape`` is one block's."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +147,7 @@ class Plan:
             entry = {k: row[k] for k in PARAM_FIELDS}
             entry.update({k: row[k] for k in OPTIONAL_PARAM_FIELDS if row[k] is not None})
             entry.update({k: row[k] for k in DEPTH_PARAM_FIELDS if self.depth_alpha})
+            entry.update({k: row[k] for k, default in LAYOUT_PARAM_DEFAULTS.items() if row[k] != default})
             groups.append(entry)
         depth = {"depth": self.depth, "base_depth": self.base_depth, "depth_alpha": self.depth_alpha,
                  "branch_multiplier": self.branch_multiplier} if self.depth_alpha else {}
@@ -180,7 +189,8 @@ class Plan:
                                  scale_rule=g.get("scale_rule"),
                                  scale_shape=tuple(g["scale_shape"]) if g.get("scale_shape") else None,
                                  shape_factor=g.get("shape_factor", 1.0), in_block=bool(g.get("in_block", False)),
-                                 depth_lr_factor=g.get("depth_lr_factor", 1.0))
+                                 depth_lr_factor=g.get("depth_lr_factor", 1.0),
+                                 transposed=bool(g.get("transposed", False)), blocks=int(g.get("blocks", 1)))
                        for g in doc["param_groups"])
         opt = doc.get("optimizer") or {}
         config = _optimizer_from_dict(opt) if "init" in opt else OptimizerConfig(name=opt.get("name", "muon"))
@@ -210,9 +220,12 @@ def make_plan(
     opt: OptimizerConfig,
     depth: Optional[int] = None,
     in_block: frozenset[str] = frozenset(),
+    transposed: frozenset[str] = frozenset(),
+    blocks: Optional[Mapping[str, int]] = None,
 ) -> Plan:
     """Evaluate the preset for every parameter. ``base_shapes`` are the same parameters at the base width;
-    ``in_block`` names the parameters inside residual blocks, which get the depth factors at ``depth``."""
+    ``in_block`` names the parameters inside residual blocks, which get the depth factors at ``depth``;
+    ``transposed`` those stored (din, dout); ``blocks`` the number of logical blocks of fused parameters."""
     family = family_of(opt.name)
     m = width / preset.base_width
     depth_rules = depth_exponents(family, preset.depth_alpha)
@@ -225,12 +238,14 @@ def make_plan(
         c = getattr(row.c, family)
         if c is None:
             raise ValueError(f"preset '{preset.name}' has no LR exponent for role '{role}' with optimizer family '{family}'")
-        dout, din = matrix_dims(role, base_shapes[name])
+        layout = {"transposed": name in transposed, "blocks": (blocks or {}).get(name, 1)}
+        dout, din = matrix_dims(role, base_shapes[name], **layout)
         sigma = base_value(getattr(opt.init, role), dout, din) * m ** -row.b
         update = updates[role]
         scale_shape = None
         if update == "spectral":
-            scale_shape = matrix_dims(role, base_shapes[name] if preset.muon_scale_shapes == "base" else shape)
+            scale_shape = matrix_dims(role, base_shapes[name] if preset.muon_scale_shapes == "base" else shape,
+                                      **layout)
         inside = name in in_block
         depth_lr = m_depth ** depth_rules.lr if inside else 1.0
         depth_eps = m_depth ** depth_rules.eps if inside else 1.0
@@ -250,6 +265,7 @@ def make_plan(
             shape_factor=muon_scale(opt.muon_scale, *scale_shape) if scale_shape else 1.0,
             in_block=inside,
             depth_lr_factor=depth_lr,
+            **layout,
         ))
     on = bool(preset.depth_alpha)  # α = 0: a plan without depth information, as before depth existed
     return Plan(preset=preset.name, width=width, base_width=preset.base_width, optimizer_config=opt,

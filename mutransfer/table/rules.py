@@ -39,14 +39,21 @@ class DepthExponents:
     branch: float = 0.0
 
 
-def matrix_dims(role: str, shape: Sequence[int]) -> tuple[int, int]:
-    """(dout, din) of a parameter in the math sense y = x W: torch layout (dout, din), except that an
-    embedding table (V, d) maps a one-hot of size V to d; vectors are (d, 1)."""
+def matrix_dims(role: str, shape: Sequence[int], transposed: bool = False, blocks: int = 1) -> tuple[int, int]:
+    """(dout, din) of one logical block of a parameter in the math sense y = x W: torch layout (dout, din),
+    except that an embedding table (V, d) maps a one-hot of size V to d, a ``transposed`` weight is stored
+    (din, dout) (GPT-2's ``Conv1D``), and a fused weight holds ``blocks`` equal blocks stacked along dout
+    (GPT-2's q|k|v); vectors are (d, 1)."""
     if len(shape) == 1:
-        return int(shape[0]), 1
-    if role == "embedding":
-        return int(shape[-1]), int(shape[-2])
-    return int(shape[-2]), int(shape[-1])
+        dout, din = int(shape[0]), 1
+    elif role == "embedding" or transposed:
+        dout, din = int(shape[-1]), int(shape[-2])
+    else:
+        dout, din = int(shape[-2]), int(shape[-1])
+    if dout % blocks:
+        raise ValueError(f"a parameter of shape {tuple(shape)} cannot hold {blocks} equal blocks along its "
+                         f"output dimension {dout}")
+    return dout // blocks, din
 
 
 def base_value(text: str, dout: int, din: int) -> float:

@@ -22,12 +22,13 @@ from torch import Tensor, nn
 
 from ..model.apply import build_optimizer
 from ..model.build import build_model
+from ..hf.architectures import ARCHITECTURES, Architecture
 from ..model.gpt import GPT
 from ..schema import Config
 from .data import Batches, Corpus, fixed_batches
-from .loop import EVAL_SEED
+from .loop import EVAL_SEED, loss_of
 
-__all__ = ["coord_check", "probe_modules", "columns", "AXES", "PROBE_BATCH"]
+__all__ = ["coord_check", "probe_modules", "parameter_label", "columns", "AXES", "PROBE_BATCH"]
 
 AXES = ("width", "depth")
 MATRIX_ROLES = ("hidden", "embedding", "readout")
@@ -63,31 +64,68 @@ def _rms(x: Tensor) -> float:
     return float(x.float().pow(2).mean().sqrt())
 
 
-def probe_modules(model: GPT) -> dict[str, nn.Module]:
-    """The modules whose outputs are measured, by display name, in forward order."""
-    modules: dict[str, nn.Module] = {"embed": model.embed}
-    for i, block in enumerate(model.blocks):
-        modules[f"block{i}.attn"] = block.attn
-        modules[f"block{i}.mlp"] = block.mlp
-        modules[f"block{i}.resid"] = block
-    modules["final_norm"] = model.final_norm
-    if model.lm_head is not None:
-        modules["logits"] = model.lm_head
+def probe_modules(model: nn.Module) -> dict[str, nn.Module]:
+    """The modules whose outputs are measured, by display name, in forward order: the built-in GPT's, or a
+    shipped Hugging Face architecture's under the same names."""
+    if isinstance(model, GPT):
+        modules: dict[str, nn.Module] = {"embed": model.embed}
+        for i, block in enumerate(model.blocks):
+            modules[f"block{i}.attn"] = block.attn
+            modules[f"block{i}.mlp"] = block.mlp
+            modules[f"block{i}.resid"] = block
+        modules["final_norm"] = model.final_norm
+        if model.lm_head is not None:
+            modules["logits"] = model.lm_head
+        return modules
+    arch = _architecture_of(model)
+    modules = {"embed": model.get_submodule(arch.embedding)}
+    for i, layer in enumerate(model.get_submodule(arch.layers)):
+        modules[f"block{i}.attn"] = layer.get_submodule(arch.attention)
+        modules[f"block{i}.mlp"] = layer.get_submodule(arch.mlp)
+        modules[f"block{i}.resid"] = layer
+    modules["final_norm"] = model.get_submodule(arch.final_norm)
+    modules["logits"] = model.get_submodule(arch.readout)
     return modules
 
 
+def _architecture_of(model: nn.Module) -> Architecture:
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if model_type not in ARCHITECTURES:
+        raise ValueError(f"the coordinate check probes the built-in GPT or a shipped Hugging Face architecture "
+                         f"({', '.join(ARCHITECTURES)}), not {type(model).__name__}")
+    return ARCHITECTURES[model_type]
+
+
+def parameter_label(model: nn.Module, name: str) -> str:
+    """A parameter's name in the coordinate-check table: a Hugging Face model's embeddings and layers are named
+    as the built-in GPT's (``embed.weight``, ``blocks.<i>.…``), so bands and depth positions apply."""
+    if isinstance(model, GPT):
+        return name
+    for prefix, label in _architecture_of(model).labels.items():
+        if name.startswith(prefix):
+            return label + name[len(prefix):]
+    return name
+
+
+def _tensor(out: object) -> Tensor:
+    """A module's output tensor (attention modules of ``transformers`` return a tuple)."""
+    return out if isinstance(out, Tensor) else out[0]  # type: ignore[index]
+
+
 @torch.no_grad()
-def _capture(model: GPT, idx: Tensor) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+def _capture(model: nn.Module, idx: Tensor) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
     """Outputs of every probed module, and each block's input, for one probe batch."""
     outputs: dict[str, Tensor] = {}
     inputs: dict[str, Tensor] = {}
     handles = []
     for name, module in probe_modules(model).items():
         handles.append(module.register_forward_hook(
-            lambda _m, _i, out, name=name: outputs.__setitem__(name, out.detach().float().clone())))
+            lambda _m, _i, out, name=name: outputs.__setitem__(name, _tensor(out).detach().float().clone())))
         if name.endswith(".resid"):
             handles.append(module.register_forward_pre_hook(
-                lambda _m, args, name=name: inputs.__setitem__(name, args[0].detach().float().clone())))
+                lambda _m, args, kwargs, name=name: inputs.__setitem__(
+                    name, (args[0] if args else kwargs["hidden_states"]).detach().float().clone()),
+                with_kwargs=True))
     try:
         model(idx)
     finally:
@@ -96,12 +134,12 @@ def _capture(model: GPT, idx: Tensor) -> tuple[dict[str, Tensor], dict[str, Tens
     return outputs, inputs
 
 
-def _measure(model: GPT, probes: Sequence[Tensor], reference: Optional[dict[str, Tensor]], weights0: dict[str, Tensor],
+def _measure(model: nn.Module, probes: Sequence[Tensor], reference: Optional[dict[str, Tensor]], weights0: dict[str, Tensor],
              point: tuple[str, int], step: int, seed: int) -> tuple[list[dict], dict[str, Tensor]]:
     (out_a, in_a), (out_b, in_b) = (_capture(model, p) for p in probes)
     rows = []
     axis, value_on_axis = point
-    depth = len(model.blocks)
+    depth = sum(name.endswith(".resid") for name in out_a)
 
     def add(module: str, quantity: str, value: float) -> None:
         names = _by_position(module, depth) if axis == "depth" else [module]
@@ -119,7 +157,7 @@ def _measure(model: GPT, probes: Sequence[Tensor], reference: Optional[dict[str,
         params = dict(model.named_parameters())
         for name, w0 in weights0.items():
             delta = torch.linalg.matrix_norm(params[name].detach().float() - w0, ord=2)
-            add(name, "weight_update", float(delta / torch.linalg.matrix_norm(w0, ord=2)))
+            add(parameter_label(model, name), "weight_update", float(delta / torch.linalg.matrix_norm(w0, ord=2)))
     return rows, out_a
 
 
@@ -149,9 +187,7 @@ def coord_check(cfg: Config, corpus: Corpus, sizes: Sequence[int], steps: int, l
             rows += new
             for step in range(1, steps + 1):
                 x, y = batches.next()
-                _, loss = model(x, y)
-                assert loss is not None
-                loss.backward()
+                loss_of(model, x, y).backward()
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
                 rows += _measure(model, probes, reference, weights0, (axis, size), step, seed)[0]

@@ -20,7 +20,7 @@ from .device import peak_memory_mb, prepare_device, synchronize
 from .schedule import schedule_factor
 from .stacking import clip_grad_norm_per_trial_, keep_trials
 
-__all__ = ["TrainResult", "train_model", "train_trials", "loss_of", "evaluate", "EVAL_SEED"]
+__all__ = ["TrainResult", "train_model", "train_trials", "loss_of", "logits_of", "evaluate", "EVAL_SEED"]
 
 EVAL_SEED = 2_147_483_647
 StepCallback = Callable[[int, float], None]
@@ -50,11 +50,18 @@ class TrainResult:
         return {k: getattr(self, k) for k in keys}
 
 
+def logits_of(out: Any) -> torch.Tensor:
+    """The logits in a model's output: the tensor itself, the first of a tuple, or a ``transformers`` output's
+    ``logits``."""
+    if isinstance(out, torch.Tensor):
+        return out
+    return out.logits if hasattr(out, "logits") else out[0]
+
+
 def loss_of(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean next-token cross-entropy; the model returns logits (B, T, V) or a tuple starting with them.
-    For a stacked model (logits (K, B, T, V)) one loss per trial, shape (K,)."""
-    out = model(x)
-    return next_token_loss(out[0] if isinstance(out, tuple) else out, y)
+    """Mean next-token cross-entropy; the model returns logits (B, T, V), a tuple starting with them or a
+    ``transformers`` output. For a stacked model (logits (K, B, T, V)) one loss per trial, shape (K,)."""
+    return next_token_loss(logits_of(model(x)), y)
 
 
 @torch.no_grad()

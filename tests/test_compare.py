@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -34,11 +36,15 @@ def cli(*args: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The smoke sweep as shipped (A) and with the Muon LR exponents changed (B)."""
+    """The smoke sweep as shipped (A) and with the Muon LR exponents changed (B), side by side on one core each."""
     root = tmp_path_factory.mktemp("compare")
-    for name, extra in (("a", []), ("b", LR_TIMES_WIDTH_SQUARED)):
-        code, output = cli("sweep", "smoke", "--out", str(root / name), *extra)
-        assert code == 0, output
+    sweeps = [subprocess.Popen([sys.executable, "-m", "mutransfer", "sweep", "smoke", "--out", str(root / name),
+                                "--workers", "1", "--threads", "1", *extra], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+              for name, extra in (("a", []), ("b", LR_TIMES_WIDTH_SQUARED))]
+    for sweep in sweeps:
+        output, _ = sweep.communicate(timeout=600)
+        assert sweep.returncode == 0, output
     return {"a": root / "a", "b": root / "b", "root": root}
 
 

@@ -19,6 +19,7 @@ from torch import nn
 import mutransfer
 from mutransfer.config import compose
 from mutransfer.errors import UserError
+from mutransfer.hf.architectures import SIZE_KEYS
 from mutransfer.hf import ARCHITECTURES, config_kwargs, hf_model, trainer_optimizer, transposed_parameters
 from mutransfer.model.apply import build_optimizer
 from mutransfer.model.build import build_model, model_plan, module_plan
@@ -39,6 +40,7 @@ def test_sizes_follow_the_width_and_every_parameter_has_a_role(architecture: str
     layers = depth, vocabulary from the data, untied; every parameter of the real model is in the plan."""
     ratio = ARCHITECTURES[architecture].mlp_ratio
     keys = ARCHITECTURES[architecture].size_keys
+    assert set(keys) == set(SIZE_KEYS)
     for width in (32, 64, 128):
         cfg = hf_cfg(f"model.width={width}", architecture=architecture)
         kwargs = config_kwargs(cfg.model, 256)
@@ -221,6 +223,9 @@ def test_bad_hf_input_is_one_line(runner) -> None:  # noqa: ANN001
                         (["model.hf.config.hidden_size=3"], "model.hf.config.hidden_size is set by mutransfer"),
                         (["model.hf.config.hiden=3"], "model.hf.config.hiden is not a LlamaConfig setting"),
                         (["model.hf.heads_per_kv=3"], "not divisible by model.hf.heads_per_kv=3"),
+                        (["model.hf.config.num_attention_heads=3"], "does not split into 3 attention heads"),
+                        (["model.hf.config.num_key_value_heads=1"], "set model.hf.heads_per_kv instead"),
+                        (["model.hf.config.head_dim=0"], "transformers cannot build LlamaForCausalLM"),
                         (["parametrization=ntk", "optimizer=adamw", "model.hf.architecture=gpt2"],
                          "different multipliers"),
                         (["parametrization.depth_alpha=1"], "set parametrization.depth_alpha=0 with model=hf")):

@@ -4,9 +4,9 @@ fused weights), models built from their config classes at any width, and the pla
 
 from __future__ import annotations
 
-from .architectures import ARCHITECTURES, Architecture, architecture_named
+from .architectures import ARCHITECTURES, Architecture
 from .build import attention_scale_warning, config_kwargs, hf_model, transposed_parameters
 from .trainer import trainer_optimizer
 
-__all__ = ["ARCHITECTURES", "Architecture", "architecture_named", "attention_scale_warning", "config_kwargs",
+__all__ = ["ARCHITECTURES", "Architecture", "attention_scale_warning", "config_kwargs",
            "hf_model", "transposed_parameters", "trainer_optimizer"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["Architecture", "ARCHITECTURES", "architecture_named", "SIZE_KEYS"]
+__all__ = ["Architecture", "ARCHITECTURES", "SIZE_KEYS"]
 
 SIZE_KEYS = ("width", "heads", "kv_heads", "intermediate", "depth", "vocab", "tie")
 """The config keys mutransfer derives from ``model.*`` (each architecture names its own keyword for each)."""
@@ -58,7 +58,7 @@ ARCHITECTURES: dict[str, Architecture] = {
         blocks={"model.layers.*.mlp.gate_up_proj.weight": 2},
         defaults={"use_cache": False, "attention_dropout": 0.0, "bos_token_id": None, "eos_token_id": None,
                   "pad_token_id": None},
-        head_keys=("num_attention_heads", "num_key_value_heads", "head_dim"),
+        head_keys=("num_attention_heads", "head_dim"),
         labels={"model.embed_tokens.": "embed.", "model.layers.": "blocks."},
         embedding="model.embed_tokens",
         layers="model.layers",
@@ -90,10 +90,3 @@ ARCHITECTURES: dict[str, Architecture] = {
     ),
 }
 """The shipped architectures. ``llama`` also describes Mistral- and Qwen2-style models (same parameter names)."""
-
-
-def architecture_named(name: str) -> Architecture:
-    """The shipped architecture ``name``; a ValueError naming the choices otherwise."""
-    if name not in ARCHITECTURES:
-        raise ValueError(f"unknown Hugging Face architecture '{name}'; choose one of: {', '.join(ARCHITECTURES)}")
-    return ARCHITECTURES[name]

@@ -42,7 +42,8 @@ def _arch(hf: HFConfig) -> Architecture:
 
 def _derived(arch: Architecture) -> dict[str, str]:
     """Config keywords mutransfer sets from ``model.*`` → the key to set instead."""
-    instead = {"width": "model.width", "intermediate": "model.hf.mlp_ratio", "depth": "model.depth",
+    instead = {"width": "model.width", "kv_heads": "model.hf.heads_per_kv", "intermediate": "model.hf.mlp_ratio",
+               "depth": "model.depth",
                "vocab": "the data (data.vocab_size)", "tie": "model.tie_embeddings"}
     return {keyword: instead[size] for size, keyword in arch.size_keys.items() if keyword and size in instead}
 
@@ -90,6 +91,10 @@ def check_hf(model: ModelConfig, base_width: int) -> None:
     ratio = hf.mlp_ratio if hf.mlp_ratio is not None else arch.mlp_ratio
     for key, width in (("model.width", model.width), ("parametrization.base_width", base_width)):
         heads = _heads(model, width)
+        if heads < 1 or width % heads:
+            raise UserError(f"{key}={width} does not split into {heads} attention heads",
+                            "give model.hf.config a head count that divides every width (or leave heads to "
+                            "model.head_dim)")
         if hf.heads_per_kv > 1 and not arch.size_keys.get("kv_heads"):
             raise UserError(f"model.hf.heads_per_kv={hf.heads_per_kv}: {arch.name} has no grouped-query attention",
                             "set model.hf.heads_per_kv=1")
@@ -126,11 +131,14 @@ def hf_model(model: ModelConfig, vocab_size: int) -> nn.Module:
         if not hasattr(known, keyword):
             raise UserError(f"model.hf.config.{keyword} is not a {arch.config_class} setting",
                             f"use a keyword of transformers.{arch.config_class}")
-    config = config_class(**config_kwargs(model, vocab_size))
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()
     try:
-        return getattr(transformers, arch.model_class)(config)
+        return getattr(transformers, arch.model_class)(config_class(**config_kwargs(model, vocab_size)))
+    except Exception as exc:  # noqa: BLE001 - transformers raises many types for a config value it cannot build
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise UserError(f"transformers cannot build {arch.model_class} at width {model.width}: {first[:160]}",
+                        "check the model.hf.config values") from None
     finally:
         transformers.logging.set_verbosity(verbosity)
 

@@ -16,11 +16,11 @@ import torch
 from torch import nn
 
 from ..errors import UserError
+from ..hf.architectures import ARCHITECTURES
+from ..hf.build import hf_model, transposed_parameters
 from ..schema import Config, OptimizerConfig, ParametrizationConfig
 from ..table.plan import Plan, make_plan
 from ..table.roles import match_roles
-from ..hf.architectures import ARCHITECTURES
-from ..hf.build import hf_model, transposed_parameters
 from .apply import attach_multipliers, init_parameters, refuse_tied
 from .gpt import GPT
 
@@ -100,15 +100,15 @@ def _factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
 
 
 def _hf_model(cfg: Config, vocab_size: int) -> tuple[nn.Module, Plan]:
-    """The configured Hugging Face model and its plan (the base-width model on the meta device)."""
+    """The configured Hugging Face model and its plan (the base-width model on the meta device; no depth rules:
+    ``validate`` refuses them for ``model=hf``)."""
     assert cfg.model.hf is not None
     arch = ARCHITECTURES[cfg.model.hf.architecture]
     model = hf_model(cfg.model, vocab_size)
     with torch.device("meta"):
         base = hf_model(replace(cfg.model, width=cfg.parametrization.base_width), vocab_size)
     plan = module_plan(model, base, arch.roles, cfg.model.width, cfg.parametrization, cfg.optimizer,
-                       depth=cfg.model.depth if cfg.parametrization.depth_alpha else None, in_block=arch.in_block,
-                       blocks=arch.blocks, tied_as_one=cfg.model.tie_embeddings)
+                       in_block=arch.in_block, blocks=arch.blocks, tied_as_one=cfg.model.tie_embeddings)
     return model, plan
 
 

@@ -20,9 +20,9 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
+from ..hf.architectures import ARCHITECTURES, Architecture
 from ..model.apply import build_optimizer
 from ..model.build import build_model
-from ..hf.architectures import ARCHITECTURES, Architecture
 from ..model.gpt import GPT
 from ..schema import Config
 from .data import Batches, Corpus, fixed_batches

@@ -234,6 +234,15 @@ def test_bad_hf_input_is_one_line(runner) -> None:  # noqa: ANN001
         assert len(result.output.strip().splitlines()) == 1, result.output
 
 
+def test_a_batched_hf_sweep_is_refused_before_anything_is_written(runner, tmp_path: Path,  # noqa: ANN001
+                                                                  text_file: Path) -> None:
+    out = tmp_path / "run"
+    result = invoke(runner, "sweep", str(tiny_hf_spec(tmp_path, text_file)), "batch_trials=2", "--out", str(out))
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "batch_trials=2 stacks learning-rate trials of the built-in GPT, not model=hf" in result.output
+    assert not out.exists()
+
+
 def test_without_transformers_model_hf_says_how_to_install(runner, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setitem(sys.modules, "transformers", None)
     result = invoke(runner, "show", "model=hf")

@@ -53,6 +53,9 @@ def validate_trials(spec: Any) -> dict[str, Any]:
     checked: set[str] = set()
     for key in study_keys(spec):
         cfg = trial_config(spec, key, key.search.grid()[0])
+        if cfg.model.hf is not None and spec.batch_trials not in ("auto", 1):
+            raise UserError(f"batch_trials={spec.batch_trials} stacks learning-rate trials of the built-in GPT, not "
+                            f"model=hf (setup {key.setup})", "set batch_trials=1 (or auto)")
         tag = repr((cfg.data, cfg.train.seq_len))
         if tag not in checked:
             load_corpus(cfg.data, cfg.train.seq_len)

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Optional
 
+import optuna
 from optuna.trial import TrialState
 
 from ..errors import EXIT_USAGE, UserError
@@ -51,10 +52,9 @@ class Snapshot:
     best: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
-def prepare(spec: SweepSpec, opts: SweepOptions) -> int:
+def prepare(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseStorage) -> int:
     """Create every study, reap dead local workers' trials and queue the policies' first points. Returns
     the number of trials the sweep holds when done."""
-    storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat, check=True)
     total = 0
     for key in study_keys(spec):
         study = load_study(storage, key, opts.prefix)
@@ -68,9 +68,8 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> int:
     return total
 
 
-def snapshot(spec: SweepSpec, opts: SweepOptions, total: int) -> Snapshot:
+def snapshot(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseStorage, total: int) -> Snapshot:
     """Trials done, those running now, and the best finished loss per (setup, width)."""
-    storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
     snap = Snapshot(total=total)
     for key in study_keys(spec):
         study = load_study(storage, key, opts.prefix)
@@ -122,8 +121,10 @@ def _worker_entry(spec: SweepSpec, opts: SweepOptions) -> None:
 def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callable[[Snapshot], None]] = None,
               poll_seconds: float = 1.0) -> None:
     """Prepare the studies and run ``opts.workers`` workers (in this process when there is one)."""
-    total = prepare(spec, opts)
-    report = (lambda: on_progress(snapshot(spec, opts, total))) if on_progress else (lambda: None)
+    storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat, check=True)  # once: a database storage
+    # rides out an outage call by call, but opening a new one during it would fail
+    total = prepare(spec, opts, storage)
+    report = (lambda: on_progress(snapshot(spec, opts, storage, total))) if on_progress else (lambda: None)
     report()
     if opts.workers == 1:
         run_worker(spec, opts, on_event=lambda *_: report())

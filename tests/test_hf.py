@@ -267,6 +267,8 @@ def test_trainer_optimizer_follows_the_plan_and_the_schedule() -> None:
         scheduler.step()
         lrs.append(by_name["model.norm.weight"]["lr"] / peak["model.norm.weight"])
     assert lrs[0] == pytest.approx(1.0) and lrs[-1] == pytest.approx(0.125) and lrs == sorted(lrs, reverse=True)
+    constant, _ = trainer_optimizer(model, plan)  # the call: the plan's LRs, no schedule
+    assert all(group["lr"] == pytest.approx(plan.lr_of(group["name"])) for group in constant.param_groups)
 
 
 def tiny_hf_spec(tmp_path: Path, text_file: Path) -> Path:

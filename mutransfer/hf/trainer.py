@@ -4,7 +4,7 @@ as ``mutransfer train``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch import nn
@@ -17,19 +17,22 @@ from ..train.schedule import schedule_factor
 __all__ = ["trainer_optimizer"]
 
 
-def trainer_optimizer(model: nn.Module, plan: Plan, steps: int, *, warmup_frac: float = 0.1, schedule: str = "linear",
-                      min_lr_frac: float = 0.0, **overrides: Any) -> tuple[torch.optim.Optimizer,
-                                                                           torch.optim.lr_scheduler.LambdaLR]:
+def trainer_optimizer(model: nn.Module, plan: Plan, steps: Optional[int] = None, *, warmup_frac: float = 0.1,
+                      schedule: str = "linear", min_lr_frac: float = 0.0,
+                      **overrides: Any) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """The (optimizer, scheduler) pair that ``transformers.Trainer(optimizers=...)`` takes: the plan's optimizer
     (one group per parameter: its LR, Adam eps and update rule; ``overrides`` replace optimizer settings, e.g.
     ``weight_decay=0.1``) and a ``LambdaLR`` with ``mutransfer train``'s schedule over ``steps`` optimizer steps
     (warm-up, then linear / cosine / constant decay; Muon's ``scheduled`` shape factor follows the progress).
+    Without ``steps`` the LRs stay the plan's throughout (a constant schedule).
 
     The model must already carry the plan: initialised by it, and with its forward multipliers attached
     (``mutransfer.attach_multipliers``, a no-op under μP, whose multipliers are all 1)."""
-    if steps < 1:
+    if steps is not None and steps < 1:
         raise ValueError(f"steps={steps} must be the positive number of optimizer steps the Trainer will take")
     optimizer = build_optimizer(model, plan, **overrides)
+    if steps is None:
+        return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     timing = TrainConfig(steps=steps, warmup_frac=warmup_frac, schedule=schedule, min_lr_frac=min_lr_frac)
     set_progress = getattr(optimizer, "set_progress", None)
 

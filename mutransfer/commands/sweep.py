@@ -160,13 +160,14 @@ def _execute(screen: Any, spec: Any, opts: Any) -> int:
     from rich.live import Live
 
     from ..files import CURVES_FILE, DRIFT_PLOT, SUMMARY_FILE, TRIALS_FILE, transfer_plot
-    from ..sweep.runner import run_sweep, sigterm_as_interrupt
+    from ..sweep.interrupts import Interrupts
+    from ..sweep.runner import run_sweep
     from .display import SweepDisplay, summary_table, verdict_notes
 
     display = SweepDisplay()
     interrupted = 0
     try:
-        with sigterm_as_interrupt(), Live(display, console=screen, refresh_per_second=2, transient=False):
+        with Interrupts().catching(), Live(display, console=screen, refresh_per_second=2, transient=False):
             run_sweep(spec, opts, on_progress=display.update)
     except KeyboardInterrupt as exc:
         interrupted = interrupt_code(exc)
@@ -184,6 +185,6 @@ def _execute(screen: Any, spec: Any, opts: Any) -> int:
 
 def interrupt_code(exc: KeyboardInterrupt) -> int:
     """The exit code after an interruption: 143 for SIGTERM, 130 for Ctrl-C."""
-    from ..sweep.runner import Terminated
+    from ..sweep.interrupts import Terminated
 
     return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED

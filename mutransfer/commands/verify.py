@@ -69,7 +69,8 @@ def _execute(screen: Any, verification: Any, specs: Sequence[Any], storage: Opti
     import pandas as pd
     from rich.live import Live
 
-    from ..sweep.runner import run_sweep, sigterm_as_interrupt
+    from ..sweep.interrupts import Interrupts
+    from ..sweep.runner import run_sweep
     from ..sweep.storage import open_storage
     from ..sweep.tables import collect
     from ..sweep.worker import SweepOptions
@@ -82,7 +83,7 @@ def _execute(screen: Any, verification: Any, specs: Sequence[Any], storage: Opti
     store = open_storage(storage, run_dir)
     interrupted = 0
     try:
-        with sigterm_as_interrupt():
+        with Interrupts().catching():
             for spec in specs:
                 display = SweepDisplay()
                 with Live(display, console=screen, refresh_per_second=2, transient=False):

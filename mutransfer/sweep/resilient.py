@@ -20,6 +20,7 @@ import optuna
 from optuna.storages import RDBStorage
 
 from ..errors import UserError, redact
+from .interrupts import held
 
 __all__ = ["ResilientRDBStorage", "connection_lost", "OUTAGE_PATIENCE", "FIRST_BACKOFF", "MAX_BACKOFF"]
 
@@ -87,7 +88,8 @@ class ResilientRDBStorage(RDBStorage):
         delay, attempt = FIRST_BACKOFF, 0
         while True:
             try:
-                result = method(*args, **kwargs)
+                with held():
+                    result = method(*args, **kwargs)
                 if attempt:
                     print(f"warning: reconnected to the storage after {time.monotonic() - started:.0f} s",
                           file=sys.stderr, flush=True)

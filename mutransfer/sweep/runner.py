@@ -10,38 +10,20 @@ import os
 import signal
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Optional
+from typing import Callable, Optional
 
 import optuna
 from optuna.trial import TrialState
 
 from ..errors import EXIT_USAGE, UserError
+from .interrupts import Interrupts
 from .spec import SweepSpec
 from .storage import open_storage
 from .studies import RECORD_ATTR, enqueue_missing, live_trials, load_study, reap_abandoned, seed_of, study_keys
 from .worker import SweepOptions, run_worker
 
-__all__ = ["Snapshot", "prepare", "snapshot", "run_sweep", "Terminated", "sigterm_as_interrupt"]
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled as Ctrl-C is: running trials marked for a re-run, the tables written; exit 143."""
-
-
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated()
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Inside the block (main thread), SIGTERM raises ``Terminated``; the previous handler comes back after."""
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+__all__ = ["Snapshot", "prepare", "snapshot", "run_sweep"]
 
 
 @dataclass
@@ -107,10 +89,10 @@ def _worker_options(opts: SweepOptions, index: int) -> SweepOptions:
 
 def _worker_entry(spec: SweepSpec, opts: SweepOptions) -> None:
     _die_with_parent()
-    signal.signal(signal.SIGTERM, _raise_terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # a sweep started with `&` inherits SIGINT ignored
     try:
-        run_worker(spec, opts)
+        with Interrupts().catching():
+            run_worker(spec, opts)
     except KeyboardInterrupt:
         os._exit(130)
     except UserError as exc:

@@ -13,14 +13,49 @@ from pathlib import Path
 from typing import Optional
 
 import optuna
+from optuna.storages import JournalStorage
 
 from ..errors import UserError
+from .interrupts import held, storage_call
 from .resilient import ResilientRDBStorage
 
-__all__ = ["open_storage", "heartbeat_of", "repair_journal", "JOURNAL_FILE"]
+__all__ = ["open_storage", "heartbeat_of", "repair_journal", "HeldJournalStorage", "JOURNAL_FILE"]
 
 JOURNAL_FILE = "optuna.journal"
 MIN_SECRET = 4
+
+
+class HeldJournalStorage(JournalStorage):
+    """Optuna's ``JournalStorage`` whose calls Ctrl-C and SIGTERM never cut half-way (``interrupts.held``): its
+    file lock and its replay of the log are not safe against an exception raised inside them."""
+
+    create_new_study = storage_call(JournalStorage.create_new_study)
+    delete_study = storage_call(JournalStorage.delete_study)
+    set_study_user_attr = storage_call(JournalStorage.set_study_user_attr)
+    set_study_system_attr = storage_call(JournalStorage.set_study_system_attr)
+    get_study_id_from_name = storage_call(JournalStorage.get_study_id_from_name)
+    get_study_name_from_id = storage_call(JournalStorage.get_study_name_from_id)
+    get_study_directions = storage_call(JournalStorage.get_study_directions)
+    get_study_user_attrs = storage_call(JournalStorage.get_study_user_attrs)
+    get_study_system_attrs = storage_call(JournalStorage.get_study_system_attrs)
+    get_all_studies = storage_call(JournalStorage.get_all_studies)
+    create_new_trial = storage_call(JournalStorage.create_new_trial)
+    set_trial_param = storage_call(JournalStorage.set_trial_param)
+    get_trial_id_from_study_id_trial_number = storage_call(JournalStorage.get_trial_id_from_study_id_trial_number)
+    get_trial_number_from_id = storage_call(JournalStorage.get_trial_number_from_id)
+    get_trial_param = storage_call(JournalStorage.get_trial_param)
+    set_trial_state_values = storage_call(JournalStorage.set_trial_state_values)
+    set_trial_intermediate_value = storage_call(JournalStorage.set_trial_intermediate_value)
+    set_trial_user_attr = storage_call(JournalStorage.set_trial_user_attr)
+    set_trial_system_attr = storage_call(JournalStorage.set_trial_system_attr)
+    get_trial = storage_call(JournalStorage.get_trial)
+    get_all_trials = storage_call(JournalStorage.get_all_trials)
+    get_n_trials = storage_call(JournalStorage.get_n_trials)
+    get_best_trial = storage_call(JournalStorage.get_best_trial)
+    get_trial_params = storage_call(JournalStorage.get_trial_params)
+    get_trial_user_attrs = storage_call(JournalStorage.get_trial_user_attrs)
+    get_trial_system_attrs = storage_call(JournalStorage.get_trial_system_attrs)
+    check_trial_is_updatable = storage_call(JournalStorage.check_trial_is_updatable)
 
 
 def open_storage(url: Optional[str], run_dir: Path, heartbeat: int = 10,
@@ -40,7 +75,7 @@ def open_storage(url: Optional[str], run_dir: Path, heartbeat: int = 10,
         if check and path.is_file():
             repair_journal(path)
         backend = optuna.storages.journal.JournalFileBackend(str(path))
-        return optuna.storages.JournalStorage(backend)
+        return HeldJournalStorage(backend)
     engine_url = "postgresql+psycopg://" + url[len("postgresql://"):] if url.startswith("postgresql://") else url
     engine = {"connect_args": {"connect_timeout": 5}} if engine_url.startswith("postgresql") else None
     for attempt in range(4):
@@ -76,27 +111,29 @@ def repair_journal(path: Path) -> None:
     same line and make every later read fail. A damaged record before the last one cannot be dropped without
     losing what follows: refused in one line."""
     lock = optuna.storages.journal.JournalFileSymlinkLock(str(path))
-    lock.acquire()
-    try:
-        data = path.read_bytes()
-        lines = data.split(b"\n")
-        complete, tail = lines[:-1], lines[-1]
-        for number, line in enumerate(complete, start=1):
-            try:
-                json.loads(line)
-            except ValueError:
-                raise UserError(f"journal {path} is damaged at record {number} of {len(complete)}",
-                                "restore it from a backup, or move it aside and rerun the sweep to start afresh "
-                                "(mutransfer export can rebuild the tables from an intact copy)") from None
-        if tail:
-            backup = path.with_name(f"{path.name}.damaged-{int(time.time())}")
-            shutil.copyfile(path, backup)
-            with path.open("r+b") as handle:
-                handle.truncate(len(data) - len(tail))
-            print(f"warning: journal {path} ended in a record cut mid-write ({len(tail)} bytes); dropped it (the "
-                  f"original is kept as {backup.name}); its trial is re-run like any unfinished one", file=sys.stderr)
-    finally:
-        lock.release()
+    with held():  # the lock is not safe against an exception raised inside acquire or release
+        lock.acquire()
+        try:
+            data = path.read_bytes()
+            lines = data.split(b"\n")
+            complete, tail = lines[:-1], lines[-1]
+            for number, line in enumerate(complete, start=1):
+                try:
+                    json.loads(line)
+                except ValueError:
+                    raise UserError(f"journal {path} is damaged at record {number} of {len(complete)}",
+                                    "restore it from a backup, or move it aside and rerun the sweep to start "
+                                    "afresh (mutransfer export can rebuild the tables from an intact copy)") from None
+            if tail:
+                backup = path.with_name(f"{path.name}.damaged-{int(time.time())}")
+                shutil.copyfile(path, backup)
+                with path.open("r+b") as handle:
+                    handle.truncate(len(data) - len(tail))
+                print(f"warning: journal {path} ended in a record cut mid-write ({len(tail)} bytes); dropped it "
+                      f"(the original is kept as {backup.name}); its trial is re-run like any unfinished one",
+                      file=sys.stderr)
+        finally:
+            lock.release()
 
 
 def _passwords(url: str) -> set[str]:

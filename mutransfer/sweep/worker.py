@@ -217,8 +217,11 @@ class Worker:
             self._train(study, key, claimed, pending)
         except KeyboardInterrupt:
             for trial in pending.values():
-                trial.set_user_attr("status", "interrupted")
-                study.tell(trial, state=TrialState.FAIL)
+                try:
+                    trial.set_user_attr("status", "interrupted")
+                except optuna.exceptions.UpdateFinishedTrialError:
+                    continue  # told its result just before the signal
+                study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
             raise
         for _, x in claimed:
             self._event("end", key, x)

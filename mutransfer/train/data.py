@@ -40,6 +40,15 @@ class Corpus:
         return {"source": self.source, "size_bytes": self.size_bytes, "sha256": self.sha256,
                 "vocab_size": self.vocab_size, "train_tokens": len(self.train), "val_tokens": len(self.val)}
 
+    def headline(self) -> str:
+        """One line naming the corpus for a run's header and the dry run: source, size, digest, split sizes."""
+        return (f"corpus {self.source} · {_megabytes(self.size_bytes)} · sha256 {self.sha256[:12]} · "
+                f"{len(self.train):,} train / {len(self.val):,} val tokens")
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size:,} bytes"
+
 
 def stdlib_files() -> list[Path]:
     """The interpreter's standard-library ``.py`` files, sorted, without site-packages and test packages."""

@@ -5,9 +5,10 @@ run, so ``--help`` stays fast."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, List, Optional, TypeVar
+from typing import Any, Callable, List, Optional, TypeVar
 
 import typer
+from typer.core import TyperCommand
 
 from .errors import EXIT_USAGE, NO_SPACE, UserError, write_failure
 
@@ -70,9 +71,21 @@ def train(
     _guarded(lambda: command.run(overrides or [], out, config))
 
 
-@app.command()
+class _SweepCommand(TyperCommand):
+    """``sweep --help`` names every shipped spec, read from ``sweeps/`` when the help is shown (not at import)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from .sweep.spec import shipped_specs
+
+        for param in self.params:
+            if param.name == "spec":
+                param.help = f"Sweep spec: a YAML path or a shipped name ({', '.join(shipped_specs())})."
+        super().format_help(ctx, formatter)
+
+
+@app.command(cls=_SweepCommand)
 def sweep(
-    spec: Optional[str] = typer.Argument(None, help="Sweep spec: a YAML path or a shipped name (default, smoke, gpu, factorial)."),
+    spec: Optional[str] = typer.Argument(None, help="Sweep spec: a YAML path or a shipped name."),
     overrides: Optional[List[str]] = typer.Argument(None, help="Spec keys (widths=[64,128]) or config overrides."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<spec name>)."),
     storage: Optional[str] = typer.Option(None, "--storage", envvar=STORAGE_ENV,

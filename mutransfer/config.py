@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
+import typing
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .errors import UserError
+from .errors import UserError, closest, did_you_mean
 from .schema import FAMILIES, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, family_of
 from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
 
@@ -60,14 +62,12 @@ def _translate(exc: BaseException) -> UserError:
     missing_group = re.search(r"Could not find '([\w]+)/([^']+)'", text)
     if missing_group:
         group, name = missing_group.groups()
-        options = ", ".join(group_options(group)) if (config_dir() / group).is_dir() else ""
-        return UserError(f"unknown {group} '{name}'", f"choose one of: {options}")
-    if "not in struct" in text or "Key '" in text and "not in" in text:
-        key = re.search(r"Key '([^']+)'", text)
-        name = key.group(1) if key else "?"
-        full = re.search(r"full_key: (\S+)", text)
-        where = full.group(1) if full else name
-        return UserError(f"unknown config key '{where}'", "check the spelling; `mutransfer show` lists the config")
+        options = group_options(group) if (config_dir() / group).is_dir() else []
+        return UserError(f"unknown {group} '{name}'",
+                         f"{did_you_mean(name, options)}choose one of: {', '.join(options)}")
+    where = _missing_key(text) or (_missing_key(str(exc.__cause__)) if exc.__cause__ is not None else None)
+    if where is not None:
+        return _unknown_key(where)
     if text.startswith("Error merging override") and exc.__cause__ is not None:
         return UserError(f"bad value: {_one_line(exc.__cause__)}", "give a value of the type this key expects")
     if "Could not override" in text or "Could not append" in text:
@@ -76,9 +76,45 @@ def _translate(exc: BaseException) -> UserError:
         detail = _one_line(exc.__cause__) if exc.__cause__ else ""
         return UserError(f"bad override '{where}'" + (f" ({detail})" if detail else ""),
                          "use key=value with a key that exists, e.g. model.width=256")
-    if "mismatched input" in text or "no viable alternative" in text or "extraneous input" in text:
+    if any(word in text for word in ("mismatched input", "no viable alternative", "extraneous input", "NoViableAlt")):
         return UserError(f"cannot parse override: {text.splitlines()[0]}", "write overrides as key=value")
     return UserError(_one_line(exc), "fix the value named above")
+
+
+def _missing_key(text: str) -> Optional[str]:
+    """The key an OmegaConf "not in struct" / "not in 'ModelConfig'" message names (its full key), or None."""
+    if "not in struct" not in text and not ("Key '" in text and "not in" in text):
+        return None
+    full = re.search(r"full_key: (\S+)", text) or re.search(r"Key '([^']+)'", text)
+    return full.group(1) if full else "?"
+
+
+@functools.cache
+def _schema_fields(schema: Any) -> dict[str, Any]:
+    """A schema dataclass's field names → the dataclass each holds (through ``Optional``), None for a value or a
+    free-form mapping."""
+    hints = typing.get_type_hints(schema)
+    return {f.name: next((t for t in (hints[f.name], *typing.get_args(hints[f.name])) if dataclasses.is_dataclass(t)),
+                         None) for f in dataclasses.fields(schema)}
+
+
+def _unknown_key(where: str) -> UserError:
+    """``unknown config key`` with the closest valid dotted key (each unknown part replaced by its closest
+    sibling, difflib), or how to see every key when none is close."""
+    schema: Any = Config
+    guess: list[str] = []
+    for part in where.split("."):
+        fields = _schema_fields(schema) if schema is not None else {}
+        match = part if part in fields else closest(part, fields)
+        if match is None:
+            guess = []
+            break
+        guess.append(match)
+        schema = fields[match]
+    if guess and ".".join(guess) != where:
+        return UserError(f"unknown config key '{where}'", f"did you mean '{'.'.join(guess)}'?")
+    return UserError(f"unknown config key '{where}'",
+                     "check the spelling; `mutransfer show --config` prints the config")
 
 
 def _store_schema() -> None:
@@ -123,14 +159,13 @@ def _refuse_unknown_keys(tree: Any, schema: Any, prefix: str) -> None:
     """``+key=value`` bypasses Hydra's struct check: compare the composed tree with the dataclasses."""
     if not isinstance(tree, dict):
         return
-    fields = {f.name: f for f in dataclasses.fields(schema)}
+    fields = _schema_fields(schema)
     for key, value in tree.items():
         where = f"{prefix}.{key}" if prefix else str(key)
         if key not in fields:
-            raise UserError(f"unknown config key '{where}'", "check the spelling; `mutransfer show --config` prints the config")
-        sub = fields[key].default_factory if fields[key].default_factory is not dataclasses.MISSING else None
-        if sub is not None and dataclasses.is_dataclass(sub):
-            _refuse_unknown_keys(value, sub, where)
+            raise _unknown_key(where)
+        if fields[key] is not None:
+            _refuse_unknown_keys(value, fields[key], where)
 
 
 def config_from_dict(data: Any, overrides: Sequence[str] = (), where: str = "config") -> Config:
@@ -138,6 +173,8 @@ def config_from_dict(data: Any, overrides: Sequence[str] = (), where: str = "con
 
     Group switches (``optimizer=adamw``) are not available here: the saved config is already resolved."""
     from omegaconf import OmegaConf
+
+    from .yamldoc import YAMLBoundError, check_yaml_bounds
 
     if not isinstance(data, dict):
         raise UserError(f"{where} is not a config mapping", "pass a config.yaml or transfer file written by mutransfer")
@@ -147,6 +184,10 @@ def config_from_dict(data: Any, overrides: Sequence[str] = (), where: str = "con
         if item.split("=", 1)[0] in GROUPS:
             raise UserError(f"override '{item}' switches a config group",
                             "with --config only single keys can change, e.g. train.steps=300")
+        try:
+            check_yaml_bounds(item.split("=", 1)[1])  # OmegaConf parses each value as a YAML document
+        except YAMLBoundError as exc:
+            raise UserError(f"override '{item.split('=', 1)[0]}': {exc.problem}", exc.fix) from None
     try:
         _refuse_unknown_keys(data, Config, "")
         merged = OmegaConf.merge(OmegaConf.structured(Config), data, OmegaConf.from_dotlist(list(overrides)))
@@ -227,7 +268,8 @@ def _check_ranges(node: Any, prefix: str) -> None:
 
 def _check_choice(key: str, value: str, options: Sequence[str]) -> None:
     if value not in options:
-        raise UserError(f"unknown {key} '{value}'", f"choose one of: {', '.join(options)}")
+        raise UserError(f"unknown {key} '{value}'",
+                        f"{did_you_mean(value, options)}choose one of: {', '.join(options)}")
 
 
 def _check_rule(key: str, text: str) -> None:
@@ -302,6 +344,10 @@ def validate(cfg: Config) -> None:
     if m.factory is not None and (":" not in m.factory or not m.roles):
         raise UserError(f"model.factory='{m.factory}' needs the form 'package.module:function' and model.roles",
                         "e.g. model: {factory: 'mypkg.models:make', roles: {'*': hidden}}")
+    if cfg.data.kind == "stdlib" and cfg.data.path:
+        raise UserError(f"data.path={cfg.data.path} is set but data=stdlib ignores it",
+                        "add data=text (a file read as bytes) or data=tokens data.vocab_size=V (a uint16 .bin token "
+                        "file)")
     if cfg.data.kind in ("text", "tokens") and not cfg.data.path:
         raise UserError(f"data={cfg.data.kind} needs data.path", "add data.path=FILE")
     if cfg.data.kind == "tokens" and cfg.data.vocab_size is None:

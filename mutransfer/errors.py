@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import errno
 import re
+from typing import Iterable
 
-__all__ = ["UserError", "EXIT_USAGE", "redact", "write_failure", "NO_SPACE"]
+__all__ = ["UserError", "EXIT_USAGE", "redact", "write_failure", "closest", "did_you_mean", "NO_SPACE"]
 
 URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@\s]*@")
 
@@ -28,6 +30,18 @@ class UserError(Exception):
         if self.hint:
             text = f"{text}; {' '.join(self.hint.split())}"
         return redact(text)
+
+
+def closest(word: str, options: Iterable[str]) -> str | None:
+    """The option most like ``word`` (``difflib``'s ratio ≥ 0.6), or None when none is close."""
+    matches = difflib.get_close_matches(word, list(options), n=1)
+    return matches[0] if matches else None
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """``"did you mean 'adamw'? "`` for the option closest to ``word``, or ``""``: the start of a hint."""
+    match = closest(word, options)
+    return f"did you mean '{match}'? " if match else ""
 
 
 def redact(text: str) -> str:

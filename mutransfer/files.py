@@ -46,6 +46,7 @@ __all__ = [
     "write_csv",
     "new_run_dir",
     "claim_run_dir",
+    "first_difference",
     "latest_run",
 ]
 
@@ -181,13 +182,17 @@ def read_user_text(path: Path, what: str) -> str:
 
 
 def load_yaml(path: Path, what: str) -> Any:
-    """A YAML (or JSON) file's document, loaded safely (no code runs); one line naming the file and the line
-    of a syntax error."""
+    """A YAML (or JSON) file's document, loaded safely (no code runs, aliases and nesting bounded: ``yamldoc``);
+    one line naming the file and the line of a syntax error or the bound it passes."""
     import yaml
+
+    from .yamldoc import YAMLBoundError, parse_yaml
 
     text = read_user_text(path, what)
     try:
-        return yaml.safe_load(text)
+        return parse_yaml(text)
+    except YAMLBoundError as exc:
+        raise UserError(f"{what} {path}: {exc.problem}", exc.fix) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""
@@ -199,17 +204,49 @@ def claim_run_dir(run_dir: Path, fingerprint: str, text: str) -> None:
     """Write the sweep's config.yaml, or refuse when the directory already holds a different sweep."""
     import yaml
 
+    from .yamldoc import parse_yaml
+
     path = run_dir / CONFIG_FILE
     if path.exists():
         try:
-            existing = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            existing = parse_yaml(path.read_text(encoding="utf-8")) or {}
         except (yaml.YAMLError, UnicodeDecodeError):
             existing = {}
-        if not isinstance(existing, dict) or existing.get("fingerprint") != fingerprint:
-            raise UserError(f"{run_dir} holds a different sweep (its config.yaml differs from this spec and config)",
+        if not isinstance(existing, dict) or existing.get("kind") != "sweep":
+            raise UserError(f"{run_dir} holds a run that is not a sweep (its config.yaml has no sweep record)",
+                            "use a new --out directory")
+        if existing.get("fingerprint") != fingerprint:
+            change = first_difference(existing, parse_yaml(text))
+            raise UserError(f"{run_dir} holds a different sweep: {change or 'its config.yaml differs'}",
                             "use a new --out directory, or rerun with the same spec and overrides to resume")
         return
     atomic_write_text(path, text)
+
+
+ABSENT = "(absent)"
+"""How ``first_difference`` shows a key or list element that one side does not have."""
+
+
+def first_difference(old: Any, new: Any, where: str = "") -> Optional[str]:
+    """The first field (in ``new``'s order, then ``old``'s) whose value differs, as ``spec.widths: [32, 64] →
+    [32, 64, 128]``: short lists whole, long ones element by element; None when equal. The top-level fingerprint
+    is skipped (it differs whenever anything does)."""
+    if old == new:
+        return None
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = [k for k in [*new, *(k for k in old if k not in new)] if where or k != "fingerprint"]
+        pairs = [(f"{where}.{k}" if where else str(k), old.get(k, ABSENT), new.get(k, ABSENT)) for k in keys]
+    elif isinstance(old, list) and isinstance(new, list) and len(_shown(old, None) + _shown(new, None)) > 80:
+        pairs = [(f"{where}[{i}]", old[i] if i < len(old) else ABSENT, new[i] if i < len(new) else ABSENT)
+                 for i in range(max(len(old), len(new)))]
+    else:
+        return f"{where}: {_shown(old)} → {_shown(new)}"
+    return next(filter(None, (first_difference(a, b, name) for name, a, b in pairs)), None)
+
+
+def _shown(value: Any, limit: Optional[int] = 60) -> str:
+    text = value if value is ABSENT else json.dumps(value, default=str, ensure_ascii=False)
+    return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
 
 
 def latest_run(root: Path = Path("runs")) -> Path:

@@ -56,6 +56,26 @@ def spec_file(tmp_path: Path, text_file: Path) -> Path:
     return path
 
 
+def write_edge_spec(folder: Path, text_file: Path) -> Path:
+    """1 setup × 1 width × 3 LRs far below the optimum: the best point sits on the upper edge, so the grid
+    extends twice past the policy's budget (5 trials of a tiny model)."""
+    spec = {"name": "edge", "widths": [32], "seeds": [0],
+            "setups": {"mup_muon": {"overrides": ["parametrization=mup", "optimizer=muon"]}},
+            "search": {"key": "optimizer.lr", "log2_min": -14, "log2_max": -10, "step": 2, "sampler": "grid",
+                       "extend": True, "extend_max": 4, "noise_seeds": 0},
+            "overrides": ["model.depth=1", "parametrization.base_width=32", "train.steps=4", "train.batch_size=4",
+                          "train.seq_len=32", "train.eval_every=4", "train.eval_batches=2", "data=text",
+                          f"data.path={text_file}"]}
+    path = folder / "edge.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+@pytest.fixture()
+def edge_spec(tmp_path: Path, text_file: Path) -> Path:
+    return write_edge_spec(tmp_path, text_file)
+
+
 @pytest.fixture()
 def runner() -> CliRunner:
     return CliRunner()

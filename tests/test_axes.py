@@ -113,7 +113,7 @@ def test_a_horizon_sweep_measures_beta_and_transfer_and_verify_take_steps(runner
     long = invoke(runner, "transfer", "--width", "128", "--steps", "64", "--from", str(run),
                   "--out", str(tmp_path / "b.yaml"))
     assert base.exit_code == 0 and long.exit_code == 0, long.output
-    assert long.output.lstrip().startswith("prediction at width 128, steps 64: log2 η* =")
+    assert long.output.splitlines()[1].startswith("prediction at width 128, steps 64: log2 η* =")
     a, b = (yaml.safe_load((tmp_path / f).read_text()) for f in ("a.yaml", "b.yaml"))
     assert b["config"]["train"]["steps"] == 64 and a["config"]["train"]["steps"] == 8
     assert b["prediction"]["half_width"] > a["prediction"]["half_width"]

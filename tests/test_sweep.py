@@ -278,7 +278,7 @@ def test_the_grid_extends_past_an_edge_and_noise_probes_fill_the_window(runner: 
     interval it holds; a rerun trains nothing more."""
     out = tmp_path / "run"
     words = ["sweep", str(spec_file), "--out", str(out), "search.extend=true", "search.extend_max=4",
-             "search.noise_seeds=2", "setups.mup_muon.search.log2_max=-4"]
+             "search.noise_seeds=2", "setups.mup_muon.search.log2_min=-8", "setups.mup_muon.search.log2_max=-4"]
     result = runner.invoke(app, words)
     assert result.exit_code == 0, result.output
     trials = pd.read_csv(out / "trials.csv")

@@ -240,7 +240,8 @@ def test_transfer_prints_and_writes_a_predicted_range(runner: CliRunner, sweep_d
         result = invoke(runner, "transfer", "--width", str(width), "--from", str(sweep_dir), "--setup", "mup_muon",
                         "--out", str(out), "--tolerance", tolerance)
         assert result.exit_code == 0, result.output
-        assert result.output.lstrip().startswith(f"prediction at width {width}: log2 η* =")
+        first, second = result.output.splitlines()[:2]
+        assert first == f"transfer from {sweep_dir}" and second.startswith(f"prediction at width {width}: log2 η* =")
         docs[width] = yaml.safe_load(out.read_text())
     far, near = docs[4096]["prediction"], docs[256]["prediction"]
     lo, hi = far["interval"]

@@ -6,7 +6,12 @@ import math
 import sys
 from typing import Any
 
-__all__ = ["console", "format_number", "positive_number", "positive_integer", "warn_model"]
+__all__ = ["console", "format_number", "positive_number", "positive_integer", "warn_model", "condition_changes",
+           "warn_conditions", "CONDITION_KEYS"]
+
+CONDITION_KEYS = ("train.steps", "train.batch_size", "train.seq_len", "model.depth", "data.kind", "data.path",
+                  "data.vocab_size", "data.val_fraction")
+"""What a learning rate was chosen at besides width: horizon, batch, depth and data."""
 
 
 def console(log_width: int = 140, stderr: bool = False) -> Any:
@@ -59,3 +64,22 @@ def warn_model(cfg: Any) -> None:
     warning = attention_scale_warning(cfg.model, cfg.parametrization.base_width)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
+
+
+def condition_changes(before: Any, after: Any) -> list[str]:
+    """``key: old → new`` for each of ``CONDITION_KEYS`` where config ``after`` differs from ``before``."""
+    def value(cfg: Any, key: str) -> Any:
+        group, name = key.split(".")
+        return getattr(getattr(cfg, group), name)
+
+    return [f"{key}: {value(before, key)} → {value(after, key)}" for key in CONDITION_KEYS
+            if value(before, key) != value(after, key)]
+
+
+def warn_conditions(changes: list[str], against: str, fix: str = "") -> None:
+    """One warning on stderr when a run's horizon, batch, depth or data differ from those its learning rate was
+    chosen at (``against`` names that source), e.g. ``train --config`` and ``verify``."""
+    if changes:
+        print(f"warning: {', '.join(dict.fromkeys(changes))} against {against}; learning rates are not known to "
+              f"transfer across training horizon, batch size, depth or data without further evidence{fix}",
+              file=sys.stderr)

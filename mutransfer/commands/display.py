@@ -1,19 +1,23 @@
-"""Rich renderables for the CLI: sweep progress and the optimum/verdict table. Presentation only."""
+"""Rich renderables for the CLI: sweep progress (a live display on a terminal, one line per finished trial in a
+log) and the optimum/verdict table. Presentation only."""
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Any, Optional, Sequence
+from contextlib import nullcontext
+from typing import Any, ContextManager, Optional, Sequence
 
 from rich.console import Group
+from rich.live import Live
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from ..analysis.summary import axis_entry
 from ..schema import axis_named
 
-__all__ = ["SweepDisplay", "summary_table", "verdict_notes", "format_bound", "format_interval"]
+__all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "verdict_notes",
+           "format_bound", "format_interval"]
 
 
 class SweepDisplay:
@@ -43,6 +47,46 @@ class SweepDisplay:
             table.add_row(setup, *[f"{self.best[(setup, w)]:.4f}" if (setup, w) in self.best else "-" for w in widths])
         running = "running: " + ("; ".join(self.running[:4]) if self.running else "-")
         return Group(self.progress, running, table)
+
+
+def progress_view(screen: Any) -> tuple[Any, ContextManager[Any]]:
+    """A sweep's progress on ``screen`` (its ``update`` takes each snapshot) and the context to run the sweep in:
+    a live display on a terminal, one line per finished trial otherwise."""
+    if screen.is_terminal:
+        display = SweepDisplay()
+        return display, Live(display, console=screen, refresh_per_second=2, transient=False)
+    return TrialLog(screen), nullcontext()
+
+
+class TrialLog:
+    """Progress off a terminal: one plain line per trial as it finishes (no live frames, no colour). The first
+    snapshot, taken before any training, is the baseline: trials finished by earlier runs are not listed."""
+
+    def __init__(self, screen: Any) -> None:
+        self.screen = screen
+        self.last: Optional[Any] = None
+
+    def update(self, snap: Any) -> None:
+        for line in trial_lines(self.last, snap) if self.last is not None else []:
+            self.screen.print(line, markup=False, highlight=False, soft_wrap=True)
+        self.last = snap
+
+
+def trial_lines(before: Optional[Any], after: Any) -> list[str]:
+    """The log lines of the trials in snapshot ``after`` that were not finished in ``before`` (None: none were),
+    each with the count of finished trials once it is in: the last line's count is ``after.done``."""
+    seen = {(t.study, t.number) for t in before.finished} if before is not None else set()
+    new = [t for t in after.finished if (t.study, t.number) not in seen]
+    first = after.done - len(new)
+    return [trial_line(trial, first + i + 1, after.total) for i, trial in enumerate(new)]
+
+
+def trial_line(trial: Any, count: int, total: int) -> str:
+    """``12/40 · mup_muon · width 64 · seed 0 · log2_lr -6.00 (lr 0.0156) · loss 4.1234 · ok · 3.21 s``."""
+    lr = f" (lr {trial.lr:.4g})" if isinstance(trial.lr, (int, float)) else ""
+    seconds = f"{trial.seconds:.2f} s" if trial.seconds is not None else "- s"
+    return " · ".join([f"{count:>{len(str(total))}}/{total}", trial.setup, trial.point, f"seed {trial.seed}",
+                       f"{trial.column} {trial.x:.2f}{lr}", f"loss {_number(trial.loss, 4)}", trial.status, seconds])
 
 
 def _point_order(where: str) -> tuple[int, ...]:

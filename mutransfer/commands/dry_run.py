@@ -1,51 +1,81 @@
-"""``mutransfer sweep --dry-run``: studies, trials, tokens and FLOPs per trial, and a measured time estimate."""
+"""``mutransfer sweep --dry-run``: the corpus, studies, trials (grid, probes, expected extension), tokens and FLOPs
+per trial, and a time estimate measured on this machine with its range (``sweep.estimate``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from rich.console import Group
 from rich.table import Table
 
 from ..model.build import model_plan
-from ..sweep.spec import SweepSpec
-from ..sweep.spec import Point
-from ..sweep.studies import study_keys
+from ..schema import Config
+from ..sweep.estimate import PointEstimate, SweepEstimate
+from ..sweep.spec import Point, SweepSpec
+from ..sweep.studies import StudyKey, study_keys
 from ..sweep.trial import trial_config, trials_per_batch
-from ..train.data import vocab_size
-from ..train.timing import measure_step
+from ..train.data import load_corpus, vocab_size
+from ..train.timing import measure_trial
 
-__all__ = ["dry_run_table"]
+__all__ = ["dry_run_table", "estimate_sweep"]
 
 
-def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Table:
-    table = Table(title=f"sweep {spec.name}: plan ({workers} worker(s) × {threads} thread(s))")
+def _flops(cfg: Config, tokens: int) -> float:
+    plan = model_plan(cfg, vocab_size(cfg.data))
+    matmul = sum(p.shape[0] * p.shape[1] for p in plan.params if p.role in ("hidden", "readout"))
+    return 6 * matmul * tokens + 12 * cfg.model.depth * cfg.train.seq_len * cfg.model.width * tokens
+
+
+def _middle_config(spec: SweepSpec, key: StudyKey, threads: int) -> Config:
+    grid = key.search.grid()
+    return trial_config(spec, key, grid[len(grid) // 2], (f"train.threads={threads}",))
+
+
+def estimate_sweep(spec: SweepSpec, workers: int, threads: int) -> SweepEstimate:
+    """Every (setup, point) of ``spec`` at its grid's middle value, each model shape measured once on this machine
+    (points that differ only in their horizon share one measurement)."""
+    groups: dict[tuple[str, Point], list[StudyKey]] = {}
+    for key in study_keys(spec):
+        groups.setdefault((key.setup, key.point), []).append(key)
+    points, costs = [], {}
+    first = _middle_config(spec, next(iter(groups.values()))[0], threads)
+    measure_trial(first, min_steps=2, max_steps=2, budget_seconds=0.0)  # the process's first model pays torch's start-up
+    for keys in groups.values():
+        cfg = _middle_config(spec, keys[0], threads)
+        batch = trials_per_batch(spec.batch_trials, keys[0], cfg)
+        shape = repr((replace(cfg, train=replace(cfg.train, steps=1, seed=0, eval_every=0)), batch))
+        if shape not in costs:
+            costs[shape] = measure_trial(cfg, trials=batch)
+        points.append(PointEstimate.of(keys, batch, cfg.train.steps, cfg.train.eval_every, costs[shape]))
+    return SweepEstimate(tuple(points), workers)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:,.1f} min"
+
+
+def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
+    """The corpus line(s), the plan table and the time estimate with its range."""
+    estimate = estimate_sweep(spec, workers, threads)
     extra = spec.swept()[1:]
-    for column in ("setup", "width", *extra, "studies", "trials", "tokens/trial", "GFLOP/trial", "batch", "s/step",
-                   "est. s/trial"):
+    table = Table(title=f"sweep {spec.name}: plan ({workers} worker(s) × {threads} thread(s))")
+    for column in ("setup", "width", *extra, "studies", "trials", "+ext.", "tokens/trial", "GFLOP/trial", "batch",
+                   "s/step", "est. s/trial"):
         table.add_column(column, justify="left" if column == "setup" else "right")
-    total_trials, total_seconds = 0, 0.0
-    seen: set[tuple[str, Point]] = set()
-    keys = study_keys(spec)
-    for key in keys:
-        if (key.setup, key.point) in seen:
-            continue
-        seen.add((key.setup, key.point))
-        group = [k for k in keys if (k.setup, k.point) == (key.setup, key.point)]
-        trials = sum(k.policy().budget() for k in group)
-        cfg = trial_config(spec, key, key.search.grid()[len(key.search.grid()) // 2],
-                           (f"train.threads={threads}",))
-        plan = model_plan(cfg, vocab_size(cfg.data))
+    corpora: dict[str, str] = {}
+    for point in estimate.points:
+        cfg = _middle_config(spec, point.key, threads)
+        tag = repr((cfg.data, cfg.train.seq_len))
+        if tag not in corpora:
+            corpora[tag] = load_corpus(cfg.data, cfg.train.seq_len).headline()
         tokens = cfg.train.steps * cfg.train.batch_size * cfg.train.seq_len
-        matmul = sum(p.shape[0] * p.shape[1] for p in plan.params if p.role in ("hidden", "readout"))
-        flops = 6 * matmul * tokens + 12 * cfg.model.depth * cfg.train.seq_len * cfg.model.width * tokens
-        batch = trials_per_batch(spec.batch_trials, key, cfg)
-        per_step = measure_step(cfg, trials=batch)
-        per_trial = per_step / batch * cfg.train.steps * (1 + cfg.train.eval_batches / max(1, cfg.train.eval_every or
-                                                                                    cfg.train.steps) / 3)
-        total_trials += trials
-        total_seconds += trials * per_trial
-        coordinates = [str(getattr(key.point, axis)) for axis in extra]
-        table.add_row(key.setup, str(key.width), *coordinates, str(len(group)), str(trials), f"{tokens:,}", f"{flops / 1e9:,.1f}",
-                      str(batch), f"{per_step:.3f}", f"{per_trial:,.1f}")
-    table.caption = (f"{total_trials} trials, estimated wall time {total_seconds / workers / 60:,.1f} min "
-                     f"with {workers} worker(s) (from a 3-step warm-up on this machine; s/step is one step of "
-                     "'batch' stacked trials)")
-    return table
+        coordinates = [str(getattr(point.key.point, axis)) for axis in extra]
+        table.add_row(point.key.setup, str(point.key.width), *coordinates, str(point.studies), str(point.trials),
+                      f"{point.extension:.1f}", f"{tokens:,}", f"{_flops(cfg, tokens) / 1e9:,.1f}", str(point.batch),
+                      f"{point.cost.step:.3f}", f"{point.seconds_per_trial():,.1f}")
+    low, high = estimate.wall_seconds("low"), estimate.wall_seconds("high")
+    table.caption = (f"{estimate.trials('low'):.0f} trials (grid, noise probes, anchors) + {estimate.trials() - estimate.trials('low'):.1f} "
+                     f"expected from grid extension; estimated wall time {_minutes(estimate.wall_seconds())} "
+                     f"(range {_minutes(low)} – {_minutes(high)}) with {workers} worker(s), measured on this machine "
+                     "now: a busy machine measures slow steps and runs slower")
+    return Group(*corpora.values(), table)

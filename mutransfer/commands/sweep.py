@@ -1,14 +1,17 @@
-"""``mutransfer sweep``: validate everything, claim the run directory, run the workers with a live display,
-then write the tables, summary and plots (also after Ctrl-C)."""
+"""``mutransfer sweep``: validate everything, claim the run directory, run the workers with a live display (one
+line per finished trial off a terminal), then write the tables, summary and plots (also after Ctrl-C) and name
+the next command."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..errors import UserError
 
-__all__ = ["run", "split_spec", "resolve_workers", "validate_trials", "finalize", "precheck", "EXIT_INTERRUPTED",
+__all__ = ["run", "split_spec", "resolve_workers", "validate_trials", "finalize", "precheck", "next_step",
+           "corpus_lines", "EXIT_INTERRUPTED",
            "EXIT_TERMINATED", "interrupt_code",
            "DEFAULT_SPEC"]
 
@@ -44,22 +47,31 @@ def resolve_workers(workers: str, threads: int) -> tuple[Optional[int], int]:
     return count, threads or max(1, available_cores() // count)
 
 
-def validate_trials(spec: Any) -> dict[str, Any]:
-    """Compose every (setup, width) config once so a bad override or width fails before any training."""
+def validate_trials(spec: Any, warned: Optional[set[str]] = None) -> dict[str, Any]:
+    """Compose every (setup, width) config once so a bad override or width fails before any training; check each
+    corpus against what the trials read, warning once per data and horizon that reads more than one epoch (once
+    across calls that share ``warned``)."""
+    import sys
+
     from ..sweep.studies import study_keys
     from ..sweep.trial import setup_configs, trial_config
-    from ..train.data import load_corpus
+    from ..train.data import check_validation_split, epochs_warning, load_corpus
 
-    checked: set[str] = set()
+    corpora: dict[str, Any] = {}
+    warned = set() if warned is None else warned
     for key in study_keys(spec):
         cfg = trial_config(spec, key, key.search.grid()[0])
         if cfg.model.hf is not None and spec.batch_trials not in ("auto", 1):
             raise UserError(f"batch_trials={spec.batch_trials} stacks learning-rate trials of the built-in GPT, not "
                             f"model=hf (setup {key.setup})", "set batch_trials=1 (or auto)")
         tag = repr((cfg.data, cfg.train.seq_len))
-        if tag not in checked:
-            load_corpus(cfg.data, cfg.train.seq_len)
-            checked.add(tag)
+        if tag not in corpora:
+            corpora[tag] = load_corpus(cfg.data, cfg.train.seq_len)
+        check_validation_split(corpora[tag], cfg.data, cfg.train)
+        warning = epochs_warning(corpora[tag], cfg.train)
+        if warning and warning not in warned:
+            print(f"warning: {warning}", file=sys.stderr)
+            warned.add(warning)
     return setup_configs(spec)
 
 
@@ -151,36 +163,97 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
     combined = f" (axes: {spec.axes})" if len(spec.swept()) > 1 else ""
     screen.print(f"sweep [bold]{spec.name}[/]: {' × '.join(f'{n} {what}' for n, what in sizes if n)}{combined} · "
                  f"{workers} worker(s) × {threads} thread(s) · "
-                 f"batch_trials={spec.batch_trials} · {run_dir}")
+                 f"batch_trials={spec.batch_trials} · {run_dir}", soft_wrap=True)
+    for line in corpus_lines(configs):
+        screen.print(line, markup=False, highlight=False, soft_wrap=True)
     return _execute(screen, spec, opts)
 
 
-def _execute(screen: Any, spec: Any, opts: Any) -> int:
-    """Run the workers under a live display, then write the outputs; Ctrl-C still writes them."""
-    from rich.live import Live
+def corpus_lines(configs: dict[str, dict[str, Any]]) -> list[str]:
+    """The header's corpus line: each distinct corpus the setups read (``setup_configs``), naming the setups when
+    they read different ones."""
+    from ..schema import DataConfig
+    from ..train.data import load_corpus
 
-    from ..files import CURVES_FILE, DRIFT_PLOT, SUMMARY_FILE, TRIALS_FILE, transfer_plot
+    readers: dict[str, list[str]] = {}
+    for label, cfg in configs.items():
+        readers.setdefault(json.dumps([cfg["data"], cfg["train"]["seq_len"]]), []).append(label)
+    lines = [load_corpus(DataConfig(**data), seq_len).headline() for data, seq_len in map(json.loads, readers)]
+    if len(lines) == 1:
+        return lines
+    return [f"{line} ({', '.join(labels)})" for line, labels in zip(lines, readers.values())]
+
+
+class _Progress:
+    """Feeds the display every snapshot and keeps the first (what earlier runs finished) and the latest; says
+    how many trials were done before once this run finishes one more."""
+
+    def __init__(self, screen: Any, display: Any) -> None:
+        self.screen, self.display = screen, display
+        self.first: Optional[Any] = None
+        self.last: Optional[Any] = None
+
+    def __call__(self, snap: Any) -> None:
+        self.first = self.first or snap
+        if self.first.done and self.last is not None and self.last.done == self.first.done < snap.done:
+            self.screen.print(f"resuming: {self.first.done} trials were already done")
+        self.last = snap
+        self.display.update(snap)
+
+    def nothing_new(self) -> bool:
+        """Every trial was finished before this run started."""
+        return self.first is not None and self.last is not None and self.first.done == self.last.done > 0
+
+
+def _execute(screen: Any, spec: Any, opts: Any) -> int:
+    """Run the workers under a live display on a terminal, one line per finished trial otherwise; then write
+    the outputs. Ctrl-C still writes them."""
     from ..sweep.interrupts import Interrupts
     from ..sweep.runner import run_sweep
-    from .display import SweepDisplay, summary_table, verdict_notes
+    from .display import progress_view, summary_table, verdict_notes
 
-    display = SweepDisplay()
+    display, live = progress_view(screen)
+    progress = _Progress(screen, display)
     interrupted = 0
     try:
-        with Interrupts().catching(), Live(display, console=screen, refresh_per_second=2, transient=False):
-            run_sweep(spec, opts, on_progress=display.update)
+        with Interrupts().catching(), live:
+            run_sweep(spec, opts, on_progress=progress)
     except KeyboardInterrupt as exc:
         interrupted = interrupt_code(exc)
         screen.print("[yellow]interrupted:[/] running trials are marked failed and re-run on resume")
+    if not interrupted and progress.nothing_new():
+        screen.print(f"sweep {spec.name}: {progress.last.done}/{progress.last.total} trials already done; "
+                     "rewriting the tables")
+    screen.print()
     summary = finalize(spec, opts.run_dir, opts.storage, opts.prefix)
     if summary["setups"]:
         for axis in spec.swept():
             screen.print(summary_table(summary, axis=axis))
             for note in verdict_notes(summary, axis):
                 screen.print(f"[yellow]{note}[/]")
-    outputs = (TRIALS_FILE, CURVES_FILE, SUMMARY_FILE, *map(transfer_plot, spec.swept()), DRIFT_PLOT)
-    screen.print(f"run directory: {opts.run_dir} ({', '.join(outputs)})")
+    written = sorted(p.name for p in opts.run_dir.iterdir() if p.is_file() and not p.name.startswith("."))
+    screen.print(f"run directory: {opts.run_dir} ({', '.join(written)})", soft_wrap=True)
+    screen.print(next_step(spec, summary, opts.run_dir, interrupted), highlight=False, soft_wrap=True)
     return interrupted
+
+
+def next_step(spec: Any, summary: dict[str, Any], run_dir: Path, interrupted: int = 0) -> str:
+    """The command to run after a sweep: ``transfer`` to 4× the largest swept value of each axis (width at least
+    4096), from this run; resuming the sweep when it was interrupted or finished no trial."""
+    import shlex
+
+    from ..analysis.summary import axis_entry
+    from ..schema import axis_named
+
+    if interrupted or not summary["setups"]:
+        return "next: run the same command again to resume the sweep"
+    targets = {axis: 4 * max(getattr(spec, axis_named(axis).plural)) for axis in spec.swept()}
+    targets["width"] = max(4096, targets["width"])
+    command = " ".join(["mutransfer transfer", *(f"--{axis} {value}" for axis, value in targets.items()),
+                        "--from", shlex.quote(str(run_dir))])
+    if any(axis_entry(info, "width").get("verdict") == "transfers" for info in summary["setups"].values()):
+        return f"next: {command}"
+    return f"next: {command} (no setup transfers yet: transfer takes the one whose optimum moves least, and warns)"
 
 
 def interrupt_code(exc: KeyboardInterrupt) -> int:

@@ -8,26 +8,31 @@ from typing import Any, Optional, Sequence
 
 __all__ = ["run"]
 
-HORIZON_KEYS = ("steps", "batch_size", "seq_len")
-
 
 def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -> None:
     from ..config import compose, load_config_file, to_dict, to_yaml
     from ..files import CONFIG_FILE, METRICS_COLUMNS, METRICS_FILE, RESULT_FILE, atomic_write_text, new_run_dir, \
         write_csv, write_json
-    from ..train.data import load_corpus
-    from .common import warn_model
+    from ..model.build import build_model
+    from ..train.data import check_validation_split, epochs_warning, load_corpus
+    from .common import condition_changes, warn_conditions, warn_model
 
     if config is not None:
         cfg = load_config_file(config, overrides)
         saved = load_config_file(config)
         _refuse_edited_plan(config, saved)
-        _warn_horizon(saved, cfg)
+        warn_conditions(condition_changes(saved, cfg), str(config))
     else:
         cfg = compose(overrides)
     warn_model(cfg)
     corpus = load_corpus(cfg.data, cfg.train.seq_len)
+    check_validation_split(corpus, cfg.data, cfg.train)
+    build_model(cfg, corpus.vocab_size, "meta")  # a model that cannot be built fails here, before any output or file
+    epochs = epochs_warning(corpus, cfg.train)
+    if epochs:
+        print(f"warning: {epochs}", file=sys.stderr)
     run_dir = new_run_dir(out, "train")
+    print(corpus.headline(), flush=True)
     atomic_write_text(run_dir / CONFIG_FILE, to_yaml(cfg))
     result, env = _train_with_progress(cfg, corpus)
     write_csv(run_dir / METRICS_FILE, result.curve, METRICS_COLUMNS)
@@ -45,14 +50,6 @@ def _refuse_edited_plan(path: Path, saved: Any) -> None:
     document = load_yaml(path, "config file")
     if isinstance(document, dict) and "param_groups" in document:
         check_derived_sections(document, saved, path)
-
-
-def _warn_horizon(saved: Any, cfg: Any) -> None:
-    changed = [f"train.{k}: {getattr(saved.train, k)} → {getattr(cfg.train, k)}" for k in HORIZON_KEYS
-               if getattr(saved.train, k) != getattr(cfg.train, k)]
-    if changed:
-        print(f"warning: {', '.join(changed)}; learning rates are not known to transfer across training horizon "
-              "or batch size without further evidence", file=sys.stderr)
 
 
 def _train_with_progress(cfg: Any, corpus: Any) -> tuple[Any, dict[str, Any]]:

@@ -25,6 +25,8 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
     path = out or run_dir / transfer_file(width, fmt)
     write_transfer(result, path, fmt)
     screen = console()
+    screen.print(f"transfer from {run_dir}" + (" (the latest sweep in runs/; --from RUN_DIR for another)"
+                                               if source is None else ""), highlight=False)
     screen.print(prediction_line(result.document["prediction"]))
     screen.print(_table(result.document, width))
     if result.document.get("depth_alpha"):
@@ -43,7 +45,7 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
 
 
 def prediction_line(prediction: dict[str, Any]) -> str:
-    """The first thing ``transfer`` prints: log2 η* at the target with its 95 % range."""
+    """What ``transfer`` prints after the run it reads: log2 η* at the target with its 95 % range."""
     depth = "".join(f", {name} {prediction[name]}" for name in ("depth", "steps") if prediction.get(name) is not None)
     head = f"prediction at width {prediction['width']}{depth}: log2 η* = {prediction['log2_lr']:.2f}"
     if prediction["interval"] is None:

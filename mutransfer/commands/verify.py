@@ -40,8 +40,8 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
                             tuple(overrides), depth, steps)
     verification = Verification(run_dir, request)
     specs = verification.specs()
-    for spec in specs:
-        validate_trials(spec)
+    warned: set[str] = set()
+    _warn_conditions(verification, [validate_trials(spec, warned) for spec in specs])
     screen = console()
     if workers is None:
         from ..sweep.layout import choose_layout
@@ -49,6 +49,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
         workers, threads, message = choose_layout(specs[-1])
         screen.print(f"--workers auto: {message}")
     screen.print(_targets_table(verification))
+    screen.print(_outputs_line(verification, dry_run), markup=False, highlight=False, soft_wrap=True)
     if dry_run:
         from .dry_run import dry_run_table
 
@@ -62,19 +63,43 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     return EXIT_MISSED if strict and not document["passed"] else 0
 
 
+def _warn_conditions(verification: Any, configs: Sequence[dict[str, Any]]) -> None:
+    """Warn when verify's trials train at another horizon, batch, depth or data than the prediction is for (extra
+    overrides such as ``train.steps=10``; ``--steps`` and ``--depth`` move the prediction with them)."""
+    from ..config import config_from_dict
+    from .common import condition_changes, warn_conditions
+
+    by_setup = [{label: config_from_dict(tree) for label, tree in per_spec.items()} for per_spec in configs]
+    widths = list(verification.request.widths)
+    changes = [change for t in verification.targets
+               for change in condition_changes(t.config, by_setup[widths.index(t.width)][t.setup])]
+    warn_conditions(changes, f"the sweep in {verification.run_dir}",
+                    "; verify --steps N or --depth L verifies at another horizon or depth with what the sweep measured")
+
+
+def _outputs_line(verification: Any, dry_run: bool) -> str:
+    """Where verify's results go, said before any training."""
+    from ..files import VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT
+
+    files = f"{VERIFY_REPORT}, {VERIFY_FILE} and {VERIFY_PLOT} into {verification.run_dir}"
+    studies = f"its trials as studies {verification.prefix}.* in the sweep's storage"
+    if dry_run:
+        return f"verify would write {files} and {studies} (--dry-run writes nothing)"
+    return f"verify writes {files}, {studies}"
+
+
 def _execute(screen: Any, verification: Any, specs: Sequence[Any], storage: Optional[str], workers: int,
              threads: int) -> tuple[Any, int]:
     """Train every target's points (resuming what the storage holds) and collect the rows; the exit code of an
     interruption (0 when none)."""
     import pandas as pd
-    from rich.live import Live
 
     from ..sweep.interrupts import Interrupts
     from ..sweep.runner import run_sweep
     from ..sweep.storage import open_storage
     from ..sweep.tables import collect
     from ..sweep.worker import SweepOptions
-    from .display import SweepDisplay
+    from .display import progress_view
     from .sweep import interrupt_code
 
     run_dir = verification.run_dir
@@ -85,8 +110,8 @@ def _execute(screen: Any, verification: Any, specs: Sequence[Any], storage: Opti
     try:
         with Interrupts().catching():
             for spec in specs:
-                display = SweepDisplay()
-                with Live(display, console=screen, refresh_per_second=2, transient=False):
+                display, live = progress_view(screen)
+                with live:
                     run_sweep(spec, opts, on_progress=display.update)
     except KeyboardInterrupt as exc:
         interrupted = interrupt_code(exc)

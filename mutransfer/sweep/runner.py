@@ -4,6 +4,7 @@ are kept, trials of dead local workers are re-run, live workers' trials are left
 
 from __future__ import annotations
 
+import datetime
 import math
 import multiprocessing
 import os
@@ -14,30 +15,54 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from ..errors import EXIT_USAGE, UserError
 from .interrupts import Interrupts
 from .spec import SweepSpec
 from .storage import open_storage
-from .studies import RECORD_ATTR, enqueue_missing, live_trials, load_study, reap_abandoned, seed_of, study_keys
-from .worker import SweepOptions, run_worker
+from .studies import (RECORD_ATTR, StudyKey, enqueue_missing, live_trials, load_study, reap_abandoned, seed_of,
+                      study_keys)
+from .worker import RERUN, SweepOptions, run_worker
 
-__all__ = ["Snapshot", "prepare", "snapshot", "run_sweep"]
+__all__ = ["Snapshot", "FinishedTrial", "prepare", "snapshot", "is_finished", "run_sweep"]
+
+
+@dataclass(frozen=True)
+class FinishedTrial:
+    """A finished trial as the progress log names it."""
+
+    study: str
+    number: int
+    setup: str
+    point: str
+    """``width 64`` or ``width 64, depth 8, steps 300``."""
+    seed: int
+    column: str
+    """The searched column (``log2_lr``), ``x`` its value."""
+    x: float
+    lr: Optional[float]
+    loss: Optional[float]
+    status: str
+    seconds: Optional[float]
 
 
 @dataclass
 class Snapshot:
-    done: int = 0
     total: int = 0
+    """Trials the sweep holds when done, as far as known now: never fewer than it holds already."""
+    finished: list[FinishedTrial] = field(default_factory=list)
+    """Every finished trial (trained, pruned, or failed for good), in the order they finished."""
     running: list[str] = field(default_factory=list)
     best: dict[tuple[str, str], float] = field(default_factory=dict)
 
+    @property
+    def done(self) -> int:
+        return len(self.finished)
 
-def prepare(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseStorage) -> int:
-    """Create every study, reap dead local workers' trials and queue the policies' first points. Returns
-    the number of trials the sweep holds when done."""
-    total = 0
+
+def prepare(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseStorage) -> None:
+    """Create every study, reap dead local workers' trials and queue the policies' first points."""
     for key in study_keys(spec):
         study = load_study(storage, key, opts.prefix)
         if opts.record is not None and RECORD_ATTR not in study.user_attrs:
@@ -46,24 +71,51 @@ def prepare(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseSt
         policy = key.policy()
         if policy.queued:
             enqueue_missing(study, key, policy.initial_points())
-        total += policy.budget()
-    return total
 
 
-def snapshot(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseStorage, total: int) -> Snapshot:
-    """Trials done, those running now, and the best finished loss per (setup, width)."""
-    snap = Snapshot(total=total)
+def is_finished(trial: FrozenTrial) -> bool:
+    """Trained, pruned, or failed with a status whose point is not trained again."""
+    return trial.state in (TrialState.COMPLETE, TrialState.PRUNED) or (
+        trial.state == TrialState.FAIL and trial.user_attrs.get("status") not in RERUN)
+
+
+def _finished_trial(trial: FrozenTrial, key: StudyKey, study: str) -> FinishedTrial:
+    attrs = trial.user_attrs
+    seconds = attrs.get("seconds")
+    if seconds is None and trial.duration is not None:
+        seconds = trial.duration.total_seconds()
+    return FinishedTrial(study=study, number=trial.number, setup=key.setup, point=f"width {key.width}{key.off_width()}",
+                         seed=seed_of(trial, key), column=key.search.column,
+                         x=trial.params.get(key.search.column, math.nan), lr=attrs.get("lr"), loss=trial.value,
+                         status=str(attrs.get("status") or trial.state.name.lower()), seconds=seconds)
+
+
+def snapshot(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseStorage,
+             complete: bool = False) -> Snapshot:
+    """Finished trials, those running now, and the best finished loss per (setup, width). Each study counts
+    its policy's budget or the trials it holds, whichever is more (a grid extension or a probe adds trials);
+    ``complete``: the sweep is done, the total is the finished trials."""
+    snap = Snapshot()
+    finished: list[tuple[datetime.datetime, FinishedTrial]] = []
     for key in study_keys(spec):
         study = load_study(storage, key, opts.prefix)
-        for t in live_trials(study, (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)):
-            if t.state == TrialState.RUNNING:
-                snap.running.append(f"{key.setup} {key.where()} s{seed_of(t, key)} {key.search.column}="
-                                    f"{t.params.get(key.search.column, float('nan')):g}")
+        held = 0
+        for t in live_trials(study, tuple(TrialState)):
+            if t.state in (TrialState.RUNNING, TrialState.WAITING):
+                held += 1
+                if t.state == TrialState.RUNNING:
+                    snap.running.append(f"{key.setup} {key.where()} s{seed_of(t, key)} {key.search.column}="
+                                        f"{t.params.get(key.search.column, float('nan')):g}")
                 continue
-            snap.done += 1
+            if not is_finished(t):
+                continue
+            held += 1
+            finished.append((t.datetime_complete or datetime.datetime.min, _finished_trial(t, key, study.study_name)))
             if t.state == TrialState.COMPLETE and t.user_attrs.get("status") == "ok" and t.value is not None:
                 where = key.where()
                 snap.best[(key.setup, where)] = min(snap.best.get((key.setup, where), math.inf), t.value)
+        snap.total += held if complete else max(held, key.policy().budget())
+    snap.finished = [trial for _, trial in sorted(finished, key=lambda f: (f[0], f[1].number))]
     return snap
 
 
@@ -105,12 +157,16 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callabl
     """Prepare the studies and run ``opts.workers`` workers (in this process when there is one)."""
     storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat, check=True)  # once: a database storage
     # rides out an outage call by call, but opening a new one during it would fail
-    total = prepare(spec, opts, storage)
-    report = (lambda: on_progress(snapshot(spec, opts, storage, total))) if on_progress else (lambda: None)
+    prepare(spec, opts, storage)
+
+    def report(complete: bool = False) -> None:
+        if on_progress:
+            on_progress(snapshot(spec, opts, storage, complete))
+
     report()
     if opts.workers == 1:
         run_worker(spec, opts, on_event=lambda *_: report())
-        report()
+        report(complete=True)
         return
     context = multiprocessing.get_context("spawn")
     procs = [context.Process(target=_worker_entry, args=(spec, _worker_options(opts, i)), daemon=False)
@@ -128,8 +184,8 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callabl
         for proc in procs:
             proc.join(timeout=30)
         raise
-    report()
     failed = [proc.exitcode for proc in procs if proc.exitcode not in (0, None)]
+    report(complete=not failed)
     if failed:
         raise UserError(f"{len(failed)} sweep worker(s) exited with codes {failed}", "see the messages above; "
                         "run the same command again to resume")

@@ -15,14 +15,16 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import yaml
 
-from ..errors import UserError
+from ..errors import UserError, closest, did_you_mean
 from ..files import load_yaml
 from ..schema import LR_COLUMN, LR_KEY, Axis, axis_named
+from ..yamldoc import YAMLBoundError, parse_yaml
 
-__all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_from_dict", "spec_dir", "SAMPLERS",
-           "PRUNERS", "COMBINATIONS"]
+__all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_from_dict", "spec_dir", "shipped_specs",
+           "check_grid", "SAMPLERS", "PRUNERS", "SCALES", "COMBINATIONS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
 
 SAMPLERS = ("grid", "tpe", "gp", "refine")
+SCALES = ("log2", "linear")
 PRUNERS = ("none", "median", "halving")
 SPEC_KEYS = ("name", "setups", "widths", "depths", "steps", "axes", "seeds", "search", "overrides", "coord_check",
              "batch_trials", "model")
@@ -31,6 +33,10 @@ COMBINATIONS = ("one", "product")
 grid."""
 SEARCH_KEYS = ("key", "scale", "log2_min", "log2_max", "min", "max", "step", "sampler", "n_trials", "pruner", "extend",
                "extend_max", "noise_seeds")
+MIN_GRID_POINTS = 3
+MAX_GRID_POINTS = 1000
+"""More grid points than this at one point is a mistake (a step written in the wrong units), not a sweep."""
+"""Grid points a search needs (the same at every width): the best one and a neighbour either side of it."""
 
 
 @dataclass(frozen=True)
@@ -151,7 +157,8 @@ def spec_dir() -> Path:
     return packaged_dir("sweeps")
 
 
-def _shipped() -> list[str]:
+def shipped_specs() -> list[str]:
+    """The names of the specs in the ``sweeps/`` folder, sorted."""
     return sorted(p.stem for p in spec_dir().glob("*.yaml"))
 
 
@@ -160,9 +167,10 @@ def _read(spec: str) -> tuple[dict[str, Any], str]:
     if not path.suffix and not path.exists():
         path = spec_dir() / f"{spec}.yaml"
         if not path.is_file():
-            raise UserError(f"no sweep spec named '{spec}'", f"give a YAML path or one of: {', '.join(_shipped())}")
+            raise UserError(f"no sweep spec named '{spec}'",
+                            f"{did_you_mean(spec, shipped_specs())}give a YAML path or one of: {', '.join(shipped_specs())}")
     if not path.is_file():
-        raise UserError(f"sweep spec file not found: {spec}", f"give a YAML path or one of: {', '.join(_shipped())}")
+        raise UserError(f"sweep spec file not found: {spec}", f"give a YAML path or one of: {', '.join(shipped_specs())}")
     data = load_yaml(path, "sweep spec")
     if not isinstance(data, dict):
         raise UserError(f"sweep spec {path} is not a YAML mapping", "see sweeps/default.yaml for the format")
@@ -197,11 +205,14 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
             raise UserError(f"override '{item}' has no '='", "write overrides as key=value, e.g. widths=[64,128]")
         key, raw = item.split("=", 1)
         head = key.split(".")[0]
+        _refuse_near_spec_key(head)
         spec_key = head in SPEC_KEYS and key != "overrides" and (
             head != "model" or key == "model" or key.startswith(("model.factory", "model.roles")))
         if spec_key:
             try:
-                value = yaml.safe_load(raw)
+                value = parse_yaml(raw)
+            except YAMLBoundError as exc:
+                raise UserError(f"the value of '{key}': {exc.problem}", exc.fix) from None
             except yaml.YAMLError:
                 raise UserError(f"cannot parse the value of '{item}'", "use YAML syntax, e.g. widths=[64,128]") from None
             _set_dotted(data, key, value)
@@ -209,6 +220,19 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
             extra.append(item)
     data["overrides"] = extra
     return data
+
+
+def _refuse_near_spec_key(head: str) -> None:
+    """A CLI override whose first key is neither a spec key nor near a config group, but a search key
+    (``step=0.5``) or near a spec key (``widht=[64]``), is a misplaced or misspelt spec key: refused here, naming
+    the spec key, rather than later as an unknown config key."""
+    from ..config import GROUPS
+
+    if head in SPEC_KEYS or closest(head.lstrip("+~"), GROUPS):
+        return
+    match = f"search.{head}" if head in SEARCH_KEYS else closest(head, SPEC_KEYS)
+    if match:
+        raise UserError(f"unknown key '{head}'", f"did you mean the spec key '{match}'?")
 
 
 def _number(where: str, value: Any, integer: bool = False, positive: bool = False) -> float:
@@ -223,9 +247,10 @@ def _number(where: str, value: Any, integer: bool = False, positive: bool = Fals
 def _search(where: str, raw: Any, base: Optional[SearchSpec] = None) -> SearchSpec:
     if not isinstance(raw, dict):
         raise UserError(f"{where} must be a mapping", "e.g. search: {log2_min: -10, log2_max: -4, step: 1}")
-    unknown = sorted(set(raw) - set(SEARCH_KEYS))
+    unknown = sorted(set(raw) - set(SEARCH_KEYS), key=str)
     if unknown:
-        raise UserError(f"unknown key '{where}.{unknown[0]}'", f"use only: {', '.join(SEARCH_KEYS)}")
+        raise UserError(f"unknown key '{where}.{unknown[0]}'",
+                        f"{did_you_mean(str(unknown[0]), SEARCH_KEYS)}use only: {', '.join(SEARCH_KEYS)}")
     values = dataclasses.asdict(base) if base else {}
     for src, dst in (("log2_min", "min"), ("log2_max", "max")):
         if src in raw:
@@ -235,12 +260,15 @@ def _search(where: str, raw: Any, base: Optional[SearchSpec] = None) -> SearchSp
     spec = SearchSpec(**values)
     if not isinstance(spec.key, str) or "." not in spec.key:
         raise UserError(f"{where}.key={spec.key!r} must be a dotted config key", "e.g. optimizer.lr")
-    if spec.scale not in ("log2", "linear"):
-        raise UserError(f"unknown {where}.scale '{spec.scale}'", "choose one of: log2, linear")
+    if spec.scale not in SCALES:
+        raise UserError(f"unknown {where}.scale '{spec.scale}'", f"{did_you_mean(str(spec.scale), SCALES)}choose one "
+                        f"of: {', '.join(SCALES)}")
     if spec.sampler not in SAMPLERS:
-        raise UserError(f"unknown sampler '{spec.sampler}'", f"choose one of: {', '.join(SAMPLERS)}")
+        raise UserError(f"unknown sampler '{spec.sampler}'",
+                        f"{did_you_mean(str(spec.sampler), SAMPLERS)}choose one of: {', '.join(SAMPLERS)}")
     if spec.pruner not in PRUNERS:
-        raise UserError(f"unknown pruner '{spec.pruner}'", f"choose one of: {', '.join(PRUNERS)}")
+        raise UserError(f"unknown pruner '{spec.pruner}'",
+                        f"{did_you_mean(str(spec.pruner), PRUNERS)}choose one of: {', '.join(PRUNERS)}")
     lo, hi = _number(f"{where}.min", spec.min), _number(f"{where}.max", spec.max)
     _number(f"{where}.step", spec.step, positive=True)
     if lo > hi:
@@ -261,6 +289,31 @@ def _search(where: str, raw: Any, base: Optional[SearchSpec] = None) -> SearchSp
     return spec
 
 
+def check_grid(where: str, search: SearchSpec) -> None:
+    """Refuse a search whose grid has fewer than ``MIN_GRID_POINTS`` points, naming its bounds and the values they
+    stand for; a positive log2 bound below 1 (LR values written where exponents belong) gets the exponents. Steps
+    are counted before a grid is built (a tiny step makes a huge one)."""
+    steps = (search.max - search.min) / search.step + 1e-9
+    if steps >= MAX_GRID_POINTS:
+        raise UserError(f"{where}: step {search.step:g} from {search.min:g} to {search.max:g} gives more than "
+                        f"{MAX_GRID_POINTS} grid points", "raise the step (log2 scales: 1 is one octave, e.g. step: 1)")
+    if steps >= MIN_GRID_POINTS - 1:
+        return
+    count = len(search.grid())
+    low, high = ("log2_min", "log2_max") if search.scale == "log2" else ("min", "max")
+    name = "LR" if search.key == LR_KEY else search.key
+    values = " … ".join(dict.fromkeys(f"{search.value(x):.3g}" for x in (search.min, search.max)))
+    message = (f"{where}: {low}={search.min:g}, {high}={search.max:g} with step {search.step:g} gives {count} grid "
+               f"point{'s' if count > 1 else ''} ({name} {values})")
+    if search.scale == "log2" and 0 < search.min < 1:
+        raise UserError(message, f"log2 bounds are exponents: for {name} {search.min:g} … {search.max:g} write "
+                                 f"{low}: {math.log2(search.min):.3g}, {high}: {math.log2(search.max):.3g}")
+    example = (f"step: {(search.max - search.min) / (MIN_GRID_POINTS - 1):g}" if search.max > search.min else
+               f"{high}: {search.min + (MIN_GRID_POINTS - 1) * search.step:g}")
+    raise UserError(message, f"a grid needs at least {MIN_GRID_POINTS} points to place an optimum: widen the bounds "
+                             f"or lower the step, e.g. {example}")
+
+
 def _int_list(where: str, value: Any, positive: bool) -> tuple[int, ...]:
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
@@ -275,9 +328,14 @@ def _int_list(where: str, value: Any, positive: bool) -> tuple[int, ...]:
     return tuple(sorted(value)) if positive else tuple(value)
 
 
+def _search_name(index: int, count: int) -> str:
+    """How a message names one of the spec's searches: ``search``, or ``search[1]`` in a list."""
+    return f"search[{index}]" if count > 1 else "search"
+
+
 def _base_search(raw: Any) -> tuple[SearchSpec, ...]:
     searches = raw if isinstance(raw, list) else [raw]
-    base = tuple(_search(f"search[{i}]" if len(searches) > 1 else "search", s) for i, s in enumerate(searches))
+    base = tuple(_search(_search_name(i, len(searches)), s) for i, s in enumerate(searches))
     if len({s.key for s in base}) != len(base):
         raise UserError("search lists a key twice", "search each key once")
     return base
@@ -291,9 +349,10 @@ def _setups(raw: Any, base: tuple[SearchSpec, ...]) -> list[SetupSpec]:
     for label, body in raw.items():
         search = base
         if isinstance(body, dict):
-            extra = set(body) - {"overrides", "search"}
+            extra = sorted(set(body) - {"overrides", "search"}, key=str)
             if extra:
-                raise UserError(f"unknown key 'setups.{label}.{sorted(extra)[0]}'", "use overrides and search")
+                raise UserError(f"unknown key 'setups.{label}.{extra[0]}'",
+                                f"{did_you_mean(str(extra[0]), ('overrides', 'search'))}use overrides and search")
             if "search" in body:
                 search = tuple(_search(f"setups.{label}.search", body["search"], s) if s.key == LR_KEY else s
                                for s in base)
@@ -353,15 +412,17 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     """Read a spec by path or shipped name, apply CLI overrides and validate the result."""
     raw, source = _read(spec)
     data = apply_overrides(raw, overrides)
-    unknown = sorted(set(data) - set(SPEC_KEYS))
+    unknown = sorted(set(data) - set(SPEC_KEYS), key=str)
     if unknown:
-        raise UserError(f"unknown key '{unknown[0]}' in sweep spec", f"use only: {', '.join(SPEC_KEYS)}")
+        raise UserError(f"unknown key '{unknown[0]}' in sweep spec",
+                        f"{did_you_mean(str(unknown[0]), SPEC_KEYS)}use only: {', '.join(SPEC_KEYS)}")
     for key in ("name", "setups", "widths"):
         if key not in data or data[key] in (None, "", [], {}):
             raise UserError(f"sweep spec {source} is missing '{key}'", "see sweeps/default.yaml for the format")
     if not isinstance(data["name"], str) or not data["name"].replace("-", "_").isidentifier():
         raise UserError(f"name={data['name']!r} must be a simple identifier", "use letters, digits, _ and -")
-    setups = _setups(data["setups"], _base_search(data.get("search") or {}))
+    base = _base_search(data.get("search") or {})
+    setups = _setups(data["setups"], base)
     extra = data.get("overrides") or []
     if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
         raise UserError("overrides must be a list of key=value strings", "e.g. overrides: [train.steps=100]")
@@ -372,6 +433,9 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     axes = _combination(data, bool(depths or steps))
     if depths and model is not None:
         raise UserError("depths: a model.factory model is built at one depth", "remove depths from the spec")
+    for setup in setups:
+        for i, (search, shared) in enumerate(zip(setup.search, base)):
+            check_grid(_search_name(i, len(base)) if search is shared else f"setups.{setup.label}.search", search)
     return SweepSpec(name=data["name"], setups=tuple(setups), widths=_int_list("widths", data["widths"], True),
                      seeds=_int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,

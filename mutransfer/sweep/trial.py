@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from operator import attrgetter
 from typing import Any, Optional
 
 from ..config import compose, to_dict
+from ..errors import UserError
 from ..schema import LR_KEY, TRANSFER_AXES, Config
 from ..train.device import resolve_device
 from .spec import Point, SweepSpec
 from .studies import StudyKey
 
-__all__ = ["trial_config", "point_overrides", "setup_configs", "sweep_record", "auto_trials", "trials_per_batch"]
+__all__ = ["trial_config", "setup_config", "point_overrides", "axis_values", "setup_configs", "sweep_record",
+           "auto_trials", "trials_per_batch"]
 
 
 def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...] = (),
@@ -22,8 +25,16 @@ def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...
     setup = next(s for s in spec.setups if s.label == key.setup)
     value = key.search.value(x)
     seed = key.seed if seed is None else seed
-    return compose([*setup.overrides, *spec.overrides, *point_overrides(key.point), f"train.seed={seed}",
-                    f"{key.search.key}={value!r}", *extra], spec.extra())
+    return setup_config(spec, setup.label, [*setup.overrides, *spec.overrides, *point_overrides(key.point),
+                                            f"train.seed={seed}", f"{key.search.key}={value!r}", *extra])
+
+
+def setup_config(spec: SweepSpec, label: str, overrides: list[str]) -> Config:
+    """``compose`` for one of the spec's setups; a refusal names the setup (``(setup mup_muon)``)."""
+    try:
+        return compose(overrides, spec.extra())
+    except UserError as exc:
+        raise UserError(f"{exc.message} (setup {label})", exc.hint) from None
 
 
 def point_overrides(point: Point) -> list[str]:
@@ -31,12 +42,18 @@ def point_overrides(point: Point) -> list[str]:
     return [f"{axis.config_key}={value}" for axis, value in zip(TRANSFER_AXES, point) if value is not None]
 
 
+def axis_values(cfg: Config) -> dict[str, int]:
+    """Where ``cfg`` trains on every transfer axis, by trials.csv column: ``{width, depth, horizon}`` (the
+    trial user attributes a dashboard filters and groups by, set whether or not the spec sweeps the axis)."""
+    return {axis.column: attrgetter(axis.config_key)(cfg) for axis in TRANSFER_AXES}
+
+
 def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:
     """Each setup's resolved config at the base point (the first value of every swept axis) and the first seed, with the searched keys at their base values."""
     out = {}
     for setup in spec.setups:
-        cfg = compose([*setup.overrides, *spec.overrides, *point_overrides(spec.points()[0]),
-                       f"train.seed={spec.seeds[0]}"], spec.extra())
+        cfg = setup_config(spec, setup.label, [*setup.overrides, *spec.overrides, *point_overrides(spec.points()[0]),
+                                               f"train.seed={spec.seeds[0]}"])
         out[setup.label] = to_dict(cfg)
     return out
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 import optuna
 from optuna.trial import TrialState
 
-from ..schema import TRANSFER_AXES, Config
+from ..schema import Config
 from ..train.data import Corpus, load_corpus, vocab_size
 from ..train.loop import TrainResult, train_model, train_trials
 from .liveness import process_identity
@@ -24,7 +24,7 @@ from .spec import SweepSpec
 from .storage import heartbeat_of, open_storage
 from .studies import (StudyKey, enqueue_missing, live_trials, load_study, owner_of, reap_abandoned, reap_orphans,
                       seed_of, study_keys)
-from .trial import trial_config, trials_per_batch
+from .trial import axis_values, trial_config, trials_per_batch
 
 __all__ = ["SweepOptions", "Worker", "run_worker", "record_result", "CURVE_POINTS", "EventCallback"]
 
@@ -84,6 +84,7 @@ class Worker:
         self.storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
         self.corpora: dict[str, Corpus] = {}
         self.batch_sizes: dict[StudyKey, int] = {}
+        self.base_configs: dict[StudyKey, Config] = {}
         self.extra = tuple(x for x in (f"train.threads={opts.threads}" if opts.threads else "",
                                        f"train.device={opts.device}" if opts.device else "") if x)
 
@@ -182,9 +183,15 @@ class Worker:
 
     def _batch_size(self, key: StudyKey) -> int:
         if key not in self.batch_sizes:
-            cfg = trial_config(self.spec, key, key.search.min, self.extra)
-            self.batch_sizes[key] = trials_per_batch(self.spec.batch_trials, key, cfg)
+            self.batch_sizes[key] = trials_per_batch(self.spec.batch_trials, key, self._base_config(key))
         return self.batch_sizes[key]
+
+    def _base_config(self, key: StudyKey) -> Config:
+        """The study's config at its lowest searched value: what sizes its batches and places its trials on the
+        transfer axes."""
+        if key not in self.base_configs:
+            self.base_configs[key] = trial_config(self.spec, key, key.search.min, self.extra)
+        return self.base_configs[key]
 
     def _claim(self, study: optuna.Study, key: StudyKey, trial: optuna.Trial) -> Optional[float]:
         """The trial's searched value, or None when another live trial already holds that value or the trial was
@@ -198,9 +205,8 @@ class Worker:
         search = key.search
         x = trial.suggest_float(search.column, *key.policy().bounds)
         seed = seed_of(trial, key)
-        point = {axis.column: value for axis, value in zip(TRANSFER_AXES[1:], key.point[1:]) if value is not None}
-        for name, value in {**process_identity(), "setup": key.setup, "width": key.width, "seed": seed,
-                            "search_key": search.key, **point}.items():
+        for name, value in {**process_identity(), "setup": key.setup, **axis_values(self._base_config(key)),
+                            "seed": seed, "search_key": search.key}.items():
             trial.set_user_attr(name, value)
         if owner_of(study, trial.number, key, x, seed) != trial.number:
             trial.set_user_attr("duplicate", True)

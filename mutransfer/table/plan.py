@@ -166,9 +166,13 @@ class Plan:
         """Read a file written by ``Plan.save`` or ``mutransfer transfer``."""
         import yaml
 
+        from ..yamldoc import YAMLBoundError, parse_yaml
+
         try:
             text = Path(path).read_text(encoding="utf-8")
-            doc = json.loads(text) if Path(path).suffix == ".json" else yaml.safe_load(text)
+            doc = json.loads(text) if Path(path).suffix == ".json" else parse_yaml(text)
+        except YAMLBoundError as exc:
+            raise ValueError(f"{path}: {exc.problem}; {exc.fix}") from None
         except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
             raise ValueError(f"{path} is not a plan or transfer file ({type(exc).__name__})") from None
         if not isinstance(doc, dict) or "param_groups" not in doc:

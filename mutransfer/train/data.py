@@ -7,18 +7,21 @@ nanoGPT's ``.bin`` format, memory-mapped, with ``data.vocab_size``.
 from __future__ import annotations
 
 import hashlib
+import math
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from ..errors import UserError
-from ..schema import DataConfig
+from ..schema import DataConfig, TrainConfig
 
-__all__ = ["Corpus", "load_corpus", "stdlib_files", "vocab_size", "Batches", "fixed_batches", "BYTE_VOCAB"]
+__all__ = ["Corpus", "load_corpus", "stdlib_files", "vocab_size", "Batches", "fixed_batches", "BYTE_VOCAB",
+           "tokens_read", "epochs_warning", "check_validation_split"]
 
 BYTE_VOCAB = 256
 
@@ -119,6 +122,40 @@ def load_corpus(cfg: DataConfig, min_tokens: int) -> Corpus:
     tokens = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
     return Corpus(train=tokens[: len(raw) - n_val], val=tokens[len(raw) - n_val :], vocab_size=BYTE_VOCAB, source=source,
                   size_bytes=len(raw), sha256=hashlib.sha256(raw).hexdigest())
+
+
+def tokens_read(train: TrainConfig) -> int:
+    """Training tokens one run reads: ``steps`` batches of ``batch_size`` windows of ``seq_len`` inputs (stacked
+    learning-rate trials share them)."""
+    return train.steps * train.batch_size * train.seq_len
+
+
+def epochs_warning(corpus: Corpus, train: TrainConfig) -> Optional[str]:
+    """The warning for a run that reads more tokens than the training split holds (more than one epoch); None when
+    it reads less."""
+    read, held = tokens_read(train), len(corpus.train)
+    if read <= held:
+        return None
+    return (f"train.steps={train.steps} × train.batch_size={train.batch_size} × train.seq_len={train.seq_len} reads "
+            f"{read:,} tokens, {read / held:.1f} epochs of the training split ({held:,} tokens) of {corpus.source}; "
+            "repeated tokens overfit and can move the optimal learning rate: give a larger corpus, or lower "
+            "train.steps, train.batch_size or train.seq_len")
+
+
+def check_validation_split(corpus: Corpus, data: DataConfig, train: TrainConfig) -> None:
+    """Refuse a validation split smaller than one evaluation reads (``eval_batches`` × ``batch_size`` windows of
+    ``seq_len`` + 1 tokens): its loss would average the same few tokens over and over."""
+    held, total = len(corpus.val), len(corpus.train) + len(corpus.val)
+    need = train.eval_batches * train.batch_size * (train.seq_len + 1)
+    if held >= need:
+        return
+    fraction = (need + 1) / total  # + 1: the split is int(total × fraction) tokens
+    larger = f"raise data.val_fraction to {math.ceil(fraction * 100) / 100:g}, " if fraction <= 0.5 else ""
+    raise UserError(f"the validation split of {corpus.source} holds {held:,} tokens (data.val_fraction="
+                    f"{data.val_fraction:g} of {total:,}) but one evaluation reads {need:,} (train.eval_batches="
+                    f"{train.eval_batches} × train.batch_size={train.batch_size} × "
+                    f"(train.seq_len={train.seq_len} + 1))",
+                    f"{larger}lower train.eval_batches, or give a larger corpus")
 
 
 def _gather(tokens: Tensor | np.ndarray, starts: Tensor, seq_len: int) -> tuple[Tensor, Tensor]:

@@ -23,8 +23,8 @@ from ..analysis.prediction import Prediction
 from ..analysis.summary import estimated_widths, summarize_run
 from ..errors import UserError
 from ..files import VERIFY_FILE, VERIFY_REPORT, atomic_write_text, write_json
-from ..schema import LR_COLUMN, LR_KEY
-from ..sweep.spec import SearchSpec, SetupSpec, SweepSpec, spec_from_dict
+from ..schema import LR_COLUMN, LR_KEY, Config
+from ..sweep.spec import MIN_GRID_POINTS, SearchSpec, SetupSpec, SweepSpec, spec_from_dict
 from .target import make_transfer, read_sweep_record
 
 __all__ = ["VerifyRequest", "Target", "Verification", "parse_widths", "parse_factors", "parse_setups",
@@ -60,6 +60,8 @@ class Target:
     prediction: Prediction
     search: SearchSpec
     warnings: tuple[str, ...]
+    config: Config
+    """The transfer's config at the target: the horizon, batch, depth and data the prediction is for."""
 
 
 def parse_widths(text: str) -> tuple[int, ...]:
@@ -118,8 +120,9 @@ class Verification:
     """One verify request against one sweep: its targets, the specs that train them, and the report."""
 
     def __init__(self, run_dir: Path, request: VerifyRequest) -> None:
-        if request.span < request.step:
-            raise UserError(f"--span {request.span:g} is less than --step {request.step:g}",
+        if request.span < request.step * (MIN_GRID_POINTS - 1) / 2:
+            raise UserError(f"--span {request.span:g} is less than --step {request.step:g}: the grid ±span around the "
+                            f"predicted η* can hold fewer than {MIN_GRID_POINTS} points",
                             "give a span of at least one step, e.g. --span 1.5 --step 0.5")
         self.run_dir, self.request = run_dir, request
         self.sweep = spec_from_dict(read_sweep_record(run_dir)["spec"])
@@ -132,7 +135,7 @@ class Verification:
         label = transfer.document["source"]["setup"]
         base = next((s for s in self._setup(label).search if s.key == LR_KEY), SearchSpec())
         search = verify_search(base, transfer.prediction.log2_lr, self.request)
-        return Target(label, width, transfer.prediction, search, tuple(transfer.warnings))
+        return Target(label, width, transfer.prediction, search, tuple(transfer.warnings), transfer.config)
 
     def _setup(self, label: str) -> SetupSpec:
         return next(s for s in self.sweep.setups if s.label == label)

@@ -1,0 +1,96 @@
+"""What a sweep will cost before it runs: the trials each study will hold (grid, noise probes, anchors and the
+grid extension a result may add) times the seconds a trial costs on this machine (``train.timing``), with a range.
+
+The model, with its assumptions (checked against measured sweeps in docs/performance.md):
+- trials: the policy's budget, plus the extension. An optimum equally likely at any of a grid's n points sits on
+  an edge with probability 2/n, and then adds ``EXTENSION_GIVEN_EDGE`` points on average;
+- seconds per trial: build + steps × the median step + evaluations × one evaluation (``TrialCost``), divided
+  among the trials stacked together, plus ``TRIAL_OVERHEAD_S`` of storage bookkeeping;
+- a sweep: ``SWEEP_OVERHEAD_S`` (start, composing every config, the tables, summary and figures) plus the trials'
+  seconds divided among the workers;
+- the range: low = no extension at the step time's lower quartile; high = one extension point per extending
+  study at the upper quartile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..train.timing import TrialCost, evaluations
+from .policy import SearchPolicy
+from .studies import StudyKey
+
+__all__ = ["EXTENSION_GIVEN_EDGE", "TRIAL_OVERHEAD_S", "SWEEP_OVERHEAD_S", "PointEstimate", "SweepEstimate",
+           "extension_trials"]
+
+EXTENSION_GIVEN_EDGE = 1.5
+"""Extension points a study adds once its best grid point sits on an edge: one brackets an optimum on the edge,
+two or more one that lies past it (an assumption, not a measurement)."""
+TRIAL_OVERHEAD_S = 0.11
+"""Seconds per trial outside its model (ask, claim, tell, the curve's user attributes in a journal file; composing
+its config), measured from two smoke sweeps of 2-step trials that differ only in their trial count
+(docs/performance.md)."""
+SWEEP_OVERHEAD_S = 4.0
+"""Seconds per sweep outside its trials: the interpreter's start, composing every trial config, reading the
+corpus, the tables, summary and three figures; measured with ``TRIAL_OVERHEAD_S``."""
+
+Case = Literal["low", "median", "high"]
+
+
+def extension_trials(policy: SearchPolicy) -> tuple[float, int]:
+    """(expected, high case) extension trials of one study under the uniform-optimum assumption above."""
+    search = policy.search
+    if not policy.extends:
+        return 0.0, 0
+    points = len(search.grid())
+    most = int(search.extend_max / search.step + 1e-9)
+    if most == 0 or points < 2:
+        return 0.0, 0
+    return min(1.0, 2 / points) * min(EXTENSION_GIVEN_EDGE, most), 1
+
+
+@dataclass(frozen=True)
+class PointEstimate:
+    """One (setup, point) of a sweep: its studies' trials and what one costs."""
+
+    key: StudyKey
+    studies: int
+    trials: int
+    """The policies' budgets: grid, noise probes, anchors."""
+    extension: float
+    extension_high: int
+    batch: int
+    steps: int
+    evals: int
+    cost: TrialCost
+
+    def trial_count(self, case: Case) -> float:
+        return self.trials + {"low": 0.0, "median": self.extension, "high": float(self.extension_high)}[case]
+
+    def seconds_per_trial(self, case: Case = "median") -> float:
+        return self.cost.seconds(self.steps, self.evals, case) / self.batch + TRIAL_OVERHEAD_S
+
+    def seconds(self, case: Case) -> float:
+        return self.trial_count(case) * self.seconds_per_trial(case)
+
+    @classmethod
+    def of(cls, keys: list[StudyKey], batch: int, steps: int, eval_every: int, cost: TrialCost) -> "PointEstimate":
+        """The estimate of the studies in ``keys`` (one point: its seeds and searched keys)."""
+        policies = [k.policy() for k in keys]
+        extension = [extension_trials(p) for p in policies]
+        return cls(key=keys[0], studies=len(keys), trials=sum(p.budget() for p in policies),
+                   extension=sum(e for e, _ in extension), extension_high=sum(h for _, h in extension), batch=batch,
+                   steps=steps, evals=evaluations(steps, eval_every), cost=cost)
+
+
+@dataclass(frozen=True)
+class SweepEstimate:
+    points: tuple[PointEstimate, ...]
+    workers: int
+
+    def trials(self, case: Case = "median") -> float:
+        return sum(p.trial_count(case) for p in self.points)
+
+    def wall_seconds(self, case: Case = "median") -> float:
+        return SWEEP_OVERHEAD_S + sum(p.seconds(case) for p in self.points) / self.workers

@@ -1,0 +1,108 @@
+"""After a sweep the tool names what to do next: the transfer command, every file in the run directory, a rerun
+that had nothing left to do, the first field a refused sweep differs in, the run `transfer` reads (on its first
+line), and every shipped spec in `sweep --help`."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import mutransfer.sweep.spec as spec_module
+from conftest import invoke, write_edge_spec
+from mutransfer.commands.sweep import next_step
+from mutransfer.files import first_difference
+from mutransfer.sweep.spec import load_spec
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory, text_file: Path) -> tuple[Path, Path, str]:
+    """A finished sweep of the edge spec: (spec path, run directory, its output)."""
+    folder = tmp_path_factory.mktemp("next")
+    spec, run = write_edge_spec(folder, text_file), folder / "run"
+    result = invoke(CliRunner(), "sweep", str(spec), "--out", str(run), "--workers", "1", "--threads", "1")
+    assert result.exit_code == 0, result.output
+    return spec, run, result.output
+
+
+def test_a_finished_sweep_names_the_next_command_and_every_file_it_wrote(finished: tuple[Path, Path, str]) -> None:
+    _, run, output = finished
+    lines = output.strip().splitlines()
+    assert lines[-1] == (f"next: mutransfer transfer --width 4096 --from {run} (no setup transfers yet: transfer "
+                         "takes the one whose optimum moves least, and warns)")
+    files = sorted(p.name for p in run.iterdir() if p.is_file())
+    assert "curves.png" in files and lines[-2] == f"run directory: {run} ({', '.join(files)})"
+
+
+def test_the_next_command_follows_the_swept_axes(edge_spec: Path) -> None:
+    spec = replace(load_spec(str(edge_spec)), widths=(32, 2048), depths=(1, 3))
+    summary = {"setups": {"mup_muon": {"verdict": "transfers"}}}
+    assert next_step(spec, summary, Path("runs/my run")) == \
+        "next: mutransfer transfer --width 8192 --depth 12 --from 'runs/my run'"
+    assert next_step(spec, summary, Path("runs/x"), interrupted=130) == \
+        "next: run the same command again to resume the sweep"
+
+
+def test_a_rerun_of_a_finished_sweep_says_so(runner: CliRunner, finished: tuple[Path, Path, str]) -> None:
+    spec, run, _ = finished
+    result = invoke(runner, "sweep", str(spec), "--out", str(run), "--workers", "1", "--threads", "1")
+    assert result.exit_code == 0, result.output
+    assert "sweep edge: 5/5 trials already done; rewriting the tables" in result.output
+    assert "resuming" not in result.output
+
+
+@pytest.mark.parametrize(("words", "says"), [
+    (["widths=[32,64]"], "spec.widths: [32] → [32, 64]"),
+    (["train.steps=5"], 'spec.overrides[9]: (absent) → "train.steps=5"'),
+])
+def test_a_different_sweep_is_refused_naming_the_first_difference(runner: CliRunner, finished: tuple[Path, Path, str],
+                                                                  words: list[str], says: str) -> None:
+    spec, run, _ = finished
+    result = invoke(runner, "sweep", str(spec), *words, "--out", str(run))
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert f"error: {run} holds a different sweep: {says}; use a new --out directory" in result.output
+
+
+def test_first_difference_walks_mappings_and_long_lists() -> None:
+    old = {"fingerprint": "a", "spec": {"widths": [32, 64]}, "setups": {"s": {"lr": 0.1, "tags": ["x" * 50, "y"]}}}
+    assert first_difference(old, {**old, "fingerprint": "b"}) is None
+    wider = {**old, "spec": {"widths": [32, 64, 128]}}
+    assert first_difference(old, wider) == "spec.widths: [32, 64] → [32, 64, 128]"
+    long = {**old, "setups": {"s": {"lr": 0.1, "tags": ["x" * 50, "z"]}}}
+    assert first_difference(old, long) == 'setups.s.tags[1]: "y" → "z"'
+    assert first_difference(old, {**old, "extra": 1}) == "extra: (absent) → 1"
+
+
+def test_transfer_names_the_run_it_reads_first(runner: CliRunner, finished: tuple[Path, Path, str], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    _, run, _ = finished
+    given = invoke(runner, "transfer", "--width", "256", "--from", str(run), "--out", str(tmp_path / "a.yaml"))
+    assert given.exit_code == 0 and given.output.splitlines()[0] == f"transfer from {run}", given.output
+    shutil.copytree(run, tmp_path / "runs" / "edge")
+    monkeypatch.chdir(tmp_path)
+    latest = invoke(runner, "transfer", "--width", "256", "--out", str(tmp_path / "b.yaml"))
+    assert latest.exit_code == 0, latest.output
+    assert latest.output.splitlines()[0] == ("transfer from runs/edge (the latest sweep in runs/; --from RUN_DIR for "
+                                             "another)")
+
+
+def test_sweep_help_lists_every_spec_in_the_sweeps_folder(runner: CliRunner, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    shipped = sorted(p.stem for p in spec_module.spec_dir().glob("*.yaml"))
+    assert {"llama", "depth", "horizon", "axes"} <= set(shipped)
+    assert listed(invoke(runner, "sweep", "--help").output) == shipped
+    (tmp_path / "mine.yaml").write_text("name: mine\n")
+    monkeypatch.setattr(spec_module, "spec_dir", lambda: tmp_path)
+    assert listed(invoke(runner, "sweep", "--help").output) == ["mine"]
+
+
+def listed(help_text: str) -> list[str]:
+    """The spec names ``sweep --help`` lists after 'a shipped name'."""
+    words = " ".join(help_text.replace("│", " ").split())
+    found = re.search(r"a shipped name \(([^)]*)\)", words)
+    assert found, words
+    return found[1].split(", ")

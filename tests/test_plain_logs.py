@@ -96,3 +96,17 @@ def test_the_live_display_counts_finished_trials_and_ends_before_the_tables(
     assert all(done <= total for done, total in counts), counts
     assert counts[-1] == (finished_in_storage(run),) * 2
     assert re.search(r"\n[ \t]*\n[ \t]*optimal learning rate per width", text), text[-2000:]
+
+
+def test_a_sweep_that_needs_fewer_trials_than_budgeted_ends_on_its_count() -> None:
+    """verify's budget counts every probe of its anchors; when fewer run, the log's last line still reads N/N."""
+    from mutransfer.commands.display import TrialLog
+
+    out = io.StringIO()
+    log = TrialLog(Console(file=out, width=200))
+    log.update(Snapshot(total=4))
+    log.update(Snapshot(total=4, finished=[_trial(0), _trial(1)]))
+    log.update(Snapshot(total=2, finished=[_trial(0), _trial(1)]))
+    lines = out.getvalue().splitlines()
+    assert [line.split(" · ")[0].strip() for line in lines[:2]] == ["1/4", "2/4"]
+    assert lines[-1].startswith("2/2 trials done")

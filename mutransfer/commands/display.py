@@ -67,7 +67,10 @@ class TrialLog:
         self.last: Optional[Any] = None
 
     def update(self, snap: Any) -> None:
-        for line in trial_lines(self.last, snap) if self.last is not None else []:
+        lines = trial_lines(self.last, snap) if self.last is not None else []
+        if not lines and self.last is not None and snap.done == snap.total != self.last.total:
+            lines = [f"{snap.done}/{snap.total} trials done (the policies needed fewer than their budget)"]
+        for line in lines:
             self.screen.print(line, markup=False, highlight=False, soft_wrap=True)
         self.last = snap
 

@@ -23,7 +23,8 @@ import time
 from dataclasses import replace
 
 from mutransfer.sweep.calibration import CALIBRATED, FLAT_CURVATURE, departures, one_departure, real_truth
-from mutransfer.sweep.simulate import Design, Truth, coverage, real_coverage, real_law_coverage
+from mutransfer.sweep.simulate import Design, Truth
+from mutransfer.sweep.simulated_rates import coverage, real_coverage, real_law_coverage
 from mutransfer.sweep.spec import SweepSpec, load_spec
 
 DESIGNS = {"1 oct, 1 seed + 2 probes": Design(), "1 oct, 3 seeds": Design(seeds=3, noise_seeds=0),

@@ -16,7 +16,7 @@ import pytest
 from mutransfer.analysis.drift import SearchSettings
 from mutransfer.schema import LR_KEY
 from mutransfer.sweep.calibration import CALIBRATED, FLAT_CURVATURE
-from mutransfer.sweep.simulate import SharedSeeds, Truth, _Width
+from mutransfer.sweep.simulate import SharedSeeds, SimulatedPoint, Truth
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,7 +50,7 @@ def simulated_table(calibration: ModuleType, truth: Truth, seeds: int, widths: t
     shared = SharedSeeds(rng)
     rows = []
     for w in widths:
-        width = _Width(truth, truth.optimum(w, widths[0]), rng, math.log2(w / widths[0]), shared)
+        width = SimulatedPoint(truth, truth.optimum(w, widths[0]), rng, math.log2(w / widths[0]), shared)
         for seed in range(seeds):
             for x in np.arange(-8.0, -1.99, 0.5):
                 width.train(float(x), seed)

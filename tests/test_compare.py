@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from mutransfer.analysis.compare import config_changes, difference_interval
 from mutransfer.cli import app
-from mutransfer.sweep.simulate import Design, Truth, compare_rates
+from mutransfer.sweep.simulate import Design, Truth
+from mutransfer.sweep.simulated_rates import compare_rates
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.trial import sweep_record
 

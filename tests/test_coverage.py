@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from mutransfer.sweep.simulate import Design, Truth, coverage, law_coverage
+from mutransfer.sweep.simulate import Design, Truth
+from mutransfer.sweep.simulated_rates import coverage, law_coverage
 
 SIMS = 1000
 PROBES = Design()

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from mutransfer.sweep.calibration import BOWLS, FLAT_CURVATURE, departures, one_departure, real_truth
-from mutransfer.sweep.simulate import (Design, SharedSeeds, Truth, _Width, coverage, law_coverage, real_coverage,
-                                       real_law_coverage, simulate, simulate_verify)
+from mutransfer.sweep.simulate import Design, SharedSeeds, SimulatedPoint, Truth, simulate, simulate_verify
+from mutransfer.sweep.simulated_rates import coverage, law_coverage, real_coverage, real_law_coverage
 from mutransfer.sweep.spec import SearchSpec
 
 DEPARTURE_FIELDS = ("curvature_slope", "asymmetry_slope", "seed_correlation", "seed_curvature", "departure",
@@ -27,7 +27,7 @@ AXES_SLOPES = {"width": 0.0, "depth": -0.5, "steps": -0.3}
 def losses_at(truth: Truth, offsets: tuple[float, ...], seeds: int, doublings: float = 0.0,
               seed: int = 0) -> np.ndarray:
     """(seeds, len(offsets)) losses minus 2, each seed trained at ``offsets`` octaves from the true optimum 0."""
-    width = _Width(truth, 0.0, np.random.default_rng(seed), doublings)
+    width = SimulatedPoint(truth, 0.0, np.random.default_rng(seed), doublings)
     for s in range(seeds):
         for d in offsets:
             width.train(d, s)
@@ -68,7 +68,7 @@ def test_correlated_seeds_shrink_the_within_seed_difference_by_one_minus_rho(rho
     for i in range(len(shifts)):
         seeds = SharedSeeds(rng)
         for j, doublings in enumerate((0.0, 1.0)):
-            width = _Width(truth, 0.0, rng, doublings, seeds)
+            width = SimulatedPoint(truth, 0.0, rng, doublings, seeds)
             for s in (0, 1):
                 width.train(0.0, s)
                 shifts[i, j, s] = width.shifts[s]

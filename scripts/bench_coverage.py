@@ -56,7 +56,7 @@ def ideal_table(sims: int, seed: int) -> None:
                           f"{r['slope_coverage']:.3f} | {r['prediction_coverage']:.3f} | {r['transfers']:.3f} | "
                           f"{r['drifts']:.3f} | "
                           f"{r['inconclusive']:.3f} |", flush=True)
-    print(f"\n{sims} simulated sweeps per row (widths 32/64/128, grid 2^-8…2^-2 with extension), "
+    print(f"\n{sims} simulated sweeps per row (widths 32–256, grid 2^-8…2^-2 with extension), "
           f"{time.perf_counter() - start:.0f} s")
 
 
@@ -152,6 +152,20 @@ def axes_verdict_table(spec: SweepSpec, sims: int, seed: int) -> None:
         print(f"| {slope:+g} | " + " | ".join(cells) + " |", flush=True)
 
 
+def three_widths_table(spec: SweepSpec, sims: int, seed: int) -> None:
+    """Why the default spec sweeps four widths: the same rates from three (32/64/128) and from four."""
+    print("| design | true slope | per-width | slope | range at 4096 | T / D / I |")
+    print("|---|---|---|---|---|---|")
+    design = design_of(spec, "mup_muon")
+    for name, widths in (("3 widths, 32–128", design.widths[:3]), ("4 widths, 32–256", design.widths)):
+        for slope in (0.0, 0.35):
+            r = real_coverage(real_truth("muon", x0=middle(design), slope=slope), replace(design, widths=widths),
+                              sims, seed)
+            print(f"| {name} | {slope:+g} | {r['width_coverage']:.3f} | {r['slope_coverage']:.3f} | "
+                  f"{r['prediction_coverage']:.3f} | {r['transfers']:.2f} / {r['drifts']:.2f} / "
+                  f"{r['inconclusive']:.2f} |", flush=True)
+
+
 def real_tables(sims: int, seed: int) -> None:
     start = time.perf_counter()
     default, axes = load_spec("default"), load_spec("axes")
@@ -166,6 +180,8 @@ def real_tables(sims: int, seed: int) -> None:
     verdict_table(default, sims, seed)
     print("\nThe same for the width slope of sweeps/axes.yaml's design (its law), calibrated curves:\n")
     axes_verdict_table(axes, sims, seed)
+    print("\nμP + Muon, calibrated curves, sweeps/default.yaml's design with three widths and with four:\n")
+    three_widths_table(default, sims, seed)
     print(f"\n{sims} simulated sweeps per cell, seed {seed}, {time.perf_counter() - start:.0f} s")
 
 

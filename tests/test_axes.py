@@ -71,8 +71,8 @@ def bowls(truth: dict[tuple[int, int, int], float], seeds: int = 3, jitter: floa
 
 
 TRUTH = {(32, 2, 100): -4.0, (64, 2, 100): -4.0, (128, 2, 100): -4.0, (32, 4, 100): -4.5, (32, 8, 100): -5.0,
-         (32, 2, 200): -4.3, (32, 2, 400): -4.6, (32, 2, 800): -4.9}
-"""Width flat, −0.5 octave per depth doubling, β = 0.3."""
+         (32, 2, 200): -4.6, (32, 2, 400): -5.2, (32, 2, 800): -5.8}
+"""Width flat, −0.5 octave per depth doubling, β = 0.6 (a drift must be shown wholly beyond the ±0.25 margin)."""
 
 
 def test_the_law_recovers_each_axis_and_reports_beta() -> None:
@@ -80,16 +80,16 @@ def test_the_law_recovers_each_axis_and_reports_beta() -> None:
     info = summarize(bowls(TRUTH), settings)["setups"]["s"]
     law = info["law"]
     assert law["axes"] == ["width", "depth", "steps"] and law["points_used"] == 8
-    for axis, slope in (("width", 0.0), ("depth", -0.5), ("steps", -0.3)):
+    for axis, slope in (("width", 0.0), ("depth", -0.5), ("steps", -0.6)):
         lo, hi = law["slope_ci"][axis]
         assert lo <= slope <= hi and hi - lo < 0.5, (axis, law["slope_ci"])
     assert law["beta"] == pytest.approx(-law["coefficients"]["steps"])
-    assert law["beta_ci"][0] <= 0.3 <= law["beta_ci"][1]
+    assert law["beta_ci"][0] <= 0.6 <= law["beta_ci"][1]
     assert info["axes"]["steps"]["verdict"] == "drifts" and info["axes"]["width"]["verdict"] == "transfers"
     assert sorted(info["axes"]["steps"]["steps"], key=int) == ["100", "200", "400", "800"]
-    value, half = evaluate_law(law, {"width": 4096, "depth": 8, "steps": 6400}, ["depth", "steps"])
-    truth = -4.0 - 0.5 * 2 - 0.3 * 6
-    assert abs(value - truth) <= half and half < 1.5
+    value, (lo, hi) = evaluate_law(law, {"width": 4096, "depth": 8, "steps": 6400}, ["depth", "steps"])
+    truth = -4.0 - 0.5 * 2 - 0.6 * 6
+    assert lo <= truth <= hi and lo <= value <= hi and hi - lo < 5.5
 
 
 def test_a_law_needs_a_varying_axis_and_enough_points() -> None:

@@ -151,7 +151,7 @@ def test_same_truth_rarely_moves_and_a_real_shift_is_found(noise_seeds: int) -> 
     design = Design(noise_seeds=noise_seeds)
     same = compare_rates(Truth(curvature=0.2, noise=0.02), Truth(curvature=0.2, noise=0.02), design, 200)
     assert same["width_moved_rate"] <= 0.09
-    assert same["difference_coverage"] >= 0.91
+    assert same["difference_coverage"] >= 0.90, "95 % intervals, 600 simulated pairs of widths (Monte-Carlo sd 0.01)"
     shifted = compare_rates(Truth(curvature=0.2, noise=0.02), Truth(x0=-4.0, curvature=0.2, noise=0.02), design, 100)
     assert shifted["setup_moved_rate"] >= 0.95
-    assert shifted["difference_coverage"] >= 0.91
+    assert shifted["difference_coverage"] >= 0.90

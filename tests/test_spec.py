@@ -23,7 +23,7 @@ def test_default_spec_grids_are_per_setup() -> None:
     sp, mup = (s.search[0] for s in spec.setups)
     assert sp.grid() == [float(x) for x in range(-13, -4)]
     assert mup.grid() == [float(x) for x in range(-8, 0)]
-    assert spec.widths == (32, 64, 128)
+    assert spec.widths == (32, 64, 128, 256)
 
 
 def test_overrides_split_between_spec_and_config() -> None:

@@ -245,7 +245,8 @@ def test_transfer_prints_and_writes_a_predicted_range(runner: CliRunner, sweep_d
         docs[width] = yaml.safe_load(out.read_text())
     far, near = docs[4096]["prediction"], docs[256]["prediction"]
     lo, hi = far["interval"]
-    assert lo < far["log2_lr"] < hi and far["half_width"] == pytest.approx((hi - lo) / 2)
+    assert lo < far["log2_lr"] < hi
+    assert far["half_width"] == pytest.approx(max(far["log2_lr"] - lo, hi - far["log2_lr"])), "its farthest reach"
     assert far["log2_lr"] == pytest.approx(docs[4096]["log2_lr"])
     assert far["within_tolerance"] is False and near["within_tolerance"] is True
     assert any("wider than --tolerance" in w for w in docs[4096]["warnings"])

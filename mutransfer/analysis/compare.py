@@ -66,7 +66,8 @@ def _welch_ready(entry: Mapping[str, Any]) -> bool:
 
 def difference_interval(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[float, tuple[float, float], str]:
     """x_B − x_A, its 95 % interval and how it was formed (``welch``, ``combined``, or ``bound`` when an
-    end is open)."""
+    end is open). The Welch interval is the seeds' alone: the bowl's asymmetry biases two runs of the same
+    setup alike, so its error (``shape_se``) is left out of their difference."""
     d = b["log2_lr_star"] - a["log2_lr_star"]
     if _welch_ready(a) and _welch_ready(b):
         va, vb = a["se"] ** 2, b["se"] ** 2

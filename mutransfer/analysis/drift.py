@@ -1,13 +1,17 @@
 """The drift of the optimum across widths, and the verdict as an equivalence test. Pure numpy/pandas.
 
 Drift: weighted least squares of x* against log2(width) over the widths whose optimum was measured (not
-censored at a grid edge), weights 1/se². With seed noise measured, the per-width errors come from the seeds'
-vertex spread pooled over the setup's widths (degrees of freedom Σ(k_w − 1)), and the slope's intervals
-use Student's t with those degrees of freedom; with one seed they are resolution bounds (normal quantiles).
+censored at a grid edge), each point weighted by 1/(se² + σ_b²): its seeds' error and the between-point scatter
+of real optima about a line (``analysis.regression``: estimated from 4 or more widths, the calibrated value
+below that; the lack-of-fit F test is reported either way). With seed noise measured, the per-width errors come
+from the seeds' vertex spread pooled over the setup's widths (Σ(k_w − 1) degrees of freedom); with one seed they
+are resolution bounds.
 
-Verdict: ``transfers`` when the slope's 90 % interval lies inside ±``transfer_slope`` octaves per doubling and
-no width is censored or missing (two one-sided tests at 5 %); ``drifts`` when the 95 % interval excludes 0
-and |slope| > ``transfer_slope``; otherwise ``inconclusive``, with the reason and what would decide it.
+Verdict: ``transfers`` when the seeds' noise was measured (``ci_kind: confidence``), the slope's 90 % interval
+lies inside ±``transfer_slope`` octaves per doubling and no width is censored or missing (two one-sided tests
+at 5 %); ``drifts`` when the 90 % interval lies wholly beyond ±``transfer_slope`` (the slope is demonstrably past
+the margin, at 5 % one-sided); ``inconclusive`` otherwise — and whenever the points fail the lack-of-fit test —
+with the reason and what would decide it.
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ import numpy as np
 import pandas as pd
 
 from ..schema import axis_named
-from .optimum import CONFIDENCE, MIN_SE, RESOLUTION, Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays
+from .bowl import Asymmetry, pooled_asymmetry
+from .optimum import (CONFIDENCE, MIN_SE, RESOLUTION, Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays,
+                      width_asymmetry)
+from .regression import MIN_POINTS_TO_ESTIMATE, Regression, regress
 from .stats import quantile
 
-__all__ = ["Drift", "drift", "verdict", "pool", "analyze", "analyze_setup", "SearchSettings", "VERDICTS"]
+__all__ = ["Drift", "drift", "verdict", "pool", "analyze", "analyze_setup", "SearchSettings", "VERDICTS",
+           "PointTrials", "setup_optima", "common_se", "seed_correlation"]
 
 VERDICTS = ("transfers", "drifts", "inconclusive")
 
@@ -53,13 +61,24 @@ class Drift:
     reason: str = ""
     fix: str = ""
     widths_used: list[int] = field(default_factory=list)
+    lack_of_fit: Optional[dict[str, Any]] = None
+    between_sd: Optional[float] = None
+    between_source: Optional[str] = None
+    lack_of_fit_line: str = ""
+    asymmetry: Optional[float] = None
+    asymmetry_se_log: Optional[float] = None
+    seed_correlation: Optional[float] = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"slope": self.slope, "slope_ci": list(self.ci) if self.ci else None,
                 "slope_ci90": list(self.ci90) if self.ci90 else None, "intercept": self.intercept,
                 "centre_log2_width": self.centre, "se_slope": self.se_slope, "se_centre": self.se_centre,
                 "dof": self.dof, "ci_kind": self.ci_kind, "verdict": self.verdict, "reason": self.reason,
-                "fix": self.fix, "widths_used": self.widths_used}
+                "fix": self.fix, "widths_used": self.widths_used, "lack_of_fit": self.lack_of_fit,
+                "between_sd": self.between_sd, "between_source": self.between_source,
+                "lack_of_fit_line": self.lack_of_fit_line, "asymmetry": self.asymmetry,
+                "asymmetry_se_log": self.asymmetry_se_log,
+                "seed_correlation": self.seed_correlation}
 
 
 def pool(optima: Sequence[WidthOptimum]) -> list[WidthOptimum]:
@@ -74,22 +93,35 @@ def pool(optima: Sequence[WidthOptimum]) -> list[WidthOptimum]:
             for o in optima]
 
 
-def verdict(slope: float, ci90: tuple[float, float], ci95: tuple[float, float],
-            th: Thresholds = Thresholds()) -> str:
-    """The equivalence test on a measured slope (no censored or missing width)."""
-    if -th.transfer_slope <= ci90[0] and ci90[1] <= th.transfer_slope:
+def verdict(ci90: tuple[float, float], kind: str, th: Thresholds = Thresholds()) -> str:
+    """The equivalence test on a measured slope (no censored or missing width, no failed lack of fit):
+    ``transfers`` needs measured seed noise and the 90 % interval inside the margin; ``drifts`` the 90 % interval
+    wholly beyond it."""
+    if kind == CONFIDENCE and -th.transfer_slope <= ci90[0] and ci90[1] <= th.transfer_slope:
         return "transfers"
-    if abs(slope) > th.transfer_slope and (ci95[0] > 0 or ci95[1] < 0):
+    if ci90[0] > th.transfer_slope or ci90[1] < -th.transfer_slope:
         return "drifts"
     return "inconclusive"
 
 
 def _undecided(ci90: tuple[float, float], th: Thresholds, kind: str, plural: str) -> tuple[str, str]:
+    if kind != CONFIDENCE and -th.transfer_slope <= ci90[0] and ci90[1] <= th.transfer_slope:
+        return ("the slope's 90 % interval is inside the margin but comes from one seed's resolution bounds, not "
+                "measured seed noise", "measure seed noise (search.noise_seeds ≥ 1) and resweep")
     reason = (f"the slope's 90 % interval [{ci90[0]:+.2f}, {ci90[1]:+.2f}] is neither inside ±{th.transfer_slope:g} "
-              "nor clear of 0 beyond it")
+              f"nor wholly beyond it")
     more = "more noise probes (search.noise_seeds) or seeds" if kind == CONFIDENCE else \
         "seed noise measured (search.noise_seeds ≥ 1)"
-    return reason, f"{more}, or {plural} further apart, narrow it"
+    return reason, f"{more}, or {plural} further apart or more of them, narrow it"
+
+
+def _misfit(fit: Regression, plural: str) -> tuple[str, str]:
+    assert fit.lack_of_fit is not None
+    return (f"the optima lie off a line in log2 {plural} more than the seeds' noise and the between-point scatter "
+            f"(σ_b {fit.between_sd:.2f} octave) explain: F = {fit.lack_of_fit['F']:.1f}, "
+            f"p = {fit.lack_of_fit['p']:.2g}",
+            f"look at the curves (mutransfer plot) for a curve whose optimum is off, or sweep more {plural} "
+            f"(with 4 or more the scatter is measured and carried)")
 
 
 def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing: Sequence[int] = (),
@@ -103,34 +135,77 @@ def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing
     dof = min((o.dof for o in used if o.dof), default=None) if kind == CONFIDENCE else None
     result = Drift(None, None, None, None, None, None, None, dof, kind, "inconclusive",
                    widths_used=[o.width for o in used])
-    if len(used) >= 2:
-        _fit_line(result, used)
+    fit = _fit_line(result, used) if len(used) >= 2 else None
     blockers = _blockers(optima, missing, plural)
     if blockers:
         result.reason, result.fix = blockers
-    elif result.slope is None:
+    elif result.slope is None or fit is None:
         result.reason, result.fix = f"fewer than two {plural} with a measured optimum", f"sweep more {plural}"
+    elif fit.fails:
+        result.reason, result.fix = _misfit(fit, plural)
     else:
-        assert result.ci90 is not None and result.ci is not None
-        result.verdict = verdict(result.slope, result.ci90, result.ci, th)
+        assert result.ci90 is not None
+        result.verdict = verdict(result.ci90, kind, th)
         if result.verdict == "inconclusive":
             result.reason, result.fix = _undecided(result.ci90, th, kind, plural)
     return result
 
 
-def _fit_line(result: Drift, used: Sequence[WidthOptimum]) -> None:
+def seed_correlation(optima: Sequence[WidthOptimum]) -> float:
+    """How much of a seed's vertex shift it carries to every width (seeds share their batches): the intraclass
+    correlation of each seed's deviation from its width's mean vertex across the widths where it was measured,
+    clipped to [0, 1] (0 with fewer than two widths or two seeds in common)."""
+    deviations: dict[int, list[float]] = {}
+    for o in optima:
+        if len(o.seed_vertices) >= 2:
+            mean = sum(o.seed_vertices) / len(o.seed_vertices)
+            for s, v in zip(o.vertex_seeds, o.seed_vertices):
+                deviations.setdefault(s, []).append(v - mean)
+    shared = [np.array(d) for d in deviations.values() if len(d) >= 2]
+    if len(shared) < 2:
+        return 0.0
+    total = sum(float(d @ d) for d in shared)
+    cross = sum(float(d.sum() ** 2 - d @ d) for d in shared)
+    pairs = sum(len(d) - 1 for d in shared) / len(shared)
+    return float(np.clip(cross / (pairs * total), 0.0, 1.0)) if total > 0 else 0.0
+
+
+def common_se(optima: Sequence[WidthOptimum]) -> float:
+    """The error every point shares: the bowl's asymmetry (the RMS of their ``shape_se``) and the part of the
+    seeds' error their shared batches carry to every width (``seed_correlation`` · the mean se²). A shared
+    error moves the line's centre, not its slope; the slope keeps the seeds' whole error (conservative)."""
+    if not optima:
+        return 0.0
+    shapes = sum(o.shape_se**2 for o in optima) / len(optima)
+    shared = seed_correlation(optima) * sum(o.se**2 for o in optima if o.ci_kind == CONFIDENCE) / len(optima)
+    return math.sqrt(shapes + shared)
+
+
+def _fit_line(result: Drift, used: Sequence[WidthOptimum]) -> Regression:
     x = np.log2([o.width for o in used])
     y = np.array([o.x_star for o in used])
-    w = 1.0 / np.array([max(o.se, 1e-6) for o in used]) ** 2
-    centre = float(np.sum(w * x) / np.sum(w))
-    mean = float(np.sum(w * y) / np.sum(w))
-    sxx = float(np.sum(w * (x - centre) ** 2))
-    slope = float(np.sum(w * (x - centre) * (y - mean)) / sxx)
-    se = math.sqrt(1.0 / sxx)
-    q95, q90 = quantile(0.975, result.dof), quantile(0.95, result.dof)
-    result.slope, result.se_slope, result.se_centre = slope, se, math.sqrt(1.0 / float(np.sum(w)))
-    result.centre, result.intercept = centre, mean - slope * centre
-    result.ci, result.ci90 = (slope - q95 * se, slope + q95 * se), (slope - q90 * se, slope + q90 * se)
+    se = np.array([o.se for o in used])
+    fit = regress(np.column_stack([np.ones_like(x), x]), y, se, result.dof,
+                  len(used) >= MIN_POINTS_TO_ESTIMATE, common_se(used))
+    intercept, slope = (float(c) for c in fit.coefficients)
+    centre = float(np.sum(fit.weights * x) / np.sum(fit.weights))
+    se_slope = math.sqrt(fit.covariance[1, 1])
+    g = np.array([1.0, centre])
+    se_centre = math.sqrt(float(g @ fit.covariance @ g))
+    q95, q90 = quantile(0.975, fit.dof), quantile(0.95, fit.dof)
+    result.slope, result.se_slope, result.se_centre = slope, se_slope, se_centre
+    result.centre, result.intercept, result.dof = centre, intercept, _whole(fit.dof)
+    result.ci = (slope - q95 * se_slope, slope + q95 * se_slope)
+    result.ci90 = (slope - q90 * se_slope, slope + q90 * se_slope)
+    result.lack_of_fit, result.between_sd, result.between_source = fit.lack_of_fit, fit.between_sd, fit.between_source
+    result.lack_of_fit_line = fit.lack_of_fit_line()
+    result.seed_correlation = seed_correlation(used)
+    return fit
+
+
+def _whole(dof: Optional[float]) -> Optional[int]:
+    """Degrees of freedom as the summary stores them (rounded down, at least 1)."""
+    return None if dof is None else max(1, int(dof))
 
 
 def _blockers(optima: Sequence[WidthOptimum], missing: Sequence[int], plural: str) -> Optional[tuple[str, str]]:
@@ -150,29 +225,59 @@ def _blockers(optima: Sequence[WidthOptimum], missing: Sequence[int], plural: st
     return None
 
 
+@dataclass(frozen=True)
+class PointTrials:
+    """The trials of one point (width, depth, horizon …) as parallel arrays."""
+
+    x: np.ndarray
+    seed: np.ndarray
+    loss: np.ndarray
+    ok: np.ndarray
+    diverged: np.ndarray
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame) -> "PointTrials":
+        """From rows with columns ``x, seed, loss, status``."""
+        status = rows["status"].to_numpy()
+        return cls(rows["x"].to_numpy(float), rows["seed"].to_numpy(), rows["loss"].to_numpy(float), status == "ok",
+                   status == "diverged")
+
+
+def setup_optima(points: Mapping[int, PointTrials], step: float, halfwidth: float,
+                 th: Thresholds = Thresholds()) -> tuple[list[WidthOptimum], list[int], Asymmetry]:
+    """Every point's optimum at the setup's pooled bowl asymmetry, with the seeds' spread pooled over the
+    points; the points without any result; the asymmetry."""
+    bowl = pooled_asymmetry([width_asymmetry(t.x, t.seed, t.loss, t.ok, halfwidth, th) for t in points.values()])
+    optima, missing = [], []
+    for key, t in points.items():
+        opt = optimum_of_arrays(key, t.x, t.seed, t.loss, t.ok, t.diverged, step, halfwidth, th, bowl=bowl)
+        if opt is None:
+            missing.append(key)
+        else:
+            optima.append(opt)
+    return pool(optima), missing, bowl
+
+
 def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds = Thresholds(),
                   axis: str = "width") -> dict[str, Any]:
     """One setup's summary entry: optimum per width (pooled intervals), drift, verdict, added points. With
     ``axis='depth'`` (or ``'steps'``) the ``width`` column holds depths (horizons) and the entry's keys say so."""
     halfwidth = fit_halfwidth(settings.step, settings.log2, th)
-    optima, missing, entries = [], [], {}
-    for width, part in rows.groupby("width"):
-        status = part["status"].to_numpy()
-        opt = optimum_of_arrays(int(width), part["x"].to_numpy(float), part["seed"].to_numpy(),
-                                part["loss"].to_numpy(float), status == "ok", status == "diverged", settings.step,
-                                halfwidth, th)
-        if opt is None:
-            missing.append(int(width))
-            flag = "all_diverged" if (status == "diverged").all() else "all_failed"
-            entries[str(int(width))] = {"log2_lr_star": None, "ci": None, "flags": [flag], "censored": None}
-        else:
-            optima.append(opt)
-        added = sorted(float(x) for x in part["x"].unique() if x < settings.low - 1e-9 or x > settings.high + 1e-9)
-        entries.setdefault(str(int(width)), {})["added"] = added
-    optima = pool(optima)
+    parts = {int(width): part for width, part in rows.groupby("width")}
+    optima, missing, bowl = setup_optima({w: PointTrials.of(part) for w, part in parts.items()}, settings.step,
+                                         halfwidth, th)
+    entries: dict[str, dict[str, Any]] = {}
+    for width in missing:
+        status = parts[width]["status"]
+        flag = "all_diverged" if (status == "diverged").all() else "all_failed"
+        entries[str(width)] = {"log2_lr_star": None, "ci": None, "flags": [flag], "censored": None}
     for opt in optima:
-        entries[str(opt.width)] = {**opt.as_dict(), "added": entries[str(opt.width)]["added"]}
+        entries[str(opt.width)] = opt.as_dict()
+    for width, part in parts.items():
+        entries[str(width)]["added"] = sorted(float(x) for x in part["x"].unique()
+                                              if x < settings.low - 1e-9 or x > settings.high + 1e-9)
     fit = drift(optima, th, missing, axis)
+    fit.asymmetry, fit.asymmetry_se_log = bowl.ratio, bowl.se_log
     entry = {**fit.as_dict(), "widths": dict(sorted(entries.items(), key=lambda kv: int(kv[0])))}
     named = axis_named(axis)
     return {key.replace("widths", named.plural).replace("width", named.name): value for key, value in entry.items()}

@@ -24,7 +24,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .optimum import Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays
+from .bowl import UNMEASURED, Asymmetry, pooled_asymmetry
+from .optimum import Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays, width_asymmetry
 from .stats import t_quantile
 
 __all__ = ["Regret", "Fidelity", "measure_fidelity", "on_lattice"]
@@ -117,14 +118,19 @@ def _regret(measured: WidthOptimum, p: float, x: np.ndarray, seed: np.ndarray, l
 
 
 def measure_fidelity(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndarray, status: np.ndarray, p: float,
-                     grid_seed: int, step: float, th: Thresholds = Thresholds()) -> Fidelity:
+                     grid_seed: int, step: float, th: Thresholds = Thresholds(),
+                     swept: Asymmetry = UNMEASURED) -> Fidelity:
     """The optimum at the target, the prediction's error and its regret (module docstring); the grid is the
-    lattice of multiples of ``step``."""
+    lattice of multiples of ``step``. The vertex is fitted at the bowl's asymmetry measured at the target, or,
+    where its grid cannot measure it (an optimum near the grid's edge), at the sweep's (``swept``)."""
     ok, diverged = status == "ok", status == "diverged"
     good = ok & np.isfinite(loss)
     keep = on_lattice(x, step)
+    halfwidth = fit_halfwidth(step, True, th)
+    own = width_asymmetry(x[keep], seed[keep], loss[keep], ok[keep], halfwidth, th)
+    bowl = swept if own is None else pooled_asymmetry([own])
     measured = optimum_of_arrays(width, x[keep], seed[keep], loss[keep], ok[keep], diverged[keep], step,
-                                 fit_halfwidth(step, True, th), th, grid=[grid_seed])
+                                 halfwidth, th, grid=[grid_seed], bowl=bowl)
     if measured is None:
         return Fidelity(p, None, math.nan, None, None, "no trial at the target width trained without diverging")
     error = measured.x_star - p

@@ -1,15 +1,17 @@
 """One law for the optimum across every swept axis. Pure numpy/pandas.
 
 Per setup, ``log2 LR* = c + s_w·log2(width) + s_d·log2(depth) + s_t·log2(steps)`` over the axes that vary
-among the measured points, by weighted least squares on the per-point optima (weights 1/se², the seeds'
-spread pooled over the points as for width alone; censored points and points without a result are left out).
-The coefficients' covariance is (XᵀWX)⁻¹; intervals use Student's t with the pooled degrees of freedom (normal
-quantiles for resolution bounds), as the width slope does. β = −s_t is the horizon exponent (Bjorck et al.,
+among the measured points, by weighted least squares on the per-point optima (``analysis.regression``: weights
+1/(se² + σ_b²), the seeds' spread pooled over the points as for width alone, σ_b the between-point scatter —
+estimated when every varying axis has 4 or more values, the calibrated one otherwise — and the lack-of-fit F
+test; censored points and points without a result are left out). Intervals use Student's t with the fit's
+degrees of freedom (normal quantiles for resolution bounds), as the width slope does. β = −s_t is the horizon exponent (Bjorck et al.,
 "Scaling Optimal LR Across Token Horizons": LR* ∝ D^-β).
 
 A prediction at a target point evaluates the law there for the axes whose slope is applied and at the swept
 points' weighted centre for the others (a slope judged to transfer moves nothing), and its range is the law's
-uncertainty at the target itself: q · √(gᵀ Σ g) with g = (1, log2 target per axis).
+uncertainty at the target itself, q · √(gᵀ Σ g + σ_b²) with g = (1, log2 target per axis), stretched to reach
+the value when a slope is not applied (as ``analysis.prediction`` does for width alone).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .drift import SearchSettings, pool
-from .optimum import CONFIDENCE, RESOLUTION, Thresholds, fit_halfwidth, optimum_of_arrays
+from .drift import PointTrials, SearchSettings, common_se, setup_optima
+from .optimum import CONFIDENCE, RESOLUTION, Thresholds, fit_halfwidth
+from .regression import MIN_POINTS_TO_ESTIMATE, regress
 from .stats import quantile
 
 __all__ = ["fit_law", "fit_laws", "evaluate_law"]
@@ -30,19 +33,15 @@ __all__ = ["fit_law", "fit_laws", "evaluate_law"]
 def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
             th: Thresholds = Thresholds()) -> Optional[dict[str, Any]]:
     """One setup's law from its trials (columns ``seed, x, loss, status`` and one per axis name), or None when
-    no axis varies or fewer measured points than coefficients remain (the points' own errors, not the residuals,
-    give the covariance, as for the width slope from two widths)."""
+    no axis varies or fewer measured points than coefficients remain (the points' own errors and the
+    between-point scatter, not the residuals alone, give the covariance, as for the width slope from two widths)."""
     halfwidth = fit_halfwidth(settings.step, settings.log2, th)
-    optima, coordinates = [], {}
-    for index, (point, part) in enumerate(rows.groupby(list(axes))):
-        status = part["status"].to_numpy()
-        opt = optimum_of_arrays(index, part["x"].to_numpy(float), part["seed"].to_numpy(),
-                                part["loss"].to_numpy(float), status == "ok", status == "diverged", settings.step,
-                                halfwidth, th)
-        if opt is not None:
-            optima.append(opt)
-            coordinates[index] = np.log2(np.atleast_1d(np.asarray(point, dtype=float)))
-    used = [o for o in pool(optima) if o.measured]
+    groups = list(rows.groupby(list(axes)))
+    coordinates = {index: np.log2(np.atleast_1d(np.asarray(point, dtype=float)))
+                   for index, (point, _) in enumerate(groups)}
+    optima, _, bowl = setup_optima({index: PointTrials.of(part) for index, (_, part) in enumerate(groups)},
+                                   settings.step, halfwidth, th)
+    used = [o for o in optima if o.measured]
     if not used:
         return None
     logs = np.array([coordinates[o.width] for o in used])
@@ -51,21 +50,24 @@ def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
     if not names or len(used) < len(names) + 1:
         return None
     x = np.column_stack([np.ones(len(used)), logs[:, varying]])
-    y = np.array([o.x_star for o in used])
-    w = 1.0 / np.array([max(o.se, 1e-6) for o in used]) ** 2
-    covariance = np.linalg.inv(x.T @ (w[:, None] * x))
-    coefficients = covariance @ (x.T @ (w * y))
     kind = CONFIDENCE if all(o.ci_kind == CONFIDENCE for o in used) else RESOLUTION
-    dof = min((o.dof for o in used if o.dof), default=None) if kind == CONFIDENCE else None
+    pure_dof = min((o.dof for o in used if o.dof), default=None) if kind == CONFIDENCE else None
+    enough = all(len(np.unique(logs[:, i])) >= MIN_POINTS_TO_ESTIMATE for i in varying)
+    fit = regress(x, np.array([o.x_star for o in used]), np.array([o.se for o in used]), pure_dof, enough,
+                  common_se(used))
+    coefficients, covariance = fit.coefficients, fit.covariance
+    dof = None if fit.dof is None else max(1, int(fit.dof))
     q = quantile(0.975, dof)
     law: dict[str, Any] = {
         "axes": names, "coefficients": {"intercept": float(coefficients[0]),
                                         **{n: float(c) for n, c in zip(names, coefficients[1:])}},
         "covariance": covariance.tolist(), "dof": dof, "ci_kind": kind, "points_used": len(used),
-        "centre": {n: float(np.sum(w * logs[:, i]) / np.sum(w)) for n, i in zip(names, varying)},
+        "centre": {n: float(np.sum(fit.weights * logs[:, i]) / np.sum(fit.weights)) for n, i in zip(names, varying)},
         "slope_ci": {n: [float(coefficients[k] - q * math.sqrt(covariance[k, k])),
                          float(coefficients[k] + q * math.sqrt(covariance[k, k]))]
-                     for k, n in enumerate(names, start=1)}}
+                     for k, n in enumerate(names, start=1)},
+        "lack_of_fit": fit.lack_of_fit, "fails_lack_of_fit": fit.fails, "between_sd": fit.between_sd,
+        "between_source": fit.between_source, "lack_of_fit_line": fit.lack_of_fit_line(), "asymmetry": bowl.ratio}
     if "steps" in names:
         lo, hi = law["slope_ci"]["steps"]
         law["beta"], law["beta_ci"] = -law["coefficients"]["steps"], [-hi, -lo]
@@ -80,15 +82,18 @@ def fit_laws(table: pd.DataFrame, axes: Sequence[str], settings: Mapping[str, Se
 
 
 def evaluate_law(law: Mapping[str, Any], target: Mapping[str, float],
-                 applied: Sequence[str]) -> tuple[float, float]:
-    """(log2 η*, the 95 % half-width) at ``target`` ({axis: value}); the slopes of
-    ``applied`` axes move η*, the others are read at the swept points' centre."""
+                 applied: Sequence[str]) -> tuple[float, tuple[float, float]]:
+    """(log2 η*, its 95 % range) at ``target`` ({axis: value}); the slopes of ``applied`` axes move η*, the
+    others are read at the swept points' centre. The range is the whole law's at the target (its covariance and
+    the target's own scatter about the law), stretched to reach the value when a slope is not applied."""
     names = list(law["axes"])
     coefficients = law["coefficients"]
-    value = coefficients["intercept"]
+    value = line = coefficients["intercept"]
     for name in names:
         at = math.log2(target[name]) if name in applied else law["centre"][name]
         value += coefficients[name] * at
+        line += coefficients[name] * math.log2(target[name])
     g = np.array([1.0] + [math.log2(target[name]) for name in names])
-    spread = float(g @ np.array(law["covariance"]) @ g)
-    return value, quantile(0.975, law.get("dof")) * math.sqrt(max(spread, 0.0))
+    spread = float(g @ np.array(law["covariance"]) @ g) + float(law.get("between_sd") or 0.0) ** 2
+    half = quantile(0.975, law.get("dof")) * math.sqrt(max(spread, 0.0))
+    return value, (min(line - half, value), max(line + half, value))

@@ -3,22 +3,25 @@
 Input: the trials of one (setup, width) — searched value x (log2 η for the learning rate), seed, final
 validation loss and status (ok / diverged / ...).
 
-Point estimate: average the ok losses over seeds at each x, then a local quadratic regression — least
-squares through the points within ±h of a centre (h = the grid step, for log2 scales at least
-``fit_octaves``), the centre starting at the argmin and moving to the point nearest the fitted vertex until
-it stays put; the vertex, kept inside the window, is x*.
+Point estimate: every seed's mean loss at each x places a fit window — a local quadratic regression, least
+squares through the points within ±h of a centre (h = the grid step, for log2 scales at least ``fit_octaves``),
+the centre starting at the argmin and moving to the point nearest the fitted vertex until it stays put. x* is
+then the vertex of the two-sided parabola (``analysis.bowl``) through the window's balanced mean, at the bowl's
+asymmetry r (measured per width by ``width_asymmetry``, pooled per setup), allowed one spacing past the window.
 
 Interval (``ci_kind``):
 - ``confidence``: with two or more seeds that cover the fit window (the spec's seeds, or the sweep's noise
-  probes), each seed's own window gives its own vertex; their spread is the seed-to-seed error of x*, and
-  the interval is x* ± t₀.₉₇₅(k−1) · sd/√k (``drift.analyze`` pools the spread over a setup's widths).
+  probes), each seed's own window gives its own vertex at r; their spread is the seed-to-seed error of x*, and
+  the interval is x* ± √((t₀.₉₇₅(k−1) · sd/√k)² + (1.96 · shape_se)²), shape_se the vertex's error from r's
+  (``drift.analyze`` pools the spread over a setup's widths). A seed whose vertex lies past the allowed span is
+  censored: not a point of the spread, and the interval reaches the bound on its side.
 - ``resolution``: one seed only. Its residuals cannot show how far the optimum moves between seeds (every
   point shares the init and the batches), so this is a grid-resolution bound, not a confidence interval:
   the delta-method vertex error σ_x = (σ_L / (a·h)) · √(1/8 + 3u²/2) at an assumed noise σ_L
-  (``noise_floor``, or the fit's residuals when the window holds more than three points), ±1.96 σ_x plus a
-  quarter of the local spacing.
-An optimum on the edge of the tried grid is censored: a one-sided bound, never a point of the drift fit.
-Diverged trials cap the interval from above.
+  (``noise_floor``, or the fit's residuals when the window holds more than three points), ±1.96 σ_x (and the
+  asymmetry's error) plus a quarter of the local spacing.
+An optimum on the edge of the tried grid (the grid seeds' curve, which the grid's extension brackets) is
+censored: a one-sided bound, never a point of the drift fit. Diverged trials cap the interval from above.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from .bowl import ASYMMETRY_BOUNDS, SYMMETRIC, Asymmetry, asymmetry, vertex
 from .stats import Z95, t_quantile
 
 __all__ = ["Thresholds", "WidthOptimum", "optimum", "optimum_of_arrays", "fit_halfwidth", "local_optimum",
-           "fit_window", "window_of", "grid_seeds", "Z95", "CONFIDENCE", "RESOLUTION", "MIN_SE"]
+           "fit_window", "window_of", "grid_seeds", "width_asymmetry", "Z95", "CONFIDENCE", "RESOLUTION", "MIN_SE"]
 
 CONFIDENCE = "confidence"
 RESOLUTION = "resolution"
@@ -66,6 +70,13 @@ class WidthOptimum:
     censored: Optional[str] = None
     seed_vertices: list[float] = field(default_factory=list)
     window: list[float] = field(default_factory=list)
+    shape_se: float = 0.0
+    """The vertex's error from the bowl's measured asymmetry: common to every seed, so in no seed spread."""
+    seed_censored: list[str] = field(default_factory=list)
+    """The sides where a seed's vertex lay past the window by more than ``reach``: the interval reaches there."""
+    reach: float = 0.0
+    vertex_seeds: list[int] = field(default_factory=list)
+    """The seed of each of ``seed_vertices`` (seeds share their batches across widths)."""
 
     @property
     def measured(self) -> bool:
@@ -74,8 +85,11 @@ class WidthOptimum:
 
     def with_se(self, se: float, dof: int) -> "WidthOptimum":
         """The same optimum with a pooled standard error (confidence intervals only)."""
-        half = t_quantile(0.975, dof) * se
-        lo, hi = self.x_star - half, self.x_star + half
+        lo, hi = _confidence(self.x_star, se, dof, self.shape_se)
+        if "low" in self.seed_censored:
+            lo = min(lo, min(self.window) - self.reach)
+        if "high" in self.seed_censored:
+            hi = max(hi, max(self.window) + self.reach)
         if self.diverged_above is not None:
             hi = min(hi, max(self.diverged_above, self.x_star))
         return WidthOptimum(**{**self.__dict__, "se": se, "dof": dof, "ci": (lo, hi)})
@@ -83,7 +97,8 @@ class WidthOptimum:
     def as_dict(self) -> dict[str, Any]:
         return {"log2_lr_star": self.x_star, "ci": list(self.ci), "se": self.se, "dof": self.dof,
                 "ci_kind": self.ci_kind, "best_loss": self.best_loss, "flags": self.flags, "censored": self.censored,
-                "diverged_above": self.diverged_above, "seed_vertices": self.seed_vertices, "window": self.window}
+                "diverged_above": self.diverged_above, "seed_vertices": self.seed_vertices, "window": self.window,
+                "shape_se": self.shape_se, "seed_censored": self.seed_censored}
 
 
 @dataclass(frozen=True)
@@ -160,18 +175,6 @@ def _covering(x: np.ndarray, seed: np.ndarray, window_x: np.ndarray) -> list[int
     return [s for s in np.unique(seed) if np.isin(keys, np.round(x[seed == s], 9)).all()]
 
 
-def _seed_vertices(x: np.ndarray, seed: np.ndarray, loss: np.ndarray, window_x: np.ndarray,
-                   seeds: list[int]) -> list[float]:
-    """Each covering seed's own vertex over the fit window."""
-    keys = np.round(window_x, 9)
-    vertices = []
-    for s in seeds:
-        mine = (seed == s) & np.isin(np.round(x, 9), keys)
-        xs, ys = _mean_curve(x[mine], loss[mine])
-        vertices.append(_quadratic(xs, ys)[0])
-    return vertices
-
-
 def _resolution_se(fit: _Fit, xs: np.ndarray, step: float, th: Thresholds) -> float:
     """The vertex error a grid of this spacing allows at the assumed noise (one seed: not a confidence)."""
     if math.isfinite(fit.sigma_unit):
@@ -181,14 +184,65 @@ def _resolution_se(fit: _Fit, xs: np.ndarray, step: float, th: Thresholds) -> fl
     return th.noise_floor / (fit.curvature * step) * math.sqrt(1 / 8 + 1.5 * u * u)
 
 
+def _balanced_curve(x: np.ndarray, seed: np.ndarray, loss: np.ndarray, window_x: np.ndarray,
+                    seeds: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The mean curve over the window of the given seeds (each weighs the same at every point)."""
+    inside = np.isin(np.round(x, 9), np.round(window_x, 9)) & np.isin(seed, seeds)
+    return _mean_curve(x[inside], loss[inside])
+
+
+def width_asymmetry(x: np.ndarray, seed: np.ndarray, loss: np.ndarray, ok: np.ndarray, halfwidth: float,
+                    th: Thresholds = Thresholds()) -> Optional[Asymmetry]:
+    """The bowl's asymmetry at one width: the two-sided parabola through the grid seeds' mean curve within twice
+    the fit window's half-width of the point nearest its vertex (``analysis.bowl.asymmetry``, at the loss noise
+    the seeds show, at least ``noise_floor``, each side reaching a half-width from the vertex); None where it
+    cannot be measured."""
+    good = ok & np.isfinite(loss)
+    if good.sum() < 5:
+        return None
+    x, seed, loss = x[good], seed[good], loss[good]
+    on_grid = np.isin(seed, grid_seeds(x, seed, halfwidth))
+    xs, ys = _mean_curve(x[on_grid], loss[on_grid])
+    if len(xs) < 5:
+        return None
+    centre = xs[np.argmin(np.abs(xs - _point_estimate(xs, ys, halfwidth).x_star))]
+    near = np.abs(xs - centre) <= 2 * halfwidth + 1e-9
+    return asymmetry(xs[near], ys[near], max(th.noise_floor, _pure_error(x, loss)), halfwidth)
+
+
+def _pure_error(x: np.ndarray, loss: np.ndarray) -> float:
+    """The loss noise the seeds show where several trained the same point: the pooled sd about each point's
+    mean (0 where no point was trained twice)."""
+    keys, inverse, counts = np.unique(np.round(x, 9), return_inverse=True, return_counts=True)
+    means = np.bincount(inverse, weights=loss) / counts
+    dof = int(np.sum(counts - 1))
+    return math.sqrt(float(np.sum((loss - means[inverse]) ** 2)) / dof) if dof > 0 else 0.0
+
+
+def _shape_se(xs: np.ndarray, ys: np.ndarray, bowl: Asymmetry, reach: float) -> float:
+    """The vertex's error from the asymmetry's: half the vertex's change between r·e^(±se of log r)."""
+    if bowl.se_log <= 0:
+        return 0.0
+    lo = vertex(xs, ys, max(bowl.ratio * math.exp(-min(bowl.se_log, 5.0)), ASYMMETRY_BOUNDS[0]), reach).x
+    hi = vertex(xs, ys, min(bowl.ratio * math.exp(min(bowl.se_log, 5.0)), ASYMMETRY_BOUNDS[1]), reach).x
+    return abs(hi - lo) / 2
+
+
 def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndarray, ok: np.ndarray,
                       diverged: np.ndarray, step: float, halfwidth: float,
-                      th: Thresholds = Thresholds(), grid: Optional[Sequence[int]] = None) -> Optional[WidthOptimum]:
+                      th: Thresholds = Thresholds(), grid: Optional[Sequence[int]] = None,
+                      bowl: Asymmetry = SYMMETRIC) -> Optional[WidthOptimum]:
     """The optimum at one width from parallel arrays (the fast path the coverage simulations use).
 
-    The grid seeds' mean curve places the fit window and decides censoring; the seeds that trained the whole
-    window (grid seeds and noise probes alike) give the estimate, balanced, and their spread its error.
-    ``grid`` names the grid seeds when the caller knows them (default: ``grid_seeds`` infers them)."""
+    Every seed's mean loss at each point places the fit window (where the noise probes trained, their losses
+    move it, as they move the probes: ``sweep.policy.probe_points``); the grid seeds' curve, which the grid's
+    extension brackets, decides censoring at the grid's edge; the seeds that
+    trained the whole window (grid seeds and noise probes alike) give the estimate, balanced, and their spread
+    its error. Every
+    vertex is the two-sided parabola's at the asymmetry ``bowl`` (the setup's, ``analysis.bowl``), allowed one
+    grid spacing past the window; a seed whose vertex lies beyond that is censored (the interval reaches to the
+    bound on its side), not a point of the spread. ``grid`` names the grid seeds when the caller knows them
+    (default: ``grid_seeds`` infers them)."""
     good = ok & np.isfinite(loss)
     if not good.any():
         return None
@@ -198,37 +252,60 @@ def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndar
     on_grid = np.isin(seed, grid_seeds(x, seed, halfwidth) if grid is None else np.asarray(grid))
     if not on_grid.any():
         return None
-    xs, ys = _mean_curve(x[on_grid], loss[on_grid])
+    xs, ys = _mean_curve(x, loss)
     fit = _point_estimate(xs, ys, halfwidth)
     window_x = xs[fit.window]
-    covering = _covering(x, seed, window_x) if len(xs) >= 3 else []
-    vertices = _seed_vertices(x, seed, loss, window_x, covering) if len(covering) >= 2 else []
-    x_star = fit.x_star
-    if vertices:
-        inside = np.isin(np.round(x, 9), np.round(window_x, 9)) & np.isin(seed, covering)
-        x_star = _quadratic(*_mean_curve(x[inside], loss[inside]))[0]
-    censored = {tried[0]: "low", tried[-1]: "high"}.get(float(xs[fit.argmin]))
+    grid_x, grid_y = _mean_curve(x[on_grid], loss[on_grid])
+    censored = {tried[0]: "low", tried[-1]: "high"}.get(float(grid_x[np.argmin(grid_y)]))
     flags = ([] if len(xs) >= 3 else ["few_points"]) + ([f"edge_of_grid:{censored}"] if censored else [])
     flat = len(xs) >= 3 and fit.curvature * halfwidth**2 < th.flat_tol
     flags += ["flat"] if flat else []
+    covering = _covering(x, seed, window_x) if len(xs) >= 3 else []
+    reach = float(np.diff(window_x).min()) if len(window_x) > 1 else step
+    seeds_fit = [vertex(*_balanced_curve(x, seed, loss, window_x, [s]), bowl.ratio, reach) for s in covering] \
+        if len(covering) >= 2 else []
+    vertices = [v.x for v in seeds_fit if v.censored is None]
+    vertex_seeds = [int(s) for s, v in zip(covering, seeds_fit) if v.censored is None]
+    sides = sorted({v.censored for v in seeds_fit if v.censored})
+    flags += [f"seed_censored:{side}" for side in sides]
+    curve = _balanced_curve(x, seed, loss, window_x, covering) if len(vertices) >= 2 else (window_x, ys[fit.window])
+    x_star, shape_se = fit.x_star, 0.0
+    if len(xs) >= 3 and not flat and censored is None:
+        found = vertex(*curve, bowl.ratio, reach)
+        x_star = found.x if found.censored is None else float(window_x.min() if found.censored == "low" else
+                                                               window_x.max())
+        if found.censored and found.censored not in sides:
+            sides.append(found.censored)
+            flags.append(f"seed_censored:{found.censored}")
+        shape_se = _shape_se(*curve, bowl, reach)
     kind, dof = RESOLUTION, None
     if flat or len(xs) < 3:
         near = xs[ys <= ys.min() + th.flat_tol]
         lo, hi = float(near.min()) - step / 2, float(near.max()) + step / 2
         se = (hi - lo) / (2 * Z95)
-    elif vertices:
+    elif len(vertices) >= 2:
         kind, dof = CONFIDENCE, len(vertices) - 1
         se = max(float(np.std(vertices, ddof=1)) / math.sqrt(len(vertices)), MIN_SE)
-        lo, hi = x_star - t_quantile(0.975, dof) * se, x_star + t_quantile(0.975, dof) * se
+        lo, hi = _confidence(x_star, se, dof, shape_se)
     else:
-        spacing = float(np.diff(window_x).min())
+        spacing = reach
         se = _resolution_se(fit, xs, spacing, th)
-        lo, hi = x_star - Z95 * se - spacing / 4, x_star + Z95 * se + spacing / 4
+        half = math.hypot(Z95 * se, Z95 * shape_se) + spacing / 4
+        lo, hi = x_star - half, x_star + half
+    bounds = {"low": float(window_x.min()) - reach, "high": float(window_x.max()) + reach}
+    lo, hi = (min(lo, bounds["low"]) if "low" in sides else lo), (max(hi, bounds["high"]) if "high" in sides else hi)
     lo, hi = (-math.inf if censored == "low" else lo), (math.inf if censored == "high" else hi)
     hi = min(hi, div_above) if div_above is not None else hi
     return WidthOptimum(width=width, x_star=x_star, ci=(min(lo, x_star), max(hi, x_star)), best_loss=float(ys.min()),
                         se=se, dof=dof, ci_kind=kind, flags=flags, diverged_above=div_above, censored=censored,
-                        seed_vertices=[float(v) for v in vertices], window=[float(v) for v in window_x])
+                        seed_vertices=[float(v) for v in vertices], window=[float(v) for v in window_x],
+                        shape_se=shape_se, seed_censored=sides, reach=reach, vertex_seeds=vertex_seeds)
+
+
+def _confidence(x_star: float, se: float, dof: int, shape_se: float) -> tuple[float, float]:
+    """x* ± the seeds' t interval and the asymmetry's normal one, added in quadrature."""
+    half = math.hypot(t_quantile(0.975, dof) * se, Z95 * shape_se)
+    return x_star - half, x_star + half
 
 
 def optimum(table: pd.DataFrame, width: int, step: float, th: Thresholds = Thresholds(),

@@ -1,26 +1,37 @@
 """log2 η* at a target width, with the range the sweep's data allow. Pure arithmetic on a setup's summary.
 
-η* is the inverse-variance mean of the measured per-width optima — the fitted line's value at the swept
-widths' weighted centre c — or, with drift correction, the line at the target. Either way the range carries
-the uncertainty of that centre and of the slope extrapolated from c to the target:
-half-width = q · √(se_c² + (log2 N − c)² · se_slope²), q the 97.5 % quantile of Student's t with the sweep's
-degrees of freedom (normal for resolution bounds). It is what the data allow, not what a theory promises.
+The fitted line (``analysis.drift``: the optima weighted by 1/(se² + σ_b²), σ_b the between-point scatter) at
+the target N holds the true optimum there within q · √(se_c² + (log2 N − c)² · se_slope² + σ_b²): the line's
+centre c, its slope carried over the doublings to N, and the target's own scatter about the line. q is the
+97.5 % quantile of Student's t with the fit's degrees of freedom (normal for resolution bounds).
 
-A sweep over several axes (width with depth or steps) predicts from its fitted law instead
-(``analysis/law.py``): the same centre-or-line rule per axis, the range from the law's covariance at the target.
+With drift correction the value is that line at N. Without it (η* carried unchanged, what ``transfers`` means)
+the value is the line at its centre — the inverse-variance mean of the measured optima — and the range is the
+corrected one stretched to reach that value: a slope inside the margin but not zero moves the truth at N by
+ŝ · (log2 N − c), and a range centred on the plain value would leave that out (docs/transfer.md). ``half_width``
+is the farthest the range reaches from the value.
+
+A sweep over several axes (width with depth or steps) predicts from its fitted law instead (``analysis.law``):
+the same rule per axis, the range from the law's covariance at the target.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
 
 from .law import evaluate_law
 from .stats import quantile
 from .summary import estimated_widths, measured_widths
 
-__all__ = ["Prediction", "predict", "transferred_lr", "law_prediction"]
+__all__ = ["Prediction", "predict", "transferred_lr", "law_prediction", "line_range", "narrowing_advice",
+           "MAX_EXTRA_SEEDS"]
+
+MAX_EXTRA_SEEDS = 32
+"""The most noise seeds the advice considers adding before it says seeds will not do."""
 
 
 @dataclass(frozen=True)
@@ -29,78 +40,135 @@ class Prediction:
     log2_lr: float
     interval: Optional[tuple[float, float]]
     half_width: Optional[float]
+    """The farthest the range reaches from ``log2_lr``."""
     within_tolerance: bool
     tolerance: float
     doublings: float
     """log2(target width) − the swept widths' weighted centre: how far the slope is extrapolated."""
     narrow: str
-    """What would narrow the range."""
+    """What would narrow the range, computed from the measured noise."""
     depth: Optional[int] = None
     """The target depth and horizon, for the axes of the law the prediction comes from (a sweep over them)."""
     steps: Optional[int] = None
     applied: tuple[str, ...] = ()
     """The axes whose fitted slope moved η* (a law's prediction)."""
+    lack_of_fit: str = ""
+    """The fit's lack-of-fit line (F, p and the between-point scatter carried)."""
 
     def as_dict(self) -> dict[str, Any]:
         out = {"width": self.width, "log2_lr": self.log2_lr, "interval": list(self.interval) if self.interval else None,
                "half_width": self.half_width, "within_tolerance": self.within_tolerance, "tolerance": self.tolerance,
-               "extrapolated_doublings": self.doublings, "narrow": self.narrow}
+               "extrapolated_doublings": self.doublings, "narrow": self.narrow, "lack_of_fit": self.lack_of_fit}
         if self.depth is not None or self.steps is not None:
             out.update(depth=self.depth, steps=self.steps, applied_slopes=list(self.applied))
         return out
 
 
 def transferred_lr(info: Mapping[str, Any], width: int, correct_drift: bool) -> float:
-    """log2 η* at ``width``: the inverse-variance mean of the measured optima (of the edge bounds when no
-    optimum was measured; ``transfer`` then warns that the setup is inconclusive), or the fitted line with drift."""
-    if correct_drift and info.get("slope") is not None:
-        return float(info["intercept"] + info["slope"] * math.log2(width))
+    """log2 η* at ``width``: the fitted line at its centre (the inverse-variance mean of the measured optima; of
+    the edge bounds when no optimum was measured, and ``transfer`` then warns that the setup is inconclusive), or
+    the line at ``width`` with drift correction."""
+    if info.get("slope") is not None:
+        at = math.log2(width) if correct_drift else float(info["centre_log2_width"])
+        return float(info["intercept"] + info["slope"] * at)
     widths = measured_widths(info) or estimated_widths(info)
     weights = {w: 1.0 / max(o["se"], 1e-6) ** 2 for w, o in widths.items()}
     return sum(widths[w]["log2_lr_star"] * weights[w] for w in widths) / sum(weights.values())
 
 
-def _narrow(se_centre: float, spread: float, doublings: float, width: int, kind: str) -> str:
-    if kind != "confidence":
+def line_range(info: Mapping[str, Any], width: int) -> tuple[float, float]:
+    """(the fitted line at ``width``, the 95 % half-width that holds the true optimum there)."""
+    doublings = math.log2(width) - float(info["centre_log2_width"])
+    between = float(info.get("between_sd") or 0.0)
+    half = quantile(0.975, info.get("dof")) * math.sqrt(info["se_centre"] ** 2 + doublings**2 * info["se_slope"] ** 2
+                                                        + between**2)
+    return float(info["intercept"] + info["slope"] * math.log2(width)), half
+
+
+def _design_half(logs: Sequence[float], se: Sequence[float], between: float, common: float, target: float,
+                 q: float) -> float:
+    """The 95 % half-width at log2 ``target`` of a line through points at ``logs`` with seed errors ``se``."""
+    x = np.asarray(logs, dtype=float)
+    w = 1.0 / (np.asarray(se, dtype=float) ** 2 + between**2)
+    centre = float(np.sum(w * x) / np.sum(w))
+    sxx = float(np.sum(w * (x - centre) ** 2))
+    return q * math.sqrt(1.0 / float(np.sum(w)) + common**2 + (target - centre) ** 2 / sxx + between**2)
+
+
+def narrowing_advice(info: Mapping[str, Any], width: int, tolerance: float) -> str:
+    """What would bring the range at ``width`` inside ±``tolerance``, computed from the measured noise: how many
+    noise seeds per width, or which added width; or that neither can, when the between-point scatter alone
+    exceeds it."""
+    if info.get("ci_kind") != "confidence":
         return "measure seed noise (search.noise_seeds ≥ 1): with one seed the range is a resolution bound"
-    if spread > se_centre:
-        return (f"most of it is the slope's uncertainty carried over {doublings:.1f} width doublings: sweep widths "
-                f"nearer {width} (e.g. up to {max(1, width // 8)}) or more widths; more noise seeds help less")
-    return "most of it is the seeds' noise at the swept widths: more noise seeds (search.noise_seeds)"
+    used = {int(w): o for w, o in measured_widths(info).items() if o.get("seed_vertices")}
+    between = float(info.get("between_sd") or 0.0)
+    q = quantile(0.975, info.get("dof"))
+    if q * between >= tolerance:
+        return (f"no sweep can: the optima's scatter about the line (σ_b {between:.2f} octave) alone gives "
+                f"±{q * between:.2f} at any width; verify at width {width} (mutransfer verify) to measure it there")
+    if len(used) < 2:
+        return "sweep at least two widths whose optimum is inside the grid"
+    logs = [math.log2(w) for w in used]
+    seeds = [len(o["seed_vertices"]) for o in used.values()]
+    spread = [o["se"] * math.sqrt(k) for o, k in zip(used.values(), seeds)]
+    common = math.sqrt(sum(o.get("shape_se", 0.0) ** 2 for o in used.values()) / len(used))
+    target = math.log2(width)
+    for extra in range(1, MAX_EXTRA_SEEDS + 1):
+        se = [s / math.sqrt(k + extra) for s, k in zip(spread, seeds)]
+        if _design_half(logs, se, between, common, target, q) <= tolerance:
+            return f"{extra} more noise seed{'s' if extra > 1 else ''} per width (search.noise_seeds)"
+    se_now = [s / math.sqrt(k) for s, k in zip(spread, seeds)]
+    added = max(used)
+    while added < width:
+        added *= 2
+        half = _design_half(logs + [math.log2(added)], se_now + [float(np.median(se_now))], between, common, target, q)
+        if half <= tolerance:
+            return f"sweep width {added} as well (the slope is then carried over fewer doublings)"
+    return (f"neither {MAX_EXTRA_SEEDS} more noise seeds nor a wider width brings it inside ±{tolerance:g}; verify at "
+            f"width {width} (mutransfer verify)")
 
 
 def predict(info: Mapping[str, Any], width: int, correct_drift: bool, tolerance: float) -> Prediction:
     """The prediction at ``width`` for one setup's summary entry."""
     log2_lr = transferred_lr(info, width, correct_drift)
-    slope, se_slope, se_centre = info.get("slope"), info.get("se_slope"), info.get("se_centre")
-    if slope is None or se_slope is None or se_centre is None:
+    if info.get("slope") is None or info.get("se_slope") is None or info.get("se_centre") is None:
         return Prediction(width, log2_lr, None, None, False, tolerance, math.nan,
                           "sweep at least two widths whose optimum is inside the grid: without a slope the range at "
                           "another width is unknown")
+    line, half = line_range(info, width)
+    lo, hi = min(line - half, log2_lr), max(line + half, log2_lr)
+    reach = max(log2_lr - lo, hi - log2_lr)
     doublings = math.log2(width) - float(info["centre_log2_width"])
-    q = quantile(0.975, info.get("dof"))
-    spread = abs(doublings) * se_slope
-    half = q * math.sqrt(se_centre**2 + spread**2)
-    return Prediction(width, log2_lr, (log2_lr - half, log2_lr + half), half, half <= tolerance, tolerance, doublings,
-                      _narrow(se_centre, spread, doublings, width, info.get("ci_kind", "resolution")))
+    narrow = "" if reach <= tolerance else narrowing_advice(info, width, tolerance)
+    return Prediction(width, log2_lr, (lo, hi), reach, reach <= tolerance, tolerance, doublings, narrow,
+                      lack_of_fit=str(info.get("lack_of_fit_line") or ""))
 
 
 def law_prediction(info: Mapping[str, Any], target: Mapping[str, int], correct_drift: bool,
                    tolerance: float) -> Prediction:
     """The prediction at ``target`` ({axis: value}) from a setup's fitted law (a sweep over several axes): the
     width slope is applied with ``correct_drift``, the depth and steps slopes whenever their axis does not
-    transfer (or with ``correct_drift``); the range is the law's uncertainty at the target."""
+    transfer (or with ``correct_drift``); the range is the law's at the target, stretched to the value."""
     law = info["law"]
     verdicts = {name: (info.get("axes") or {}).get(name, {}).get("verdict") for name in law["axes"]}
     applied = tuple(name for name in law["axes"]
                     if correct_drift or (name != "width" and verdicts.get(name) != "transfers"))
-    log2_lr, half = evaluate_law(law, target, applied)
+    log2_lr, (lo, hi) = evaluate_law(law, target, applied)
+    reach = max(log2_lr - lo, hi - log2_lr)
     width = int(target["width"])
     doublings = math.log2(width) - law["centre"]["width"] if "width" in law["centre"] else math.nan
     kind = law.get("ci_kind", "resolution")
-    narrow = ("measure seed noise (search.noise_seeds ≥ 1): with one seed the range is a resolution bound"
-              if kind != "confidence" else "sweep points nearer the target on the axes it extrapolates, or more "
-              "noise seeds")
-    return Prediction(width, log2_lr, (log2_lr - half, log2_lr + half), half, half <= tolerance, tolerance, doublings,
+    if reach <= tolerance:
+        narrow = ""
+    elif kind != "confidence":
+        narrow = "measure seed noise (search.noise_seeds ≥ 1): with one seed the range is a resolution bound"
+    elif quantile(0.975, law.get("dof")) * float(law.get("between_sd") or 0.0) >= tolerance:
+        narrow = (f"no sweep can: the points' scatter about the law (σ_b {law['between_sd']:.2f} octave) alone "
+                  f"exceeds ±{tolerance:g}; verify at the target (mutransfer verify)")
+    else:
+        narrow = "sweep points nearer the target on the axes it extrapolates, or more noise seeds"
+    return Prediction(width, log2_lr, (lo, hi), reach, reach <= tolerance, tolerance, doublings,
                       narrow, depth=target.get("depth") if "depth" in law["axes"] else None,
-                      steps=target.get("steps") if "steps" in law["axes"] else None, applied=applied)
+                      steps=target.get("steps") if "steps" in law["axes"] else None, applied=applied,
+                      lack_of_fit=str(law.get("lack_of_fit_line") or ""))

@@ -1,6 +1,8 @@
-"""Quantiles for intervals: the normal, and Student's t for the degrees of freedom an estimate really has.
-Pure Python (no scipy): the t CDF is integrated in the angle θ = atan(t/√ν), where its density ∝ cos^(ν−1) θ
-is smooth and bounded, and inverted by bisection."""
+"""Quantiles for intervals and tail probabilities for tests: the normal, Student's t, and Fisher's F (χ² when
+the denominator's degrees of freedom are infinite). Pure Python (no scipy): F's tail is the regularized
+incomplete beta function by its continued fraction, χ²'s the regularized incomplete gamma function (Press,
+Teukolsky, Vetterling and Flannery, "Numerical Recipes", §6.2 and §6.4), and t's quantile is found by bisection
+on t² = F(1, ν)."""
 
 from __future__ import annotations
 
@@ -9,39 +11,105 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import Optional
 
-__all__ = ["quantile", "t_quantile", "Z95"]
+__all__ = ["quantile", "t_quantile", "f_sf", "chi2_sf", "Z95"]
 
 Z95 = NormalDist().inv_cdf(0.975)
 """The two-sided 95 % quantile of the standard normal (1.95996…)."""
-SIMPSON_INTERVALS = 2000
+BISECTIONS = 60
+SERIES_TERMS = 500
+TINY = 1e-300
 
 
-def _mass(theta: float, dof: float) -> float:
-    """∫_0^θ cos^(ν−1) φ dφ by Simpson's rule."""
-    n = SIMPSON_INTERVALS
-    h = theta / n
-    total = 1.0 + math.cos(theta) ** (dof - 1)
-    for i in range(1, n):
-        total += (4 if i % 2 else 2) * math.cos(i * h) ** (dof - 1)
-    return total * h / 3
-
-
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def t_quantile(p: float, dof: float) -> float:
-    """The ``p`` quantile (0.5 < p < 1) of Student's t with ``dof`` degrees of freedom."""
+    """The ``p`` quantile (0.5 < p < 1) of Student's t with ``dof`` degrees of freedom (any positive real):
+    bisection on t of P(T > t) = P(F(1, ν) > t²) / 2."""
     if not 0.5 < p < 1 or not dof > 0:
         raise ValueError(f"t_quantile needs 0.5 < p < 1 and dof > 0, got p={p}, dof={dof}")
-    target = (p - 0.5) * 2 * _mass(math.pi / 2, dof)
-    lo, hi = 0.0, math.pi / 2
-    for _ in range(50):
+    tail = 2 * (1 - p)
+    lo, hi = 0.0, 1.0
+    while f_sf(hi * hi, 1, dof) > tail:
+        lo, hi = hi, 2 * hi
+    for _ in range(BISECTIONS):
         mid = (lo + hi) / 2
-        if _mass(mid, dof) < target:
+        if f_sf(mid * mid, 1, dof) > tail:
             lo = mid
         else:
             hi = mid
-    return math.sqrt(dof) * math.tan((lo + hi) / 2)
+    return (lo + hi) / 2
 
 
 def quantile(p: float, dof: Optional[float] = None) -> float:
     """Student's t quantile for ``dof`` degrees of freedom, the normal one when ``dof`` is None."""
     return NormalDist().inv_cdf(p) if dof is None else t_quantile(p, dof)
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz)."""
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > TINY else TINY)
+    h = d
+    for m in range(1, SERIES_TERMS):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > TINY else TINY)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > TINY else TINY
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _beta_inc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _beta_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def chi2_sf(value: float, dof: float) -> float:
+    """P(χ²_dof > value): the regularized upper incomplete gamma Q(dof/2, value/2)."""
+    a, x = dof / 2.0, value / 2.0
+    if x <= 0.0:
+        return 1.0
+    log_front = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1.0:
+        term = total = 1.0 / a
+        for n in range(1, SERIES_TERMS):
+            term *= x / (a + n)
+            total += term
+            if abs(term) < abs(total) * 1e-15:
+                break
+        return max(0.0, 1.0 - total * math.exp(log_front))
+    b, c, d = x + 1.0 - a, 1.0 / TINY, 1.0 / (x + 1.0 - a)
+    h = d
+    for n in range(1, SERIES_TERMS):
+        an = -n * (n - a)
+        b += 2.0
+        d = an * d + b
+        d = 1.0 / (d if abs(d) > TINY else TINY)
+        c = b + an / c
+        c = c if abs(c) > TINY else TINY
+        h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return math.exp(log_front) * h
+
+
+def f_sf(value: float, dof_num: float, dof_den: Optional[float]) -> float:
+    """P(F > value) for Fisher's F with (``dof_num``, ``dof_den``) degrees of freedom; ``dof_den`` None is the
+    limit of a known denominator variance, where dof_num · F is χ²_dof_num."""
+    if not dof_num > 0:
+        raise ValueError(f"f_sf needs dof_num > 0, got {dof_num}")
+    if value <= 0.0:
+        return 1.0
+    if dof_den is None:
+        return chi2_sf(dof_num * value, dof_num)
+    return _beta_inc(dof_den / 2.0, dof_num / 2.0, dof_den / (dof_den + dof_num * value))

@@ -26,7 +26,9 @@ from .optimum import Thresholds
 __all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "write_summary", "summarize_run",
            "searched_column", "measured_widths", "estimated_widths", "width_axis", "axis_rows", "swept_axes", "axis_entry", "AXIS_FIELDS"]
 
-AXIS_FIELDS = ("slope", "slope_ci", "slope_ci90", "se_slope", "dof", "ci_kind", "verdict", "reason", "fix")
+AXIS_FIELDS = ("slope", "slope_ci", "slope_ci90", "se_slope", "dof", "ci_kind", "verdict", "reason", "fix",
+               "lack_of_fit", "between_sd", "between_source", "lack_of_fit_line", "asymmetry",
+               "asymmetry_se_log", "seed_correlation")
 """The fields of a setup's entry that ``axes.width`` repeats (the depth entry has them all, per depth)."""
 
 
@@ -105,7 +107,22 @@ def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSe
             info["axes"] = {"width": {k: info.get(k) for k in AXIS_FIELDS},
                             **{name: entry.get(label) for name, entry in across.items()}}
             info["law"] = laws.get(label)
+            _judge_law(info)
     return summary
+
+
+def _judge_law(info: dict[str, Any]) -> None:
+    """A setup whose law fails the lack-of-fit test is ``inconclusive``: its prediction would carry a line the
+    points do not follow."""
+    law = info.get("law")
+    if not law or not law.get("fails_lack_of_fit") or info.get("verdict") == "inconclusive":
+        return
+    lof = law["lack_of_fit"]
+    info["verdict"] = "inconclusive"
+    info["reason"] = (f"the points lie off the law more than the seeds' noise and the between-point scatter "
+                      f"(σ_b {law['between_sd']:.2f} octave) explain: F = {lof['F']:.1f}, p = {lof['p']:.2g}")
+    info["fix"] = ("look at the curves (mutransfer plot) for a point whose optimum is off, or sweep 4 or more values "
+                   "per axis so the scatter is measured and carried")
 
 
 def write_tables(run_dir: Path, trials: pd.DataFrame, curves: pd.DataFrame) -> None:

@@ -45,14 +45,16 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
 
 
 def prediction_line(prediction: dict[str, Any]) -> str:
-    """What ``transfer`` prints after the run it reads: log2 η* at the target with its 95 % range."""
+    """What ``transfer`` prints after the run it reads: log2 η* at the target with its 95 % range, and on the next
+    line the fit's lack of fit and the between-point scatter the range carries."""
     depth = "".join(f", {name} {prediction[name]}" for name in ("depth", "steps") if prediction.get(name) is not None)
     head = f"prediction at width {prediction['width']}{depth}: log2 η* = {prediction['log2_lr']:.2f}"
     if prediction["interval"] is None:
         return f"{head}, range unknown — {prediction['narrow']}"
     lo, hi = prediction["interval"]
-    return (f"{head}, 95 % range [{lo:.2f}, {hi:.2f}] (±{prediction['half_width']:.2f} octaves, "
+    line = (f"{head}, 95 % range [{lo:.2f}, {hi:.2f}] (up to {prediction['half_width']:.2f} octaves from it, "
             f"{'within' if prediction['within_tolerance'] else 'wider than'} --tolerance {prediction['tolerance']:g})")
+    return line + (f"\n  {prediction['lack_of_fit']}" if prediction.get("lack_of_fit") else "")
 
 
 def _table(doc: dict[str, Any], width: int) -> Any:

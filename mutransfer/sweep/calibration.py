@@ -8,20 +8,22 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..analysis.bowl import TYPICAL_ASYMMETRY
+from ..analysis.regression import BETWEEN_POINT_SD
 from .simulate import Truth
 
 __all__ = ["CALIBRATED", "FLAT_CURVATURE", "BOWLS", "departures", "real_truth", "one_departure"]
 
 CALIBRATED: dict[str, float] = {
     "curvature": 0.41,
-    "asymmetry": 0.27,
+    "asymmetry": TYPICAL_ASYMMETRY,
     "noise": 0.028,
-    "seed_shift": 0.093,
+    "seed_shift": 0.094,
     "seed_correlation": 0.0,
     "seed_curvature": 0.0,
     "curvature_slope": -0.065,
     "asymmetry_slope": 0.25,
-    "departure": 0.12,
+    "departure": BETWEEN_POINT_SD,
     "noise_growth": 0.73,
     "spike_rate": 0.0,
     "spike_size": 0.0,
@@ -30,7 +32,9 @@ CALIBRATED: dict[str, float] = {
 (two significant digits; ``--check`` and tests/test_calibration.py hold them to it). A quantity the tables cannot
 resolve stays 0: the seeds' correlation across widths and their own curvature (8 seeds), loss spikes (none seen).
 On these short runs the bowl is steeper below the optimum than above it (asymmetry < 1); ``FLAT_CURVATURE`` is
-AdamW's bowl."""
+AdamW's bowl. ``departure`` and ``asymmetry`` are the analysis's own between-point scatter and the asymmetry it
+assumes where it cannot measure one, kept in one place (``analysis.regression.BETWEEN_POINT_SD``,
+``analysis.bowl.TYPICAL_ASYMMETRY``)."""
 
 FLAT_CURVATURE = 0.13
 """The curvature of the AdamW bowls (nats per octave², low side), measured like ``CALIBRATED['curvature']``."""

@@ -4,7 +4,7 @@ A point is (x, seed). ``grid`` queues every grid point once; then, on log2 scale
 point sits on an edge of what was tried, one more point a step past that edge (``search.extend``, up to
 ``extend_max``) until the optimum is bracketed or the new point diverges; then the noise probes: the fit window of the current
 optimum re-trained with each of ``noise_seeds`` extra seeds (primary seed's study only), repeated until every
-window point has every seed. Anchors (``search.anchors``) are queued once for every seed; in a search with
+window point has every seed (the window placed on every seed's mean loss, so it follows what the probes show). Anchors (``search.anchors``) are queued once for every seed; in a search with
 anchors no point off the grid's lattice plays a part in placing the optimum. ``refine`` fills the fit window at quarter steps before the probes.
 ``tpe`` and ``gp`` let Optuna's sampler propose points up to the budget. The worker loop only claims, trains and tells.
 """
@@ -45,9 +45,10 @@ def extension_point(own: dict[float, float], step: float, low: float, high: floa
 
 
 def probe_points(finished: Finished, halfwidth: float, seeds: Sequence[int]) -> list[Point]:
-    """Every point of the fit window — placed by the grid seeds' mean curve, as the analysis places it —
-    for every probe seed."""
-    ok = [(x, loss) for x, s, loss in finished if math.isfinite(loss) and s not in seeds]
+    """Every point of the fit window — placed by every seed's mean loss at each point, as the analysis places it
+    — for every probe seed. Where the probes' losses move the window (the grid seed's lowest point was noise on
+    a flat bowl), the probes follow it; the window only ever lands on points the grid tried, so this ends."""
+    ok = [(x, loss) for x, s, loss in finished if math.isfinite(loss)]
     if not ok or not seeds:
         return []
     xs = np.array(sorted({x for x, _ in ok}))

@@ -21,13 +21,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis.drift import Drift, drift, pool
-from ..analysis.optimum import Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays
+from ..analysis.bowl import Asymmetry
+from ..analysis.drift import Drift, PointTrials, drift, setup_optima
+from ..analysis.optimum import Thresholds, WidthOptimum, fit_halfwidth
 from ..analysis.fidelity import Fidelity, measure_fidelity
 from .policy import GridPolicy, extension_point, probe_points
 from .spec import SearchSpec
 
-__all__ = ["Truth", "Design", "Outcome", "SharedSeeds", "SimulatedPoint", "sweep_point", "simulate", "summary_entry",
+__all__ = ["SWEPT_SE_LOG", "Truth", "Design", "Outcome", "SharedSeeds", "SimulatedPoint", "sweep_point", "simulate", "summary_entry",
            "simulate_verify", "population_loss"]
 
 
@@ -75,9 +76,16 @@ class Truth:
         return x + rng.normal(0.0, self.departure) if self.departure else x
 
 
+SWEPT_SE_LOG = 0.15
+"""The error of log r a default sweep's pooled asymmetry has (0.1–0.2 over four widths on the real-curve
+simulator): what a simulated verify is handed where its own grid cannot measure r."""
+
+
 @dataclass(frozen=True)
 class Design:
-    widths: tuple[int, ...] = (32, 64, 128)
+    """A simulated sweep's design; the widths, step, seeds and extension are ``sweeps/default.yaml``'s."""
+
+    widths: tuple[int, ...] = (32, 64, 128, 256)
     low: float = -8.0
     high: float = -2.0
     step: float = 1.0
@@ -177,22 +185,20 @@ def sweep_point(width: SimulatedPoint, design: Design, halfwidth: float) -> None
 def simulate(truth: Truth, design: Design, rng: np.random.Generator, th: Thresholds = Thresholds()) -> Outcome:
     """One simulated sweep of one setup, analysed as ``mutransfer`` analyses a real one."""
     halfwidth = fit_halfwidth(design.step, True, th)
-    optima, missing, truths = [], [], {}
+    points, truths = {}, {}
     seeds = SharedSeeds(rng)
     for w in design.widths:
         width = SimulatedPoint(truth, truth.departed(truth.optimum(w, design.widths[0]), rng), rng,
-                       math.log2(w / design.widths[0]), seeds)
+                               math.log2(w / design.widths[0]), seeds)
         sweep_point(width, design, halfwidth)
         x, seed, loss, status = (np.array(col) for col in zip(*width.points))
-        opt = optimum_of_arrays(w, x.astype(float), seed.astype(int), loss.astype(float), status == "ok",
-                                status == "diverged", design.step, halfwidth, th)
+        points[w] = PointTrials(x.astype(float), seed.astype(int), loss.astype(float), status == "ok",
+                                status == "diverged")
         truths[w] = width.x_true
-        if opt is None:
-            missing.append(w)
-        else:
-            optima.append(opt)
-    optima = pool(optima)
-    return Outcome(optima, drift(optima, th, missing), truths)
+    optima, missing, bowl = setup_optima(points, design.step, halfwidth, th)
+    fit = drift(optima, th, missing)
+    fit.asymmetry, fit.asymmetry_se_log = bowl.ratio, bowl.se_log
+    return Outcome(optima, fit, truths)
 
 
 def summary_entry(out: Outcome) -> dict[str, Any]:
@@ -208,11 +214,13 @@ def population_loss(truth: Truth, x: float) -> float:
     return float(2.0 + (weights * a * d * d).sum() / weights.sum())
 
 
-def simulate_verify(truth: Truth, search: SearchSpec, p: float,
-                    rng: np.random.Generator) -> tuple[Fidelity, float, float]:
+def simulate_verify(truth: Truth, search: SearchSpec, p: float, rng: np.random.Generator,
+                    swept: Optional[Asymmetry] = None) -> tuple[Fidelity, float, float]:
     """One simulated ``verify`` at a width whose true optimum is ``truth.x0``, of the prediction p: the real
     policy (grid, extension, anchor, noise probes) trains the points, the real analysis measures them.
-    Returns the fidelity, the true error x0 − p, and the true regret L(p) − L(x*) of the seed-averaged loss."""
+    Returns the fidelity, the true error x0 − p, and the true regret L(p) − L(x*) of the seed-averaged loss.
+    ``swept`` is the asymmetry the sweep hands over (default: the truth's, its log known to ``SWEPT_SE_LOG``)."""
+    swept = Asymmetry(truth.asymmetry, SWEPT_SE_LOG) if swept is None else swept
     policy = GridPolicy(search, 0, tuple(range(1, 1 + search.noise_seeds)))
     width = SimulatedPoint(truth, truth.x0, rng)
     for x, seed in policy.initial_points():
@@ -226,6 +234,6 @@ def simulate_verify(truth: Truth, search: SearchSpec, p: float,
             width.train(x, seed)
     x, seed, loss, status = (np.array(col) for col in zip(*width.points))
     fidelity = measure_fidelity(0, x.astype(float), seed.astype(int), loss.astype(float), status.astype(str), p, 0,
-                                search.step)
+                                search.step, swept=swept)
     x_star = fidelity.measured.x_star if fidelity.measured else math.nan
     return fidelity, truth.x0 - p, population_loss(truth, p) - population_loss(truth, x_star)

@@ -109,8 +109,8 @@ def law_coverage(truth: Truth, slopes: dict[str, float], points: list[dict[str, 
         for a in axes:
             lo, hi = law["slope_ci"][a]
             hits[a] += lo <= slopes[a] <= hi
-        value, half = evaluate_law(law, target, axes)
-        predicted += abs(value - truth.departed(optimum(target), rng)) <= half
+        _, (lo, hi) = evaluate_law(law, target, axes)
+        predicted += lo <= truth.departed(optimum(target), rng) <= hi
     return {**{f"{a}_coverage": h / max(fitted, 1) for a, h in hits.items()},
             "prediction_coverage": predicted / max(fitted, 1), "fitted": fitted / sims}
 

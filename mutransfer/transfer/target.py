@@ -116,6 +116,7 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         "prediction": prediction.as_dict(),
         "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.get("verdict"),
                    "reason": info.get("reason"), "slope": slope, "slope_ci": info.get("slope_ci"),
+                   "asymmetry": info.get("asymmetry"), "asymmetry_se_log": info.get("asymmetry_se_log"),
                    "swept_widths": sorted(int(w) for w in info["widths"]), "swept_depth": base.model.depth,
                    **_swept_axes(info), "log2_lr_star": {w: o["log2_lr_star"] for w, o in info["widths"].items()},
                    **({"law": law} if law is not None else {})},
@@ -201,8 +202,9 @@ def _warnings(label: str, info: dict[str, Any], prediction: Prediction, implied:
     warnings = []
     width, slope, largest = prediction.width, info.get("slope"), max(int(w) for w in info["widths"])
     if not prediction.within_tolerance:
-        span = f"±{prediction.half_width:.2f}" if prediction.half_width is not None else "unknown"
-        warnings.append(f"the predicted range at width {width} is {span} octaves, wider than --tolerance "
+        span = f"reaches {prediction.half_width:.2f} octaves from η*" if prediction.half_width is not None else \
+            "is unknown"
+        warnings.append(f"the predicted range at width {width} {span}, wider than --tolerance "
                         f"{prediction.tolerance:g}: {prediction.narrow}")
     if info.get("verdict") == "drifts":
         warnings.append(f"setup '{label}' drifts ({slope:+.2f} octaves of LR per width doubling): expect the optimum "

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 import pandas as pd
 
+from ..analysis.bowl import UNMEASURED, Asymmetry
 from ..analysis.fidelity import measure_fidelity
 from ..analysis.prediction import Prediction
 from ..analysis.summary import estimated_widths, summarize_run
@@ -62,6 +63,8 @@ class Target:
     warnings: tuple[str, ...]
     config: Config
     """The transfer's config at the target: the horizon, batch, depth and data the prediction is for."""
+    asymmetry: Asymmetry = UNMEASURED
+    """The bowl's asymmetry the sweep measured for this setup (the vertex's where the target's grid cannot)."""
 
 
 def parse_widths(text: str) -> tuple[int, ...]:
@@ -135,7 +138,10 @@ class Verification:
         label = transfer.document["source"]["setup"]
         base = next((s for s in self._setup(label).search if s.key == LR_KEY), SearchSpec())
         search = verify_search(base, transfer.prediction.log2_lr, self.request)
-        return Target(label, width, transfer.prediction, search, tuple(transfer.warnings), transfer.config)
+        source = transfer.document["source"]
+        swept = UNMEASURED if source.get("asymmetry") is None else \
+            Asymmetry(float(source["asymmetry"]), float(source.get("asymmetry_se_log") or 0.0))
+        return Target(label, width, transfer.prediction, search, tuple(transfer.warnings), transfer.config, swept)
 
     def _setup(self, label: str) -> SetupSpec:
         return next(s for s in self.sweep.setups if s.label == label)
@@ -186,7 +192,7 @@ class Verification:
         p = target.prediction.log2_lr
         fidelity = measure_fidelity(target.width, part[LR_COLUMN].to_numpy(float), part["seed"].to_numpy(),
                                     part["val_loss"].to_numpy(float), part["status"].to_numpy(str), p,
-                                    self.sweep.seeds[0], self.request.step)
+                                    self.sweep.seeds[0], self.request.step, swept=target.asymmetry)
         interval = target.prediction.interval
         x_star = fidelity.measured.x_star if fidelity.measured else math.nan
         covered = interval is not None and interval[0] <= x_star <= interval[1]

@@ -137,12 +137,15 @@ def compare(
     run_a: Path = typer.Argument(..., help="Sweep run directory A (e.g. the baseline)."),
     run_b: Optional[Path] = typer.Argument(None, help="Sweep run directory B (e.g. the run with your change)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: RUN_B)."),
-    strict: bool = typer.Option(False, "--strict", help="Exit 1 when some setup's optimum moved."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 when some setup's verdict is 'moved'."),
+    tolerance: str = typer.Option("0.25", "--tolerance", help="Octaves: a pooled shift whose 90 % interval lies "
+                                  "inside ±this is 'same'."),
 ) -> None:
-    """Did a change move the optimum? Overlaid curves, LR* differences B − A with intervals, compare.md for a PR."""
+    """Did a change move the optimum? The pooled shift B − A with its interval, per-width differences (Holm),
+    same / moved / inconclusive; overlaid curves and compare.md for a PR."""
     from .commands import compare as command
 
-    _guarded(lambda: command.run(run_a, run_b, out, strict))
+    _guarded(lambda: command.run(run_a, run_b, out, strict, tolerance))
 
 
 @app.command()

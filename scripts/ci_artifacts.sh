@@ -7,7 +7,7 @@
 #   bash scripts/ci_artifacts.sh --update-baseline  # after a deliberate model change: the sweep becomes the baseline
 #
 # The smoke sweep runs with 2 torch threads wherever it runs, so a CPU run reproduces the baseline's numbers
-# exactly for the same torch build and CPU instruction set (docs/analysis.md, "Comparing two runs").
+# exactly for the same torch build and CPU instruction set (docs/compare.md, "In CI").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 update=false

@@ -212,16 +212,16 @@ def test_the_interval_holds_the_estimate_even_below_a_diverged_point() -> None:
     assert "flat" not in opt.flags
 
 
-def test_a_vertex_past_the_window_is_censored_not_a_point() -> None:
+def test_a_vertex_past_the_window_is_censored_and_counts_at_its_bound() -> None:
     """The grid seed's lowest point is at 2^-8, but the two noise seeds keep falling across the window: their
-    vertices lie past the window by more than a spacing. They are not points of the spread (they would pile up at
-    the edge): one measured vertex is left, so the interval is a resolution bound around the grid seed's vertex,
-    reaching the censored seeds' bound."""
+    vertices lie past the window by more than a spacing. Each counts in the spread at that bound (leaving them out
+    would keep only the seeds that happen to agree), and the interval reaches the bound."""
     grid = bowl({64: -8.0}, grid=np.arange(-12.0, -3.0))
     probes = pd.DataFrame([{"setup": "s", "width": 64, "seed": seed, "x": x, "loss": 2.03 - 0.01 * (x + 9) + 0.001 * seed,
                             "status": "ok"} for seed in (1, 2) for x in (-9.0, -8.0, -7.0)])
     opt = optimum(pd.concat([grid, probes]), 64, step=1.0)
     assert opt is not None and opt.window == [-9.0, -8.0, -7.0]
     assert "seed_censored:high" in opt.flags and opt.seed_censored == ["high"]
-    assert opt.seed_vertices == [-8.0] and opt.ci_kind == "resolution"
+    assert opt.seed_vertices == pytest.approx([-8.0, -6.0, -6.0], abs=0.02) and opt.ci_kind == "confidence"
+    assert opt.se == pytest.approx(np.std([-8.0, -6.0, -6.0], ddof=1) / np.sqrt(3), abs=0.02)
     assert -9.0 <= opt.x_star <= -7.0 and opt.ci[1] >= -6.0

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mutransfer.analysis.summary import summarize_run
@@ -149,6 +149,7 @@ TRANSFER_FIELDS = st.sampled_from([["config"], ["config", "model", "width"], ["c
 
 @CASES
 @given(TRANSFER_FIELDS, YAML_SCALARS | st.lists(YAML_SCALARS, max_size=3))
+@example(["width"], float("inf"))  # int(inf) raised OverflowError, a traceback, once
 def test_transfer_and_plan_files(tmp_path_factory: pytest.TempPathFactory, transfer_document: dict[str, Any],
                                  field: list[Any], value: Any) -> None:
     """What `train --config FILE` and `Plan.load` read; Plan.load, the Python API, refuses with ValueError too."""

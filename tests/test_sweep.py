@@ -24,7 +24,7 @@ from mutransfer.analysis.optimum import local_optimum
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.storage import JOURNAL_FILE, open_storage
 from mutransfer.sweep.studies import is_bookkeeping, load_study, study_keys
-from mutransfer.sweep.runner import run_sweep
+from mutransfer.sweep.runner import run_sweep, snapshot
 from mutransfer.sweep.worker import SweepOptions
 
 
@@ -73,6 +73,11 @@ def test_sweep_writes_tables_matching_the_storage(runner: CliRunner, spec_file: 
     assert set(summary["setups"]["mup_muon"]["widths"]) == {"32", "64"}
     for name in ("transfer.png", "lr_drift.png", "curves.png", "config.yaml", JOURNAL_FILE):
         assert (out / name).is_file()
+    spec = load_spec(str(spec_file))
+    live = snapshot(spec, SweepOptions(run_dir=out, prefix=spec.name), open_storage(None, out), complete=True).best
+    fitted = {(setup, f"w{width}"): opt["best_loss"] for setup, entry in summary["setups"].items()
+              for width, opt in entry["widths"].items()}
+    assert live == pytest.approx(fitted), "the live table's best loss is summary.json's"
 
     again = Counter(monkeypatch)
     result = invoke(runner, "sweep", str(spec_file), "--out", str(out))

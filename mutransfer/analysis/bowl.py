@@ -49,10 +49,13 @@ typical asymmetry either way, so the vertex's interval carries the bias an asymm
 
 @dataclass(frozen=True)
 class Vertex:
-    """A fitted vertex; ``censored`` names the side when the curve has no minimum inside the allowed span."""
+    """A fitted vertex and the parabola's loss there (``level``: the fitted minimum); ``censored`` names the side
+    when the curve has no minimum inside the allowed span (the level is then the fit's at that bound, or the
+    lowest point's where no candidate curves upward)."""
 
     x: float
     censored: Optional[str] = None
+    level: float = math.nan
 
 
 def _sides(d: np.ndarray, ratio: float) -> np.ndarray:
@@ -74,10 +77,12 @@ def vertex(xs: np.ndarray, ys: np.ndarray, ratio: float, reach: float) -> Vertex
     sse = float(yc @ yc) - np.where(sxx > 0, sxy * sxy / safe, 0.0)
     sse = np.where(sxy > 0, sse, np.inf)
     if not np.isfinite(sse).any():
-        return Vertex(lo, "low") if ys[np.argmin(xs)] < ys[np.argmax(xs)] else Vertex(hi, "high")
+        lowest = float(ys.min())
+        return Vertex(lo, "low", lowest) if ys[np.argmin(xs)] < ys[np.argmax(xs)] else Vertex(hi, "high", lowest)
     best = int(np.argmin(sse))
     censored = "low" if best == 0 else "high" if best == len(candidates) - 1 else None
-    return Vertex(float(candidates[best]), censored)
+    level = float(ys.mean() - sxy[best] / sxx[best] * q[best].mean())
+    return Vertex(float(candidates[best]), censored, level)
 
 
 def asymmetry(xs: np.ndarray, ys: np.ndarray, noise_floor: float, reach: float = 0.0) -> Optional[Asymmetry]:

@@ -1,43 +1,41 @@
-"""Two sweeps compared — did a change move the optimum? Pure numpy/pandas: two summaries and trials tables in,
-tidy tables out.
+"""Two sweeps compared — did a change move the optimum? Pure numpy/pandas: two summaries in, tidy tables out.
 
 For every searched key and setup both runs swept, at every width both estimated: each run's optimum x* (log2 η*
-for the learning rate) with its interval, the difference B − A with a 95 % interval, each run's best loss and
-the loss difference, and each run's slope. A setup has ``moved`` when the difference's interval excludes 0 at
-some width, otherwise ``same``.
+for the learning rate) with its interval, the difference B − A with its 95 % interval, p-value and Holm-adjusted
+p-value, each run's best loss (the fitted minimum of the seeds' mean curve, ``analysis.optimum``) and the loss
+difference with its interval; per setup, the pooled shift over the widths and the verdict ``same`` / ``moved`` /
+``inconclusive`` (``analysis.shift`` holds the statistics and the rule). Setups only one run swept are listed.
 
-The difference's interval: when both optima have confidence intervals from the seeds' spread (standard errors
-and degrees of freedom), Welch's: (x_B − x_A) ± t₀.₉₇₅(ν)·√(se_A² + se_B²), ν by Welch–Satterthwaite.
-Otherwise (a one-seed resolution bound, a cap from diverged trials, an optimum censored at a grid edge) each
-side's half-width is the root sum of squares of the two half-widths that face it (B's lower and A's upper for
-the lower end); a side left open by censoring stays open.
-
-The loss difference is best loss B − best loss A (each the fitted minimum); its interval comes from the spread of
-each seed's lowest loss at that width (Welch), and there is none when either run has a single seed there.
+The loss difference's interval is Welch's on each seed's own fitted minimum at that width (``seed_best_losses``);
+there is none when either run has a single seed there.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..schema import LR_KEY
+from .shift import SHIFT_VERDICTS, estimate_of, pooled_shift, shared_noise, shift_verdict, width_difference
 from .stats import t_quantile
 
-__all__ = ["Comparison", "compare", "difference_interval", "loss_difference", "keyed_setups", "config_changes",
-           "VERDICTS", "WIDTH_COLUMNS", "SETUP_COLUMNS"]
+__all__ = ["Comparison", "compare", "compare_setup", "loss_difference", "keyed_setups", "config_changes",
+           "VERDICTS", "WIDTH_COLUMNS", "SETUP_COLUMNS", "DEFAULT_TOLERANCE"]
 
-VERDICTS = ("same", "moved")
+VERDICTS = SHIFT_VERDICTS
+DEFAULT_TOLERANCE = 0.25
+"""Octaves: a shift inside ±0.25 counts as ``same`` (the margin ``transfer`` and ``verify`` use)."""
 WIDTH_COLUMNS = ["key", "setup", "width", "x_a", "ci_a_low", "ci_a_high", "x_b", "ci_b_low", "ci_b_high",
-                 "difference", "ci_low", "ci_high", "ci_kind", "moved", "loss_a", "loss_b", "loss_difference",
-                 "loss_ci_low", "loss_ci_high"]
+                 "difference", "ci_low", "ci_high", "ci_kind", "p", "p_holm", "moved", "weight", "loss_a", "loss_b",
+                 "loss_difference", "loss_ci_low", "loss_ci_high"]
 RUN_SPECIFIC = ("name", "model.width", "optimizer.lr", "train.threads", "train.device")
 """Config keys that differ between runs by design (a setup's config is stored at its first width and LR)."""
-SETUP_COLUMNS = ["key", "setup", "verdict", "moved_widths", "largest_shift", "slope_a", "slope_a_low",
+SETUP_COLUMNS = ["key", "setup", "verdict", "reason", "shift", "shift_ci_low", "shift_ci_high", "shift_ci90_low",
+                 "shift_ci90_high", "shift_p", "shift_p_holm", "shift_dof", "moved_widths", "largest_shift", "slope_a", "slope_a_low",
                  "slope_a_high", "verdict_a", "slope_b", "slope_b_low", "slope_b_high", "verdict_b", "only_a",
                  "only_b"]
 
@@ -50,45 +48,12 @@ def keyed_setups(summary: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return keyed
 
 
-def _half_widths(entry: Mapping[str, Any]) -> tuple[float, float]:
-    """Distances from x* to the interval's ends (inf for an open, censored end)."""
-    x = entry["log2_lr_star"]
-    lo, hi = entry.get("ci") or (None, None)
-    below = x - lo if lo is not None and math.isfinite(lo) else math.inf
-    above = hi - x if hi is not None and math.isfinite(hi) else math.inf
-    return below, above
-
-
-def _welch_ready(entry: Mapping[str, Any]) -> bool:
-    return (entry.get("ci_kind") == "confidence" and entry.get("censored") is None and bool(entry.get("dof"))
-            and entry.get("diverged_above") is None and entry.get("se") is not None)
-
-
-def difference_interval(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[float, tuple[float, float], str]:
-    """x_B − x_A, its 95 % interval and how it was formed (``welch``, ``combined``, or ``bound`` when an
-    end is open). The Welch interval is the seeds' alone: the bowl's asymmetry biases two runs of the same
-    setup alike, so its error (``shape_se``) is left out of their difference."""
-    d = b["log2_lr_star"] - a["log2_lr_star"]
-    if _welch_ready(a) and _welch_ready(b):
-        va, vb = a["se"] ** 2, b["se"] ** 2
-        dof = (va + vb) ** 2 / (va**2 / a["dof"] + vb**2 / b["dof"])
-        half = t_quantile(0.975, dof) * math.sqrt(va + vb)
-        return d, (d - half, d + half), "welch"
-    a_below, a_above = _half_widths(a)
-    b_below, b_above = _half_widths(b)
-    lo, hi = d - math.hypot(b_below, a_above), d + math.hypot(b_above, a_below)
-    return d, (lo, hi), "combined" if math.isfinite(lo) and math.isfinite(hi) else "bound"
-
-
-def _seed_best(trials: pd.DataFrame) -> np.ndarray:
-    ok = trials[trials["status"] == "ok"]
-    return ok.groupby("seed")["val_loss"].min().to_numpy(dtype=float)
-
-
-def loss_difference(loss_a: float, loss_b: float, seeds_a: np.ndarray,
-                    seeds_b: np.ndarray) -> tuple[float, Optional[tuple[float, float]]]:
-    """best loss B − A, with a Welch interval from each run's per-seed lowest losses (None with one seed)."""
-    d = loss_b - loss_a
+def loss_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[float, Optional[tuple[float, float]]]:
+    """best loss B − A at one width, with Welch's 95 % interval from each run's seeds' fitted minima (None when
+    either run has fewer than two)."""
+    d = float(b["best_loss"]) - float(a["best_loss"])
+    seeds_a = np.asarray(a.get("seed_best_losses") or [], dtype=float)
+    seeds_b = np.asarray(b.get("seed_best_losses") or [], dtype=float)
     if len(seeds_a) < 2 or len(seeds_b) < 2:
         return d, None
     va, vb = np.var(seeds_a, ddof=1) / len(seeds_a), np.var(seeds_b, ddof=1) / len(seeds_b)
@@ -99,23 +64,86 @@ def loss_difference(loss_a: float, loss_b: float, seeds_a: np.ndarray,
     return d, (d - half, d + half)
 
 
+def _slope(info: Mapping[str, Any]) -> tuple[float, float, float]:
+    slope, ci = info.get("slope"), info.get("slope_ci") or (None, None)
+    return tuple(math.nan if v is None else float(v) for v in (slope, *ci))  # type: ignore[return-value]
+
+
+def _measured_widths(info: Mapping[str, Any]) -> dict[int, Mapping[str, Any]]:
+    return {int(w): o for w, o in info.get("widths", {}).items() if o.get("log2_lr_star") is not None}
+
+
+def compare_setup(info_a: Mapping[str, Any], info_b: Mapping[str, Any], tolerance: float = DEFAULT_TOLERANCE,
+                  key: str = LR_KEY, setup: str = "") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One setup's two summary entries compared: its width rows and its setup row (``WIDTH_COLUMNS``,
+    ``SETUP_COLUMNS``)."""
+    widths_a, widths_b = _measured_widths(info_a), _measured_widths(info_b)
+    shared = sorted(set(widths_a) & set(widths_b))
+    pairs = [shared_noise(estimate_of(widths_a[w]), estimate_of(widths_b[w])) for w in shared]
+    est_a, est_b = [a for a, _ in pairs], [b for _, b in pairs]
+    differences = [width_difference(w, a, b) for w, a, b in zip(shared, est_a, est_b)]
+    rho = max(float(info_a.get("seed_correlation") or 0.0), float(info_b.get("seed_correlation") or 0.0))
+    shift = pooled_shift(differences, est_a, est_b, rho, rho)
+    confidence = all(e.confidence for e in est_a + est_b)
+    judged = shift_verdict(shift, differences, confidence, tolerance)
+    weights = dict(zip(shift.widths, shift.weights)) if shift else {}
+    rows = []
+    for w, d, p_holm in zip(shared, differences, judged.p_holm):
+        a, b = widths_a[w], widths_b[w]
+        dl, loss_ci = loss_difference(a, b)
+        rows.append({"key": key, "setup": setup, "width": w, "x_a": a["log2_lr_star"], "ci_a_low": a["ci"][0],
+                     "ci_a_high": a["ci"][1], "x_b": b["log2_lr_star"], "ci_b_low": b["ci"][0],
+                     "ci_b_high": b["ci"][1], "difference": d.value, "ci_low": d.ci[0], "ci_high": d.ci[1],
+                     "ci_kind": d.kind, "p": d.p, "p_holm": p_holm, "moved": w in judged.moved,
+                     "weight": weights.get(w, 0.0), "loss_a": a["best_loss"], "loss_b": b["best_loss"],
+                     "loss_difference": dl, "loss_ci_low": loss_ci[0] if loss_ci else math.nan,
+                     "loss_ci_high": loss_ci[1] if loss_ci else math.nan})
+    slope_a, slope_b = _slope(info_a), _slope(info_b)
+    moved_rows = [r for r in rows if r["moved"]]
+    row = {"key": key, "setup": setup, "verdict": judged.verdict, "reason": judged.reason,
+           "shift": shift.value if shift else math.nan,
+           "shift_ci_low": shift.ci[0] if shift else math.nan, "shift_ci_high": shift.ci[1] if shift else math.nan,
+           "shift_ci90_low": shift.ci90[0] if shift else math.nan,
+           "shift_ci90_high": shift.ci90[1] if shift else math.nan, "shift_p": shift.p if shift else math.nan, "shift_p_holm": judged.shift_p_holm,
+           "shift_dof": shift.dof if shift else math.nan, "moved_widths": judged.moved,
+           "largest_shift": max((r["difference"] for r in moved_rows), key=abs) if moved_rows else math.nan,
+           "slope_a": slope_a[0], "slope_a_low": slope_a[1], "slope_a_high": slope_a[2],
+           "verdict_a": info_a.get("verdict"), "slope_b": slope_b[0], "slope_b_low": slope_b[1],
+           "slope_b_high": slope_b[2], "verdict_b": info_b.get("verdict"),
+           "only_a": sorted(set(widths_a) - set(widths_b)), "only_b": sorted(set(widths_b) - set(widths_a))}
+    return rows, row
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """Run A against run B: one row per (key, setup, width) compared, one per (key, setup)."""
+    """Run A against run B: one row per (key, setup, width) compared, one per (key, setup); the setups only
+    one run swept, as (key, setup) pairs."""
 
     run_a: str
     run_b: str
     widths: pd.DataFrame
     setups: pd.DataFrame
+    tolerance: float = DEFAULT_TOLERANCE
+    only_in_a: list[tuple[str, str]] = field(default_factory=list)
+    only_in_b: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def moved(self) -> bool:
         return bool((self.setups["verdict"] == "moved").any())
 
+    @property
+    def verdict(self) -> str:
+        """``moved`` when some setup moved, ``same`` when every setup is the same, else ``inconclusive``."""
+        verdicts = set(self.setups["verdict"])
+        return "moved" if "moved" in verdicts else "same" if verdicts == {"same"} else "inconclusive"
+
     def as_dict(self) -> dict[str, Any]:
         """compare.json: summary.json's layout (the learning rate under ``setups``, other keys under ``keys``)."""
-        document: dict[str, Any] = {"mutransfer_compare": 1, "run_a": self.run_a, "run_b": self.run_b,
-                                    "moved": self.moved, "setups": {}, "keys": {}}
+        document: dict[str, Any] = {
+            "mutransfer_compare": 2, "run_a": self.run_a, "run_b": self.run_b, "verdict": self.verdict,
+            "moved": self.moved, "tolerance": self.tolerance,
+            "only_in_a": [{"key": k, "setup": s} for k, s in self.only_in_a],
+            "only_in_b": [{"key": k, "setup": s} for k, s in self.only_in_b], "setups": {}, "keys": {}}
         for row in self.setups.to_dict("records"):
             rows = self.widths[(self.widths["key"] == row["key"]) & (self.widths["setup"] == row["setup"])]
             entry = {k: _plain(v) for k, v in row.items() if k not in ("key", "setup")}
@@ -139,49 +167,20 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _slope(info: Mapping[str, Any]) -> tuple[float, float, float]:
-    slope, ci = info.get("slope"), info.get("slope_ci") or (None, None)
-    return tuple(math.nan if v is None else float(v) for v in (slope, *ci))  # type: ignore[return-value]
-
-
-def compare(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any], trials_a: pd.DataFrame,
-            trials_b: pd.DataFrame, run_a: str = "A", run_b: str = "B") -> Comparison:
-    """Every (key, setup) both summaries hold, compared width by width."""
+def compare(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any], run_a: str = "A", run_b: str = "B",
+            tolerance: float = DEFAULT_TOLERANCE) -> Comparison:
+    """Every (key, setup) both summaries hold, compared (``compare_setup``); the others listed."""
     keyed_a, keyed_b = keyed_setups(summary_a), keyed_setups(summary_b)
     width_rows, setup_rows = [], []
     for key in keyed_a:
         for setup in (s for s in keyed_a[key] if s in keyed_b.get(key, {})):
-            info_a, info_b = keyed_a[key][setup], keyed_b[key][setup]
-            widths_a = {int(w): o for w, o in info_a.get("widths", {}).items() if o.get("log2_lr_star") is not None}
-            widths_b = {int(w): o for w, o in info_b.get("widths", {}).items() if o.get("log2_lr_star") is not None}
-            rows = []
-            for width in sorted(set(widths_a) & set(widths_b)):
-                a, b = widths_a[width], widths_b[width]
-                d, (lo, hi), kind = difference_interval(a, b)
-                pick = [(t["search_key"] == key) & (t["setup"] == setup) & (t["width"] == width)
-                        for t in (trials_a, trials_b)]
-                dl, loss_ci = loss_difference(a["best_loss"], b["best_loss"], _seed_best(trials_a[pick[0]]),
-                                              _seed_best(trials_b[pick[1]]))
-                rows.append({"key": key, "setup": setup, "width": width, "x_a": a["log2_lr_star"],
-                             "ci_a_low": a["ci"][0], "ci_a_high": a["ci"][1], "x_b": b["log2_lr_star"],
-                             "ci_b_low": b["ci"][0], "ci_b_high": b["ci"][1], "difference": d, "ci_low": lo,
-                             "ci_high": hi, "ci_kind": kind, "moved": bool(lo > 0 or hi < 0),
-                             "loss_a": a["best_loss"], "loss_b": b["best_loss"], "loss_difference": dl,
-                             "loss_ci_low": loss_ci[0] if loss_ci else math.nan,
-                             "loss_ci_high": loss_ci[1] if loss_ci else math.nan})
-            moved = [r for r in rows if r["moved"]]
-            slope_a, slope_b = _slope(info_a), _slope(info_b)
-            setup_rows.append({
-                "key": key, "setup": setup, "verdict": "moved" if moved else "same",
-                "moved_widths": [r["width"] for r in moved],
-                "largest_shift": max((r["difference"] for r in moved), key=abs) if moved else math.nan,
-                "slope_a": slope_a[0], "slope_a_low": slope_a[1], "slope_a_high": slope_a[2],
-                "verdict_a": info_a.get("verdict"), "slope_b": slope_b[0], "slope_b_low": slope_b[1],
-                "slope_b_high": slope_b[2], "verdict_b": info_b.get("verdict"),
-                "only_a": sorted(set(widths_a) - set(widths_b)), "only_b": sorted(set(widths_b) - set(widths_a))})
+            rows, row = compare_setup(keyed_a[key][setup], keyed_b[key][setup], tolerance, key, setup)
             width_rows.extend(rows)
+            setup_rows.append(row)
+    only_a = [(k, s) for k in keyed_a for s in keyed_a[k] if s not in keyed_b.get(k, {})]
+    only_b = [(k, s) for k in keyed_b for s in keyed_b[k] if s not in keyed_a.get(k, {})]
     return Comparison(run_a, run_b, pd.DataFrame(width_rows, columns=WIDTH_COLUMNS),
-                      pd.DataFrame(setup_rows, columns=SETUP_COLUMNS))
+                      pd.DataFrame(setup_rows, columns=SETUP_COLUMNS), tolerance, only_a, only_b)
 
 
 def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -193,13 +192,29 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: tree}
 
 
+def _spec_setups(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The spec's setups by label, each searched key's settings under ``search.<key>`` (grid, range, step,
+    sampler, noise seeds …)."""
+    setups = {}
+    for entry in (record.get("spec") or {}).get("setups") or []:
+        search = {str(s.get("key")): {k: v for k, v in s.items() if k != "key"} for s in entry.get("search") or []}
+        setups[str(entry.get("label"))] = {**{k: v for k, v in entry.items() if k not in ("label", "search")},
+                                           "search": search}
+    return setups
+
+
 def config_changes(record_a: Mapping[str, Any], record_b: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """What differs between two sweeps' config.yaml records: each shared setup's resolved config and the spec's
-    own keys (widths, seeds, overrides, …), as ``{"where", "key", "a", "b"}`` rows."""
+    """What differs between two sweeps' config.yaml records, as ``{"where", "key", "a", "b"}`` rows: the spec's own
+    keys (``where: spec``: widths, seeds, the other axes, overrides …), each shared setup's spec entry (``where``:
+    the label, keys under ``spec.``: its overrides and every searched key's grid, range, step and noise seeds) and
+    its resolved config (the label, the config's keys)."""
     changes = []
     spec_a = {k: v for k, v in (record_a.get("spec") or {}).items() if k != "setups"}
     spec_b = {k: v for k, v in (record_b.get("spec") or {}).items() if k != "setups"}
     places = [("spec", _flat(spec_a), _flat(spec_b))]
+    searched_a, searched_b = _spec_setups(record_a), _spec_setups(record_b)
+    places += [(label, _flat(searched_a[label], "spec."), _flat(searched_b[label], "spec."))
+               for label in searched_a if label in searched_b]
     setups_a, setups_b = record_a.get("setups") or {}, record_b.get("setups") or {}
     places += [(label, _flat(setups_a[label]), _flat(setups_b[label])) for label in setups_a if label in setups_b]
     for where, flat_a, flat_b in places:

@@ -31,7 +31,7 @@ from .regression import MIN_POINTS_TO_ESTIMATE, Regression, regress
 from .stats import quantile
 
 __all__ = ["Drift", "drift", "verdict", "pool", "analyze", "analyze_setup", "SearchSettings", "VERDICTS",
-           "PointTrials", "setup_optima", "common_se", "seed_correlation"]
+           "PointTrials", "setup_optima", "best_losses", "common_se", "seed_correlation"]
 
 VERDICTS = ("transfers", "drifts", "inconclusive")
 
@@ -256,6 +256,14 @@ def setup_optima(points: Mapping[int, PointTrials], step: float, halfwidth: floa
         else:
             optima.append(opt)
     return pool(optima), missing, bowl
+
+
+def best_losses(points: Mapping[str, PointTrials], step: float, log2: bool, th: Thresholds = Thresholds()) -> dict[str, float]:
+    """Each point's best loss as summary.json reports it (the fitted minimum of the seeds' mean curve at the
+    setup's pooled asymmetry; the lowest mean loss until a bowl can be fitted): the live sweep table's."""
+    labels = list(points)
+    optima, _, _ = setup_optima(dict(enumerate(points.values())), step, fit_halfwidth(step, log2, th), th)
+    return {labels[o.width]: o.best_loss for o in optima}
 
 
 def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds = Thresholds(),

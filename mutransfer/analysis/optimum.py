@@ -8,13 +8,17 @@ squares through the points within ±h of a centre (h = the grid step, for log2 s
 the centre starting at the argmin and moving to the point nearest the fitted vertex until it stays put. x* is
 then the vertex of the two-sided parabola (``analysis.bowl``) through the window's balanced mean, at the bowl's
 asymmetry r (measured per width by ``width_asymmetry``, pooled per setup), allowed one spacing past the window.
+The best loss is that parabola's value at its vertex (the fitted minimum of the seeds' mean curve); where no
+parabola is fitted (a flat curve, fewer than three points, an optimum at the grid's edge) it is the mean curve's
+lowest point. Each covering seed's own fitted minimum gives its spread (``seed_best_losses``).
 
 Interval (``ci_kind``):
 - ``confidence``: with two or more seeds that cover the fit window (the spec's seeds, or the sweep's noise
   probes), each seed's own window gives its own vertex at r; their spread is the seed-to-seed error of x*, and
   the interval is x* ± √((t₀.₉₇₅(k−1) · sd/√k)² + (1.96 · shape_se)²), shape_se the vertex's error from r's
   (``drift.analyze`` pools the spread over a setup's widths). A seed whose vertex lies past the allowed span is
-  censored: not a point of the spread, and the interval reaches the bound on its side.
+  censored: it counts in the spread at that bound (the least it is off by; dropping it would leave the seeds
+  that happen to agree), and the interval reaches the bound on its side.
 - ``resolution``: one seed only. Its residuals cannot show how far the optimum moves between seeds (every
   point shares the init and the batches), so this is a grid-resolution bound, not a confidence interval:
   the delta-method vertex error σ_x = (σ_L / (a·h)) · √(1/8 + 3u²/2) at an assumed noise σ_L
@@ -77,6 +81,8 @@ class WidthOptimum:
     reach: float = 0.0
     vertex_seeds: list[int] = field(default_factory=list)
     """The seed of each of ``seed_vertices`` (seeds share their batches across widths)."""
+    seed_best_losses: list[float] = field(default_factory=list)
+    """Each covering seed's fitted minimum (its own window's parabola at its vertex): the spread of ``best_loss``."""
 
     @property
     def measured(self) -> bool:
@@ -98,7 +104,8 @@ class WidthOptimum:
         return {"log2_lr_star": self.x_star, "ci": list(self.ci), "se": self.se, "dof": self.dof,
                 "ci_kind": self.ci_kind, "best_loss": self.best_loss, "flags": self.flags, "censored": self.censored,
                 "diverged_above": self.diverged_above, "seed_vertices": self.seed_vertices, "window": self.window,
-                "shape_se": self.shape_se, "seed_censored": self.seed_censored}
+                "shape_se": self.shape_se, "seed_censored": self.seed_censored,
+                "seed_best_losses": self.seed_best_losses}
 
 
 @dataclass(frozen=True)
@@ -240,8 +247,8 @@ def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndar
     trained the whole window (grid seeds and noise probes alike) give the estimate, balanced, and their spread
     its error. Every
     vertex is the two-sided parabola's at the asymmetry ``bowl`` (the setup's, ``analysis.bowl``), allowed one
-    grid spacing past the window; a seed whose vertex lies beyond that is censored (the interval reaches to the
-    bound on its side), not a point of the spread. ``grid`` names the grid seeds when the caller knows them
+    grid spacing past the window; a seed whose vertex lies beyond that is censored: a point of the spread at that
+    bound, and the interval reaches to the bound on its side. ``grid`` names the grid seeds when the caller knows them
     (default: ``grid_seeds`` infers them)."""
     good = ok & np.isfinite(loss)
     if not good.any():
@@ -264,14 +271,15 @@ def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndar
     reach = float(np.diff(window_x).min()) if len(window_x) > 1 else step
     seeds_fit = [vertex(*_balanced_curve(x, seed, loss, window_x, [s]), bowl.ratio, reach) for s in covering] \
         if len(covering) >= 2 else []
-    vertices = [v.x for v in seeds_fit if v.censored is None]
-    vertex_seeds = [int(s) for s, v in zip(covering, seeds_fit) if v.censored is None]
+    vertices = [v.x for v in seeds_fit]
+    vertex_seeds = [int(s) for s in covering] if seeds_fit else []
     sides = sorted({v.censored for v in seeds_fit if v.censored})
     flags += [f"seed_censored:{side}" for side in sides]
     curve = _balanced_curve(x, seed, loss, window_x, covering) if len(vertices) >= 2 else (window_x, ys[fit.window])
-    x_star, shape_se = fit.x_star, 0.0
+    x_star, shape_se, best_loss = fit.x_star, 0.0, float(ys.min())
     if len(xs) >= 3 and not flat and censored is None:
         found = vertex(*curve, bowl.ratio, reach)
+        best_loss = found.level
         x_star = found.x if found.censored is None else float(window_x.min() if found.censored == "low" else
                                                                window_x.max())
         if found.censored and found.censored not in sides:
@@ -296,10 +304,11 @@ def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndar
     lo, hi = (min(lo, bounds["low"]) if "low" in sides else lo), (max(hi, bounds["high"]) if "high" in sides else hi)
     lo, hi = (-math.inf if censored == "low" else lo), (math.inf if censored == "high" else hi)
     hi = min(hi, div_above) if div_above is not None else hi
-    return WidthOptimum(width=width, x_star=x_star, ci=(min(lo, x_star), max(hi, x_star)), best_loss=float(ys.min()),
+    return WidthOptimum(width=width, x_star=x_star, ci=(min(lo, x_star), max(hi, x_star)), best_loss=best_loss,
                         se=se, dof=dof, ci_kind=kind, flags=flags, diverged_above=div_above, censored=censored,
                         seed_vertices=[float(v) for v in vertices], window=[float(v) for v in window_x],
-                        shape_se=shape_se, seed_censored=sides, reach=reach, vertex_seeds=vertex_seeds)
+                        shape_se=shape_se, seed_censored=sides, reach=reach, vertex_seeds=vertex_seeds,
+                        seed_best_losses=[v.level for v in seeds_fit])
 
 
 def _confidence(x_star: float, se: float, dof: int, shape_se: float) -> tuple[float, float]:

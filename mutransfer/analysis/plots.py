@@ -271,10 +271,11 @@ def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: 
 
 
 def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.DataFrame, setups: pd.DataFrame,
-                   names: tuple[str, str]) -> Any:
+                   names: tuple[str, str], tolerance: float) -> Any:
     """Run A against run B, one column per compared (key, setup). Top: loss vs the searched value per width,
-    A solid and B dashed in the width's colour, each optimum marked. Bottom: x*_B − x*_A per width with its
-    95 % interval, red where it excludes 0. ``points_*``: key, setup, width, seed, x, loss, status."""
+    A solid and B dashed in the width's colour, each optimum marked at its best loss. Bottom: x*_B − x*_A per
+    width with its 95 % interval, red where it moved (Holm), the pooled shift with its 95 % interval and the
+    ±``tolerance`` band. ``points_*``: key, setup, width, seed, x, loss, status."""
     plt = _pyplot()
     columns = list(setups[["key", "setup"]].itertuples(index=False, name=None))
     fig, axes = plt.subplots(2, max(1, len(columns)), figsize=(5.6 * max(1, len(columns)), 7.6), squeeze=False,
@@ -297,22 +298,30 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
                 top.errorbar([opt["log2_lr_star"]], [row[f"loss_{side}"]], xerr=[[below], [above]],
                              fmt="v" if side == "a" else "^", color=color, mfc=color if side == "a" else "white",
                              ms=7, capsize=3, lw=1.0)
-        verdict = setups[(setups["key"] == key) & (setups["setup"] == setup)].iloc[0]["verdict"]
+        summary = setups[(setups["key"] == key) & (setups["setup"] == setup)].iloc[0]
         label = "log2(base learning rate η)" if key == LR_KEY else key
-        _label(top, f"{setup}: {verdict}", label, title_size=10, legend_loc="upper left")
+        _label(top, f"{setup}: {summary['verdict']}", label, title_size=10, legend_loc="upper left")
         x = np.log2(rows["width"].to_numpy(float))
+        span = (x.min() - 0.5, x.max() + 0.5)
+        bottom.axhspan(-tolerance, tolerance, color="0.9", zorder=0, label=f"±{tolerance:g} (same)")
+        if summary["shift"] == summary["shift"]:
+            bottom.fill_between(span, summary["shift_ci_low"], summary["shift_ci_high"], color="tab:purple",
+                                alpha=0.15, lw=0)
+            bottom.axhline(summary["shift"], color="tab:purple", lw=1.2,
+                           label=f"pooled shift {summary['shift']:+.2f} "
+                                 f"[{summary['shift_ci_low']:+.2f}, {summary['shift_ci_high']:+.2f}]")
         moved = rows["moved"].to_numpy(bool)
         below = np.where(np.isfinite(rows["ci_low"]), rows["difference"] - rows["ci_low"], 0.0)
         above = np.where(np.isfinite(rows["ci_high"]), rows["ci_high"] - rows["difference"], 0.0)
-        for mask, color, text in ((~moved, "tab:blue", "interval holds 0"), (moved, "tab:red", "moved")):
+        for mask, color, text in ((~moved, "tab:blue", "width: not moved (Holm)"), (moved, "tab:red",
+                                                                                  "width: moved (Holm)")):
             if mask.any():
                 bottom.errorbar(x[mask], rows["difference"].to_numpy(float)[mask],
                                 yerr=[below[mask], above[mask]], fmt="o", color=color, capsize=4, label=text)
         bottom.axhline(0.0, color="black", lw=0.8)
         bottom.set_xticks(x, [str(int(w)) for w in rows["width"]])
-        bottom.set_xlim(x.min() - 0.5, x.max() + 0.5)
-        _label(bottom, f"{names[1]} − {names[0]} (octaves) with its 95 % interval", "width (log2 axis)",
-               title_size=10)
+        bottom.set_xlim(*span)
+        _label(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", "width (log2 axis)", title_size=10)
     axes[0][0].set_ylabel("validation loss (nats/token)")
     axes[1][0].set_ylabel("Δ log2 optimum")
     fig.suptitle(f"Did the optimum move?  {names[0]} (solid, ▼) vs {names[1]} (dashed, △)", fontsize=11)

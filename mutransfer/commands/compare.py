@@ -11,20 +11,31 @@ from .display import format_interval
 __all__ = ["run", "markdown", "EXIT_MOVED"]
 
 EXIT_MOVED = 1
-"""``--strict``: some setup's optimum moved."""
-WIDTH_HEADERS = ("width", "log2 LR* A", "log2 LR* B", "B − A (octaves) [95 %]", "best loss A", "best loss B",
-                 "B − A (nats) [95 %]")
+"""``--strict``: some setup's verdict is ``moved``."""
+WIDTH_HEADERS = ("width", "log2 LR* A", "log2 LR* B", "B − A (octaves) [95 %]", "p (Holm)", "best loss A",
+                 "best loss B", "B − A (nats) [95 %]")
 MAX_CHANGES = 25
+READING = ("LR* is log2 of the base learning rate η at the optimum with its 95 % interval (… marks an end left open "
+           "by an optimum at the grid's edge). The pooled shift is B − A averaged over the widths both runs measured, "
+           "weighted by precision, its error keeping what the widths share (seeds, the bowl's asymmetry). The "
+           "pooled shift and the widths form one family of tests (Holm's weighted step-down at 5 %: the pooled "
+           "shift carries half the error rate, the widths share the other half). **moved**: the pooled shift's "
+           "adjusted p is below 0.05 and its 90 % interval is not inside ±{tolerance:g} octave, or a width's "
+           "adjusted p is below 0.05 and its 95 % interval is not inside ±{tolerance:g}. **same**: the pooled "
+           "shift's 90 % interval lies inside ±{tolerance:g} (two one-sided tests at 5 %), the seeds' noise was "
+           "measured and no width moved. Otherwise **inconclusive**. Best loss is the fitted minimum of the seeds' "
+           "mean curve; its difference's interval comes from each seed's own fitted minimum.")
 
 
-def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool) -> int:
+def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool, tolerance: str = "0.25") -> int:
     from ..analysis.compare import compare, config_changes
     from ..analysis.plots import compare_figure, save
     from ..analysis.summary import read_tables
     from ..errors import UserError
     from ..files import COMPARE_PLOT, COMPARE_REPORT, COMPARE_TABLE, atomic_write_text, write_json
-    from .common import console
+    from .common import console, positive_number
 
+    margin = positive_number("--tolerance", tolerance, "0.25")
     if run_b is None:
         raise UserError(f"compare needs two sweep run directories, got only {run_a}",
                         "use mutransfer compare RUN_A RUN_B (e.g. a baseline and the run with your change)")
@@ -43,7 +54,7 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool) -
                         "share no setup", "compare two sweeps with a setup label in common")
     a, b = _analysed(run_a, trials_a), _analysed(run_b, trials_b)
     names = _names(run_a, run_b)
-    comparison = compare(a["summary"], b["summary"], a["trials"], b["trials"], str(run_a), str(run_b))
+    comparison = compare(a["summary"], b["summary"], str(run_a), str(run_b), margin)
     if comparison.widths.empty:
         raise UserError(f"{run_a} and {run_b} share no width with an estimated optimum in setups "
                         f"{', '.join(shared)}", "sweep a width both runs have")
@@ -52,11 +63,12 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool) -
     write_json(target / COMPARE_REPORT, {**comparison.as_dict(), "config_changes": changes})
     text = markdown(comparison, changes)
     atomic_write_text(target / COMPARE_TABLE, text)
-    save(compare_figure(a["points"], b["points"], comparison.widths, comparison.setups, names), target / COMPARE_PLOT)
+    save(compare_figure(a["points"], b["points"], comparison.widths, comparison.setups, names, margin),
+         target / COMPARE_PLOT)
     screen = console()
     for table in _tables(comparison):
         screen.print(table)
-    for line in _verdict_lines(comparison):
+    for line in _verdict_lines(comparison) + _only_lines(comparison):
         screen.print(line, markup=False)
     screen.print(f"wrote {target / COMPARE_TABLE}, {COMPARE_REPORT}, {COMPARE_PLOT}")
     return EXIT_MOVED if strict and comparison.moved else 0
@@ -96,8 +108,9 @@ def _width_cells(row: dict[str, Any]) -> list[str]:
     loss_text = f"{row['loss_difference']:+.4f} " + (format_interval(loss_ci, "+.4f") if loss_ci[0] == loss_ci[0]
                                                       else "(one seed)")
     shift = f"{row['difference']:+.2f} {format_interval((row['ci_low'], row['ci_high']))}"
+    holm = "bound" if row["p_holm"] != row["p_holm"] else f"{row['p_holm']:.3f}"
     return [str(int(row["width"])), _x(row["x_a"], (row["ci_a_low"], row["ci_a_high"])),
-            _x(row["x_b"], (row["ci_b_low"], row["ci_b_high"])), f"**{shift}**" if row["moved"] else shift,
+            _x(row["x_b"], (row["ci_b_low"], row["ci_b_high"])), f"**{shift}**" if row["moved"] else shift, holm,
             f"{row['loss_a']:.4f}", f"{row['loss_b']:.4f}", loss_text]
 
 
@@ -109,12 +122,21 @@ def _slope(row: dict[str, Any], side: str) -> str:
            f"({row[f'verdict_{side}']})"
 
 
-def _verdict(row: dict[str, Any], widths: Any) -> str:
-    if row["verdict"] == "same":
-        return "same — every width's difference interval holds 0"
+def _verdict(row: dict[str, Any], widths: Any, tolerance: float) -> str:
+    """``moved`` / ``same`` / ``inconclusive`` with the pooled shift and the widths that moved."""
+    if row["shift"] != row["shift"]:
+        pooled = "no pooled shift"
+    else:
+        pooled = (f"pooled shift {row['shift']:+.2f} {format_interval((row['shift_ci_low'], row['shift_ci_high']), '+.2f')}"
+                  f" octaves (95 %; p (Holm) {row['shift_p_holm']:.3f}; 90 % "
+                  f"{format_interval((row['shift_ci90_low'], row['shift_ci90_high']), '+.2f')})")
     moved = widths[widths["width"].isin(row["moved_widths"])]
-    where = ", ".join(f"width {int(w)} ({d:+.2f} octaves)" for w, d in zip(moved["width"], moved["difference"]))
-    return f"moved at {where}"
+    where = ", ".join(f"{int(w)} ({d:+.2f})" for w, d in zip(moved["width"], moved["difference"]))
+    if row["verdict"] == "same":
+        return f"same — {pooled}, inside ±{tolerance:g}"
+    if row["verdict"] == "moved":
+        return f"moved — {pooled}" + (f"; widths that moved (Holm): {where}" if where else "")
+    return f"inconclusive — {pooled}; {row['reason']}"
 
 
 def _blocks(comparison: Any) -> list[tuple[dict[str, Any], Any]]:
@@ -134,23 +156,22 @@ def markdown(comparison: Any, changes: list[dict[str, Any]]) -> str:
     """compare.md: a verdict line and a width table per setup, the config differences, how to read it."""
     lines = [f"### mutransfer compare: A = `{comparison.run_a}`, B = `{comparison.run_b}`", ""]
     for row, widths in _blocks(comparison):
-        lines += [f"**{_title(row)}: {_verdict(row, widths)}.** Slope (octaves per width doubling): "
+        lines += [f"**{_title(row)}: {_verdict(row, widths, comparison.tolerance)}.** Slope (octaves per width doubling): "
                   f"A {_slope(row, 'a')}, B {_slope(row, 'b')}.", ""]
         lines += ["| " + " | ".join(WIDTH_HEADERS) + " |", "|" + "---:|" * len(WIDTH_HEADERS)]
         lines += ["| " + " | ".join(_width_cells(w)) + " |" for w in widths.to_dict("records")]
         if row["only_a"] or row["only_b"]:
             lines += ["", f"Not compared: widths only in A {row['only_a']}, only in B {row['only_b']}."]
         lines.append("")
+    only = _only_lines(comparison)
+    lines += [f"- {line}" for line in only] + ([""] if only else [])
     if changes:
         lines += ["Config differences (B vs A):", ""]
         lines += [f"- {c['where']}: `{c['key']}`: {_change(c['a'], c['b'])}" for c in changes[:MAX_CHANGES]]
         if len(changes) > MAX_CHANGES:
             lines.append(f"- … and {len(changes) - MAX_CHANGES} more (compare.json lists them all)")
         lines.append("")
-    lines.append("LR* is log2 of the base learning rate η at the optimum with its 95 % interval (confidence from "
-                 "the seeds' spread, or a grid-resolution bound with one seed; … marks an end left open by an "
-                 "optimum at the grid's edge). A setup has **moved** when B − A's interval excludes 0 at some width. "
-                 "Best loss is the fitted minimum; its difference's interval comes from each seed's lowest loss.")
+    lines.append(READING.format(tolerance=comparison.tolerance))
     return "\n".join(lines) + "\n"
 
 
@@ -169,7 +190,7 @@ def _tables(comparison: Any) -> list[Any]:
 
     tables = []
     for row, widths in _blocks(comparison):
-        color = "red" if row["verdict"] == "moved" else "green"
+        color = {"moved": "red", "same": "green"}.get(row["verdict"], "yellow")
         table = Table(title=f"{_title(row)}: [{color}]{row['verdict']}[/]  "
                             f"(A {comparison.run_a} · B {comparison.run_b})")
         for header in WIDTH_HEADERS:
@@ -181,5 +202,16 @@ def _tables(comparison: Any) -> list[Any]:
 
 
 def _verdict_lines(comparison: Any) -> list[str]:
-    return [f"{_title(row)}: {_verdict(row, widths)}; slope A {_slope(row, 'a')}, B {_slope(row, 'b')}"
-            for row, widths in _blocks(comparison)]
+    return [f"{_title(row)}: {_verdict(row, widths, comparison.tolerance)}; slope A {_slope(row, 'a')}, "
+            f"B {_slope(row, 'b')}" for row, widths in _blocks(comparison)]
+
+
+def _only_lines(comparison: Any) -> list[str]:
+    """The setups only one run swept (not compared)."""
+    from ..schema import LR_KEY
+
+    def named(pairs: list[tuple[str, str]]) -> str:
+        return ", ".join(s if k == LR_KEY else f"{s} ({k})" for k, s in pairs)
+
+    return ([f"only in A (not compared): {named(comparison.only_in_a)}"] if comparison.only_in_a else []) + (
+        [f"only in B (not compared): {named(comparison.only_in_b)}"] if comparison.only_in_b else [])

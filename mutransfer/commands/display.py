@@ -37,7 +37,8 @@ class SweepDisplay:
         self.running, self.best = snap.running, snap.best
 
     def __rich__(self) -> Group:
-        table = Table(title="best validation loss so far", show_edge=False, pad_edge=False)
+        table = Table(title="best validation loss so far (fitted minimum of the seeds' mean curve)", show_edge=False,
+                      pad_edge=False)
         setups = sorted({s for s, _ in self.best})
         widths = sorted({w for _, w in self.best}, key=_point_order)
         table.add_column("setup")

@@ -14,11 +14,14 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
+import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from ..analysis.drift import PointTrials, best_losses
 from ..errors import EXIT_USAGE, UserError
 from .interrupts import Interrupts
+from .search import SearchSpec
 from .spec import SweepSpec
 from .storage import open_storage
 from .studies import (RECORD_ATTR, StudyKey, enqueue_missing, live_trials, load_study, reap_abandoned, seed_of,
@@ -55,6 +58,7 @@ class Snapshot:
     """Every finished trial (trained, pruned, or failed for good), in the order they finished."""
     running: list[str] = field(default_factory=list)
     best: dict[tuple[str, str], float] = field(default_factory=dict)
+    """Best loss per (setup, point) so far: the fitted minimum summary.json reports (``snapshot``)."""
 
     @property
     def done(self) -> int:
@@ -92,11 +96,13 @@ def _finished_trial(trial: FrozenTrial, key: StudyKey, study: str) -> FinishedTr
 
 def snapshot(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseStorage,
              complete: bool = False) -> Snapshot:
-    """Finished trials, those running now, and the best finished loss per (setup, width). Each study counts
+    """Finished trials, those running now, and the best loss per (setup, point) so far, as summary.json will
+    report it (``analysis.drift.best_losses``; the lowest over a setup's searched keys). Each study counts
     its policy's budget or the trials it holds, whichever is more (a grid extension or a probe adds trials);
     ``complete``: the sweep is done, the total is the finished trials."""
     snap = Snapshot()
     finished: list[tuple[datetime.datetime, FinishedTrial]] = []
+    curves: dict[tuple[str, SearchSpec], dict[str, list[tuple[float, int, float]]]] = {}
     for key in study_keys(spec):
         study = load_study(storage, key, opts.prefix)
         held = 0
@@ -112,11 +118,21 @@ def snapshot(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseS
             held += 1
             finished.append((t.datetime_complete or datetime.datetime.min, _finished_trial(t, key, study.study_name)))
             if t.state == TrialState.COMPLETE and t.user_attrs.get("status") == "ok" and t.value is not None:
-                where = key.where()
-                snap.best[(key.setup, where)] = min(snap.best.get((key.setup, where), math.inf), t.value)
+                curves.setdefault((key.setup, key.search), {}).setdefault(key.where(), []).append(
+                    (t.params.get(key.search.column, math.nan), seed_of(t, key), t.value))
         snap.total += held if complete else max(held, key.policy().budget())
     snap.finished = [trial for _, trial in sorted(finished, key=lambda f: (f[0], f[1].number))]
+    for (setup, search), points in curves.items():
+        for where, loss in best_losses({w: _point_trials(rows) for w, rows in points.items()}, search.step,
+                                       search.scale == "log2").items():
+            snap.best[(setup, where)] = min(snap.best.get((setup, where), math.inf), loss)
     return snap
+
+
+def _point_trials(rows: list[tuple[float, int, float]]) -> PointTrials:
+    x, seed, loss = (np.array(column) for column in zip(*rows))
+    ok = np.ones(len(rows), dtype=bool)
+    return PointTrials(x.astype(float), seed.astype(int), loss.astype(float), ok, ~ok)
 
 
 def _die_with_parent() -> None:

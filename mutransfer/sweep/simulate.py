@@ -28,8 +28,8 @@ from ..analysis.fidelity import Fidelity, measure_fidelity
 from .policy import GridPolicy, extension_point, probe_points
 from .spec import SearchSpec
 
-__all__ = ["SWEPT_SE_LOG", "Truth", "Design", "Outcome", "SharedSeeds", "SimulatedPoint", "sweep_point", "simulate", "summary_entry",
-           "simulate_verify", "population_loss"]
+__all__ = ["SWEPT_SE_LOG", "Truth", "Design", "Outcome", "SharedSeeds", "SimulatedPoint", "sweep_point", "simulate",
+           "true_optima", "summary_entry", "simulate_verify", "population_loss"]
 
 
 @dataclass(frozen=True)
@@ -182,14 +182,21 @@ def sweep_point(width: SimulatedPoint, design: Design, halfwidth: float) -> None
             width.train(x, seed)
 
 
-def simulate(truth: Truth, design: Design, rng: np.random.Generator, th: Thresholds = Thresholds()) -> Outcome:
-    """One simulated sweep of one setup, analysed as ``mutransfer`` analyses a real one."""
+def true_optima(truth: Truth, design: Design, rng: np.random.Generator) -> dict[int, float]:
+    """Each width's true optimum for one simulated sweep: the law's, moved off it by ``Truth.departure``."""
+    return {w: truth.departed(truth.optimum(w, design.widths[0]), rng) for w in design.widths}
+
+
+def simulate(truth: Truth, design: Design, rng: np.random.Generator, th: Thresholds = Thresholds(),
+             optima: Optional[dict[int, float]] = None) -> Outcome:
+    """One simulated sweep of one setup, analysed as ``mutransfer`` analyses a real one; ``optima`` gives each
+    width's true optimum (default: drawn as ``true_optima`` draws them) — two runs of one model share theirs."""
     halfwidth = fit_halfwidth(design.step, True, th)
     points, truths = {}, {}
     seeds = SharedSeeds(rng)
     for w in design.widths:
-        width = SimulatedPoint(truth, truth.departed(truth.optimum(w, design.widths[0]), rng), rng,
-                               math.log2(w / design.widths[0]), seeds)
+        x_true = truth.departed(truth.optimum(w, design.widths[0]), rng) if optima is None else optima[w]
+        width = SimulatedPoint(truth, x_true, rng, math.log2(w / design.widths[0]), seeds)
         sweep_point(width, design, halfwidth)
         x, seed, loss, status = (np.array(col) for col in zip(*width.points))
         points[w] = PointTrials(x.astype(float), seed.astype(int), loss.astype(float), status == "ok",

@@ -10,14 +10,15 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pandas as pd
 
-from ..analysis.compare import difference_interval
+from ..analysis.compare import DEFAULT_TOLERANCE, VERDICTS, compare_setup
 from ..analysis.drift import SearchSettings
 from ..analysis.law import evaluate_law, fit_law
 from ..analysis.optimum import fit_halfwidth
 from ..analysis.prediction import law_prediction, predict
 from ..analysis.summary import summarize
 from ..schema import LR_COLUMN, LR_KEY, axis_named
-from .simulate import Design, SharedSeeds, SimulatedPoint, Truth, simulate, simulate_verify, summary_entry, sweep_point
+from .simulate import (Design, SharedSeeds, SimulatedPoint, Truth, population_loss, simulate, simulate_verify,
+                       summary_entry, sweep_point, true_optima)
 from .spec import SearchSpec
 
 __all__ = ["coverage", "real_coverage", "law_coverage", "real_law_coverage", "verify_coverage", "compare_rates"]
@@ -50,29 +51,46 @@ def verify_coverage(truth: Truth, search: SearchSpec, p: float, sims: int, seed:
             "error_bias": error_bias, "regret_bias": regret_bias / max(regret_total, 1)}
 
 
-def compare_rates(truth_a: Truth, truth_b: Truth, design: Design, sims: int, seed: int = 0) -> dict[str, float]:
-    """Over ``sims`` pairs of independent simulated sweeps (A from ``truth_a``, B from ``truth_b``): how often
-    ``compare`` calls a width moved (its B − A interval excludes 0), how often the setup comes out ``moved``
-    (some width moved), and how often the interval holds the true difference."""
+def _best_population_loss(truth: Truth) -> float:
+    """The seed-averaged loss's minimum (on a 1/100-octave grid within 2 octaves of the optimum)."""
+    return min(population_loss(truth, truth.x0 + i / 100) for i in range(-200, 201))
+
+
+def compare_rates(truth_a: Truth, truth_b: Truth, design: Design, sims: int, seed: int = 0,
+                  tolerance: float = DEFAULT_TOLERANCE) -> dict[str, float]:
+    """Over ``sims`` pairs of simulated sweeps of one model before (A, ``truth_a``) and after a change (B,
+    ``truth_b``), with their own seeds: how often ``compare`` calls the setup ``same``, ``moved`` and
+    ``inconclusive``, how often a width is called moved (Holm), and how often the intervals hold the truth — each
+    width's difference, the pooled shift (the true differences weighted as the estimate weights them) and the
+    loss difference (NaN when no pair had two seeds to give it an interval). Each width's true optimum departs from the law once per pair (``Truth.departure``) and
+    both runs share it: the departure is the model's, the change adds ``truth_b``'s shift to it."""
     rng = np.random.default_rng(seed)
-    moved_widths = widths = setups_moved = hits = 0
+    verdicts = {v: 0 for v in VERDICTS}
+    tallies: dict[str, list[int]] = {"width": [0, 0], "shift": [0, 0], "loss": [0, 0]}
+    moved_widths = compared = 0
+    loss_truth = _best_population_loss(truth_b) - _best_population_loss(truth_a)
+    base = design.widths[0]
     for _ in range(sims):
-        a, b = simulate(truth_a, design, rng), simulate(truth_b, design, rng)
-        optima_b = {o.width: o for o in b.optima}
-        any_moved = False
-        for opt_a in a.optima:
-            opt_b = optima_b.get(opt_a.width)
-            if opt_b is None:
-                continue
-            _, (lo, hi), _ = difference_interval(opt_a.as_dict(), opt_b.as_dict())
-            widths += 1
-            moved = lo > 0 or hi < 0
-            moved_widths += moved
-            any_moved = any_moved or moved
-            hits += lo <= b.truth[opt_a.width] - a.truth[opt_a.width] <= hi
-        setups_moved += any_moved
-    return {"width_moved_rate": moved_widths / max(widths, 1), "setup_moved_rate": setups_moved / sims,
-            "difference_coverage": hits / max(widths, 1)}
+        optima_a = true_optima(truth_a, design, rng)
+        optima_b = {w: x + truth_b.optimum(w, base) - truth_a.optimum(w, base) for w, x in optima_a.items()}
+        a = summary_entry(simulate(truth_a, design, rng, optima=optima_a))
+        b = summary_entry(simulate(truth_b, design, rng, optima=optima_b))
+        rows, row = compare_setup(a, b, tolerance)
+        verdicts[row["verdict"]] += 1
+        true_shift = {w: optima_b[w] - optima_a[w] for w in optima_a}
+        for r in rows:
+            compared += 1
+            moved_widths += r["moved"]
+            _hit(tallies["width"], (r["ci_low"], r["ci_high"]), true_shift[r["width"]])
+            if r["loss_ci_low"] == r["loss_ci_low"]:
+                _hit(tallies["loss"], (r["loss_ci_low"], r["loss_ci_high"]), loss_truth)
+        if row["shift"] == row["shift"]:
+            weighted = sum(r["weight"] * true_shift[r["width"]] for r in rows)
+            _hit(tallies["shift"], (row["shift_ci_low"], row["shift_ci_high"]), weighted)
+    rates = _rates(tallies)
+    if not tallies["loss"][1]:
+        rates["loss_coverage"] = math.nan
+    return {**{v: n / sims for v, n in verdicts.items()}, "width_moved_rate": moved_widths / max(compared, 1), **rates}
 
 
 def _law_optimum(truth: Truth, slopes: dict[str, float], base: dict[str, int]) -> Callable[[dict[str, int]], float]:

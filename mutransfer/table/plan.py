@@ -179,7 +179,7 @@ class Plan:
             raise ValueError(f"{path} is not a plan or transfer file (no param_groups)")
         try:
             return cls.from_document(doc)
-        except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError, OverflowError) as exc:
             raise ValueError(f"{path} is not a valid plan or transfer file ({type(exc).__name__}: "
                              f"{' '.join(str(exc).split())[:120]})") from None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Optional
 
 import numpy as np
@@ -213,9 +214,15 @@ def summary_entry(out: Outcome) -> dict[str, Any]:
     return {**out.fit.as_dict(), "widths": {str(o.width): o.as_dict() for o in out.optima}}
 
 
+@lru_cache(maxsize=1)
+def _hermite_nodes() -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Hermite nodes and weights (probabilists'), 40 of them."""
+    return np.polynomial.hermite_e.hermegauss(40)
+
+
 def population_loss(truth: Truth, x: float) -> float:
     """The loss at x averaged over seeds (their optimum shifts), by Gauss–Hermite quadrature."""
-    nodes, weights = np.polynomial.hermite_e.hermegauss(40)
+    nodes, weights = _hermite_nodes()
     d = x - (truth.x0 + truth.seed_shift * nodes)
     a = truth.curvature * np.where(d > 0, truth.asymmetry, 1.0)
     return float(2.0 + (weights * a * d * d).sum() / weights.sum())

@@ -225,7 +225,8 @@ def test_plots_from_csvs_alone(runner: CliRunner, sweep_dir: Path, tmp_path: Pat
     assert len(fig.axes) == 2 and any("mup_muon" in t for t in titles) and any("sp_adamw" in t for t in titles)
     compare = tmp_path / "compare"
     result = invoke(runner, "plot", str(csv_only), str(sweep_dir), "--out", str(compare))
-    assert result.exit_code == 0 and (compare / "transfer.png").is_file()
+    assert result.exit_code == 0 and {p.name for p in compare.glob("*.png")} == {"transfer.png", "lr_drift.png",
+                                                                                 "curves.png"}
 
 
 def test_plot_on_empty_directory_is_refused(runner: CliRunner, tmp_path: Path) -> None:

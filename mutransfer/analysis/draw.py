@@ -17,7 +17,8 @@ __all__ = ["draw"]
 
 def draw(run_dirs: Sequence[Path], out: Optional[Path] = None) -> list[Path]:
     """transfer.png (and transfer_depth.png, transfer_steps.png for the axes swept), lr_drift.png with a panel
-    per swept axis, and curves.png, verify.png for a single run, into ``out`` or the run dir."""
+    per swept axis, curves.png (several runs: a row each, axes shared), and verify.png for a single run, into
+    ``out`` or the run dir."""
     runs, full = [], []
     for run_dir in run_dirs:
         trials, curves = read_tables(run_dir, all_axes=True)
@@ -37,11 +38,12 @@ def draw(run_dirs: Sequence[Path], out: Optional[Path] = None) -> list[Path]:
                  for (name, _, _, summary), t in zip(runs, full)]
         written.append(target / transfer_plot(axis.name))
         save(transfer_figure(along, axis=axis.name), written[-1])
+    with_curves = [(name, trials, curves) for name, trials, curves, _ in runs if not curves.empty]
+    if with_curves:
+        written.append(target / CURVES_PLOT)
+        save(curves_figure(with_curves), written[-1])
     if len(runs) == 1:
-        _, trials, curves, summary = runs[0]
-        if not curves.empty:
-            written.append(target / CURVES_PLOT)
-            save(curves_figure(trials, curves, summary), written[-1])
+        _, trials, _, _ = runs[0]
         report = _verify_report(run_dirs[0])
         if report is not None:
             written.append(target / VERIFY_PLOT)

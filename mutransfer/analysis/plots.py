@@ -12,7 +12,7 @@ import pandas as pd
 from ..files import atomic_path
 from ..schema import LR_COLUMN, LR_KEY, axis_named
 from .summary import axis_entry
-from .fidelity import on_lattice
+from .colors import ordered_colors
 
 __all__ = ["transfer_figure", "drift_figure", "curves_figure", "verify_figure", "compare_figure", "save"]
 
@@ -31,70 +31,135 @@ def _pyplot() -> Any:
 
 
 def _colors(widths: Sequence[int]) -> dict[int, Any]:
-    cmap = _pyplot().get_cmap("viridis")
+    """One colour per width (depth, horizon), dark to light along viridis, each readable on white."""
     ordered = sorted(widths)
-    span = max(1, len(ordered) - 1)
-    return {w: cmap(0.05 + 0.85 * i / span) for i, w in enumerate(ordered)}
+    return dict(zip(ordered, ordered_colors(len(ordered))))
 
 
-def _panels(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]]) -> list[tuple[str, str, pd.DataFrame, dict]]:
-    panels = []
-    for run, trials, summary in runs:
-        lr = trials[trials["search_key"] == LR_KEY]
-        for setup in lr["setup"].unique():
-            title = f"{setup}" if len(runs) == 1 else f"{run}: {setup}"
-            panels.append((title, setup, lr[lr["setup"] == setup], summary.get("setups", {}).get(setup, {})))
-    return panels
+def _grid_of_panels(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], sharex: bool = True
+                    ) -> tuple[Any, list[tuple[Any, str, str, int]]]:
+    """The figure and its panels: one row per run and one column per setup (x shared down a column: one setup's
+    searched range) when there are several runs; one run's setups wrapped ``PANELS_PER_ROW`` to a row.
+    Returns (figure, [(axes, run, setup, run index)])."""
+    plt = _pyplot()
+    setups = list(dict.fromkeys(s for _, trials, _ in runs for s in trials[trials["search_key"] == LR_KEY]["setup"]))
+    count = max(1, len(setups))
+    if len(runs) > 1:
+        rows_of, per_row = len(runs), count
+    else:
+        rows_of = math.ceil(count / PANELS_PER_ROW)
+        per_row = math.ceil(count / rows_of)
+    fig, grid = plt.subplots(rows_of, per_row, figsize=(6.4 * per_row, 4.4 * rows_of), sharey=True,
+                             sharex="col" if len(runs) > 1 and sharex else False, squeeze=False,
+                             layout="constrained")
+    flat = list(grid.reshape(-1))
+    placed = []
+    for r, (run, trials, _) in enumerate(runs):
+        own = set(trials[trials["search_key"] == LR_KEY]["setup"])
+        for c, setup in enumerate(setups):
+            ax = grid[r][c] if len(runs) > 1 else flat[c]
+            if setup in own:
+                placed.append((ax, run, setup, r))
+    used = {id(ax) for ax, *_ in placed}
+    for ax in flat:
+        if id(ax) not in used:
+            ax.set_visible(False)
+    return fig, placed
+
+
+BOWL_OCTAVES = 1.5
+"""The loss axis shows every curve within this many octaves of its LR*; a loss further out above that range is
+clipped and marked ▲ at the panel's top edge."""
+
+
+def _bowl_range(panels: Sequence[tuple[pd.DataFrame, dict[str, Any]]], axis: str) -> tuple[float, float]:
+    """(bottom, top) of the loss axis: every curve's lowest point and best loss, up to the highest loss any curve
+    reaches within ``BOWL_OCTAVES`` of its LR* (of its lowest point where no LR* was estimated), padded."""
+    lows, highs = [], []
+    plural = axis_named(axis).plural
+    for rows, info in panels:
+        for width, part in rows.groupby("width"):
+            ok = part[part["status"] == "ok"]
+            if ok.empty:
+                continue
+            line = _grid_curve(part)
+            opt = info.get(plural, {}).get(str(int(width))) or {}
+            centre = opt.get("log2_lr_star")
+            if centre is None or not np.isfinite(centre):
+                centre = float(line.loc[line["val_loss"].idxmin(), LR_COLUMN])
+            near = ok[(ok[LR_COLUMN] - centre).abs() <= BOWL_OCTAVES + 1e-9]["val_loss"]
+            lows.append(min(float(ok["val_loss"].min()), float(opt.get("best_loss") or np.inf)))
+            highs.append(float(near.max()) if len(near) else float(line["val_loss"].min()))
+    if not lows:
+        return 0.0, 1.0
+    low, high = min(lows), max(highs)
+    pad = 0.08 * (high - low if high > low else 1.0)
+    return low - pad, high + pad
+
+
+def _title(name: str, info: dict[str, Any], axis: str) -> str:
+    """A panel's title: the setup, its verdict, and the slope with its 95 % interval."""
+    verdict, slope = info.get("verdict", ""), info.get("slope")
+    if slope is None:
+        return f"{name}: {verdict}" if verdict else name
+    lo, hi = info.get("slope_ci") or (math.nan, math.nan)
+    return f"{name}: {verdict}\nLR* slope {slope:+.2f} [{lo:+.2f}, {hi:+.2f}] octaves per {axis} doubling"
 
 
 def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axis: str = "width") -> Any:
     """Loss vs log2(LR), one line per width (the seeds that trained the grid), the seeds' spread shaded where
-    several trained a point (the noise probes), one panel per setup (and per run), shared y axis. With
-    ``axis='depth'`` (or ``'steps'``) the tables' ``width`` column holds the depths (horizons), and each setup's
-    ``axes.depth`` entry gives the optima."""
-    plt = _pyplot()
-    panels = _panels(runs)
-    count = max(1, len(panels))
-    rows_of = math.ceil(count / PANELS_PER_ROW)
-    per_row = math.ceil(count / rows_of)
-    fig, grid = plt.subplots(rows_of, per_row, figsize=(5.2 * per_row, 4.6 * rows_of), sharey=True, squeeze=False,
-                             layout="constrained")
-    axes = grid.reshape(1, -1)
-    for spare in axes[0][len(panels):]:
-        spare.set_visible(False)
-    ok_all = pd.concat([p[2] for p in panels]) if panels else pd.DataFrame()
-    ok_losses = ok_all[ok_all["status"] == "ok"]["val_loss"] if not ok_all.empty else pd.Series(dtype=float)
-    top = float(np.nanmax(ok_losses)) if len(ok_losses) else 1.0
-    bottom = float(np.nanmin(ok_losses)) if len(ok_losses) else 0.0
-    pad = 0.08 * (top - bottom if top > bottom else 1.0)
-    for ax, (title, setup, rows, whole) in zip(axes[0], panels):
-        info = axis_entry(whole, axis)
+    several trained a point (the noise probes), one panel per setup (a row per run), shared loss axis set by the
+    bowls (``_bowl_range``). LR* is marked on its curve at the best loss, its 95 % interval a horizontal bar; an
+    optimum at the grid's edge is ◀ / ▶ at that edge; a diverged learning rate is × at the top edge where no seed
+    trained it to a finite loss. With ``axis='depth'`` (or ``'steps'``) the tables' ``width`` column holds the
+    depths (horizons), and each setup's ``axes.depth`` entry gives the optima."""
+    fig, placed = _grid_of_panels(runs)
+    summaries = {run: summary for run, _, summary in runs}
+    tables = {run: trials for run, trials, _ in runs}
+    parts = [(tables[run][(tables[run]["search_key"] == LR_KEY) & (tables[run]["setup"] == setup)],
+              axis_entry(summaries[run].get("setups", {}).get(setup, {}), axis)) for _, run, setup, _ in placed]
+    bottom, top = _bowl_range(parts, axis)
+    plural = axis_named(axis).plural
+    for (ax, run, setup, _), (rows, info) in zip(placed, parts):
         colors = _colors(rows["width"].unique())
         for width, part in rows.groupby("width"):
-            ok = part[part["status"] == "ok"]
-            line = _grid_curve(part)
             color = colors[int(width)]
+            line = _grid_curve(part)
             ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=3.5, lw=1.5, label=f"{axis} {width}")
-            if ok["seed"].nunique() > 1:
-                spread = ok.groupby(LR_COLUMN)["val_loss"].agg(["min", "max", "count"]).reset_index()
-                spread = spread[spread["count"] > 1]
-                ax.fill_between(spread[LR_COLUMN], spread["min"], spread["max"], color=color, alpha=0.25, lw=0)
-            div = part[part["status"] == "diverged"][LR_COLUMN].unique()
-            if len(div):
-                ax.plot(div, np.full(len(div), top + 0.6 * pad), "x", color=color, ms=7, mew=2, clip_on=False)
-            opt = info.get(axis_named(axis).plural, {}).get(str(int(width)))
+            _spread(ax, part, color)
+            above = line[line["val_loss"] > top][LR_COLUMN].tolist()
+            finite = set(np.round(part[part["status"] == "ok"][LR_COLUMN], 9))
+            div = [x for x in part[part["status"] == "diverged"][LR_COLUMN].unique() if round(x, 9) not in finite]
+            _at_top(ax, above, top, "^", color)
+            _at_top(ax, div, top, "x", color)
+            opt = info.get(plural, {}).get(str(int(width)))
             if opt and opt.get("log2_lr_star") is not None:
-                _optimum_marker(ax, opt, opt["best_loss"] - 0.3 * pad, color)
-        verdict = info.get("verdict", "")
-        slope = info.get("slope")
-        extra = f"\n{verdict}: LR* {slope:+.2f} octaves / {axis} doubling" if slope is not None else f"\n{verdict}"
-        _label(ax, f"{title}{extra}", "log2(base learning rate η)", title_size=10, legend_loc="upper left")
-    for row in grid:
-        row[0].set_ylabel("validation loss (nats/token)")
-    axes[0][0].set_ylim(bottom - pad, top + pad)
-    fig.suptitle(f"Loss vs learning rate per {axis}\n▼ LR* with interval · ◀ ▶ past the grid's edge · × diverged",
-                 fontsize=10)
+                _optimum_marker(ax, opt, part, line, color)
+        ax.set_ylim(bottom, top)
+        name = setup if len(runs) == 1 else f"{run}: {setup}"
+        _label(ax, _title(name, info, axis), "log2(base learning rate η)", title_size=10)
+    for ax, *_ in placed:
+        if ax.get_subplotspec().is_first_col():
+            ax.set_ylabel("validation loss (nats/token)")
+    fig.suptitle(f"Loss vs learning rate per {axis}\n◆ LR* on its curve with its 95 % interval · ◀ ▶ optimum at the "
+                 f"grid's edge · ▲ loss above the range shown · × diverged", fontsize=10)
     return fig
+
+
+def _at_top(ax: Any, xs: Sequence[float], top: float, marker: str, color: Any) -> None:
+    """Markers on the panel's top edge at ``xs`` (losses above the range shown, or diverged), unclipped."""
+    if len(xs):
+        ax.plot(xs, np.full(len(xs), top), marker, color=color, ms=6 if marker == "^" else 7,
+                mew=2 if marker == "x" else 1, clip_on=False)
+
+
+def _spread(ax: Any, part: pd.DataFrame, color: Any) -> None:
+    """The seeds' spread, shaded, where several seeds trained a point."""
+    ok = part[part["status"] == "ok"]
+    if ok["seed"].nunique() > 1:
+        spread = ok.groupby(LR_COLUMN)["val_loss"].agg(["min", "max", "count"]).reset_index()
+        spread = spread[spread["count"] > 1]
+        ax.fill_between(spread[LR_COLUMN], spread["min"], spread["max"], color=color, alpha=0.25, lw=0)
 
 
 def _interval_bars(opt: dict[str, Any]) -> tuple[float, float]:
@@ -106,12 +171,19 @@ def _interval_bars(opt: dict[str, Any]) -> tuple[float, float]:
     return below, above
 
 
-def _optimum_marker(ax: Any, opt: dict[str, Any], y: float, color: Any) -> None:
-    """▼ with its interval for a measured optimum; ◀ or ▶ for one censored at the grid's low or high edge."""
-    marker = {"low": "<", "high": ">"}.get(opt.get("censored") or "", "v")
+def _optimum_marker(ax: Any, opt: dict[str, Any], part: pd.DataFrame, line: pd.DataFrame, color: Any) -> None:
+    """◆ at (LR*, best loss) with its interval as a horizontal bar; for an optimum censored at the grid's edge,
+    ◀ or ▶ on the curve's point at that edge."""
+    edge = opt.get("censored")
+    if edge in ("low", "high"):
+        x = float(part[LR_COLUMN].min() if edge == "low" else part[LR_COLUMN].max())
+        at = line[np.isclose(line[LR_COLUMN], x)]
+        y = float(at["val_loss"].iloc[0]) if len(at) else float(opt["best_loss"])
+        ax.plot([x], [y], "<" if edge == "low" else ">", color=color, ms=9, mec="black", mew=0.6, zorder=4)
+        return
     below, above = _interval_bars(opt)
-    ax.errorbar([opt["log2_lr_star"]], [y], xerr=[[below], [above]], fmt=marker, color=color, ms=7, capsize=3,
-                lw=1.2)
+    ax.errorbar([opt["log2_lr_star"]], [opt["best_loss"]], xerr=[[below], [above]], fmt="D", color=color, ms=6,
+                mec="black", mew=0.6, capsize=3, lw=1.4, zorder=4)
 
 
 def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axes: Sequence[str] = ("width",)) -> Any:
@@ -162,26 +234,26 @@ def _drift_panel(ax: Any, runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]
            "log2(LR*)  (base learning rate η)")
 
 
-def _label(ax: Any, title: str, xlabel: str, ylabel: str | None = None, title_size: float | None = None,
-           legend_loc: str = "best") -> None:
-    """Title, axis labels, a light grid and a small legend: the finish every figure's panels share."""
+def _label(ax: Any, title: str, xlabel: str, ylabel: str | None = None, title_size: float | None = None) -> None:
+    """Title, axis labels, a light grid and a small legend outside the panel, to its right, where it covers no
+    data: the finish every figure's panels share."""
     ax.set_title(title, **({"fontsize": title_size} if title_size else {}))
     ax.set_xlabel(xlabel)
     if ylabel is not None:
         ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc=legend_loc)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
-def curves_figure(trials: pd.DataFrame, curves: pd.DataFrame, summary: dict[str, Any]) -> Any:
-    """Training loss curves at each width's best learning rate, one panel per setup."""
-    plt = _pyplot()
-    lr = trials[(trials["search_key"] == LR_KEY) & (trials["status"] == "ok")]
-    setups = list(lr["setup"].unique())
-    fig, axes = plt.subplots(1, max(1, len(setups)), figsize=(5.2 * max(1, len(setups)), 4.2), sharey=True,
-                             squeeze=False, layout="constrained")
-    for ax, setup in zip(axes[0], setups):
-        rows = lr[lr["setup"] == setup]
+def curves_figure(runs: Sequence[tuple[str, pd.DataFrame, pd.DataFrame]]) -> Any:
+    """Training loss curves of each width's lowest-loss trial, one panel per setup (a row per run, steps and loss
+    shared). ``runs``: (name, trials, curves)."""
+    fig, placed = _grid_of_panels([(name, trials, {}) for name, trials, _ in runs])
+    tables = {name: (trials, curves) for name, trials, curves in runs}
+    for ax, run, setup, _ in placed:
+        trials, curves = tables[run]
+        rows = trials[(trials["search_key"] == LR_KEY) & (trials["status"] == "ok") & (trials["setup"] == setup)]
         colors = _colors(rows["width"].unique())
         for width, part in rows.groupby("width"):
             best = part.loc[part["val_loss"].idxmin()]
@@ -190,8 +262,10 @@ def curves_figure(trials: pd.DataFrame, curves: pd.DataFrame, summary: dict[str,
                            (curves["search_key"] == LR_KEY)]
             ax.plot(curve["step"], curve["train_loss"], color=colors[int(width)], lw=1.2,
                     label=f"width {width}, log2 η={best[LR_COLUMN]:.2f}")
-        _label(ax, f"{setup}: training loss at each width's best LR", "step", title_size=10)
-    axes[0][0].set_ylabel("training loss (nats/token)")
+        name = setup if len(runs) == 1 else f"{run}: {setup}"
+        _label(ax, f"{name}: training loss at each width's lowest-loss LR", "step", title_size=10)
+        if ax.get_subplotspec().is_first_col():
+            ax.set_ylabel("training loss (nats/token)")
     return fig
 
 
@@ -211,9 +285,8 @@ def verify_figure(swept: pd.DataFrame, rows: pd.DataFrame, report: dict[str, Any
     setups = list(dict.fromkeys(t["setup"] for t in targets))
     fig, axes = plt.subplots(1, max(1, len(setups)), figsize=(6.4 * max(1, len(setups)), 4.8), squeeze=False,
                              layout="constrained")
-    warm = plt.get_cmap("autumn")
     widths = sorted({t["width"] for t in targets})
-    colors = {w: warm(0.75 * i / max(1, len(widths) - 1)) for i, w in enumerate(widths)}
+    colors = dict(zip(widths, ordered_colors(len(widths), plt.get_cmap("autumn"))))
     for ax, setup in zip(axes[0], setups):
         behind = swept[(swept["setup"] == setup) & (swept["search_key"] == LR_KEY)]
         faded = _colors(behind["width"].unique())
@@ -223,16 +296,18 @@ def verify_figure(swept: pd.DataFrame, rows: pd.DataFrame, report: dict[str, Any
                     label=f"swept width {width}")
         mine = rows[rows["setup"] == setup]
         for t in (t for t in targets if t["setup"] == setup):
-            _verified_width(ax, mine[mine["width"] == t["width"]], t, colors[t["width"]], report["step"])
+            _verified_width(ax, mine[mine["width"] == t["width"]], t, colors[t["width"]])
         _zoom(ax, mine, behind)
         mine_targets = [t for t in targets if t["setup"] == setup]
         point = "".join(f", {name} {mine_targets[0]['prediction'][name]}" for name in ("depth", "steps")
                         if mine_targets and mine_targets[0]["prediction"].get(name) is not None)
         _label(ax, f"{setup}: verified at width {', '.join(str(t['width']) for t in mine_targets)}{point}",
-               "log2(base learning rate η)", title_size=10, legend_loc="upper left")
+               "log2(base learning rate η)", title_size=10)
     axes[0][0].set_ylabel("validation loss (nats/token)")
-    fig.suptitle("Verification at the target width\nband: predicted 95 % range · dashed: predicted η* · "
-                 "★ measured optimum", fontsize=10)
+    measured = any((t.get("measured") or {}).get("log2_lr_star") is not None for t in targets)
+    fig.suptitle("Verification at the target width\nband: predicted 95 % range · dashed: predicted η*"
+                 + (" · ★ measured optimum with its 95 % interval" if measured else " · the η* × factors trained"),
+                 fontsize=10)
     return fig
 
 
@@ -250,14 +325,14 @@ def _zoom(ax: Any, rows: pd.DataFrame, behind: pd.DataFrame) -> None:
     ax.set_ylim(low - pad, high + pad)
 
 
-def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: Any, step: float) -> None:
-    """The grid's curve (points on the lattice of ``step``), every trained point as a dot, the prediction and
-    the measured optimum."""
+def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: Any) -> None:
+    """The measured curve (the seeds' mean loss at every trained point, joined), every trained point as a dot, the
+    prediction and the measured optimum."""
     width, prediction = target["width"], target["prediction"]
     ok = rows[rows["status"] == "ok"]
-    line = _grid_curve(rows[on_lattice(rows[LR_COLUMN].to_numpy(float), step)])
-    ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=3.5, lw=1.8, label=f"width {width}")
-    ax.plot(ok[LR_COLUMN], ok["val_loss"], ".", color=color, ms=3, alpha=0.6)
+    line = ok.groupby(LR_COLUMN)["val_loss"].mean().reset_index()
+    ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=4.5, lw=1.8, label=f"width {width}")
+    ax.plot(ok[LR_COLUMN], ok["val_loss"], "o", color=color, ms=3, alpha=0.5, mfc="none")
     if prediction.get("interval"):
         ax.axvspan(*prediction["interval"], color=color, alpha=0.12, lw=0)
     ax.axvline(target.get("predicted_log2_lr", prediction["log2_lr"]), color=color, ls="--", lw=1)
@@ -286,9 +361,11 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
         parts = [p[(p["key"] == key) & (p["setup"] == setup) & p["width"].isin(rows["width"])]
                  for p in (points_a, points_b)]
         colors = _colors(rows["width"].unique())
+        low, high = _compare_range(parts, rows)
         for part, style, name, side in zip(parts, ("-", "--"), names, ("a", "b")):
             for width, one in part.groupby("width"):
                 line = _grid_curve(one, "x", "loss")
+                _at_top(top, line[line["loss"] > high]["x"].tolist(), high, "^", colors[int(width)])
                 color = colors[int(width)]
                 top.plot(line["x"], line["loss"], style, marker="o" if side == "a" else "s", ms=3.5, lw=1.5,
                          color=color, mfc=color if side == "a" else "white", label=f"{name} · width {width}")
@@ -298,16 +375,20 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
                 top.errorbar([opt["log2_lr_star"]], [row[f"loss_{side}"]], xerr=[[below], [above]],
                              fmt="v" if side == "a" else "^", color=color, mfc=color if side == "a" else "white",
                              ms=7, capsize=3, lw=1.0)
+        top.set_ylim(low, high)
         summary = setups[(setups["key"] == key) & (setups["setup"] == setup)].iloc[0]
         label = "log2(base learning rate η)" if key == LR_KEY else key
-        _label(top, f"{setup}: {summary['verdict']}", label, title_size=10, legend_loc="upper left")
+        shift = ("" if summary["shift"] != summary["shift"] else
+                 f"\npooled shift {summary['shift']:+.2f} [{summary['shift_ci_low']:+.2f}, "
+                 f"{summary['shift_ci_high']:+.2f}] octaves")
+        _label(top, f"{setup}: {summary['verdict']}{shift}", label, title_size=10)
         x = np.log2(rows["width"].to_numpy(float))
         span = (x.min() - 0.5, x.max() + 0.5)
         bottom.axhspan(-tolerance, tolerance, color="0.9", zorder=0, label=f"±{tolerance:g} (same)")
         if summary["shift"] == summary["shift"]:
             bottom.fill_between(span, summary["shift_ci_low"], summary["shift_ci_high"], color="tab:purple",
                                 alpha=0.15, lw=0)
-            bottom.axhline(summary["shift"], color="tab:purple", lw=1.2,
+            bottom.axhline(summary["shift"], color="tab:purple", lw=1.6, ls=(0, (6, 3)), zorder=3,
                            label=f"pooled shift {summary['shift']:+.2f} "
                                  f"[{summary['shift_ci_low']:+.2f}, {summary['shift_ci_high']:+.2f}]")
         moved = rows["moved"].to_numpy(bool)
@@ -318,7 +399,7 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
             if mask.any():
                 bottom.errorbar(x[mask], rows["difference"].to_numpy(float)[mask],
                                 yerr=[below[mask], above[mask]], fmt="o", color=color, capsize=4, label=text)
-        bottom.axhline(0.0, color="black", lw=0.8)
+        bottom.axhline(0.0, color="0.4", lw=0.8, zorder=1)
         bottom.set_xticks(x, [str(int(w)) for w in rows["width"]])
         bottom.set_xlim(*span)
         _label(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", "width (log2 axis)", title_size=10)
@@ -328,6 +409,23 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
     return fig
 
 
+def _compare_range(parts: Sequence[pd.DataFrame], rows: pd.DataFrame) -> tuple[float, float]:
+    """The loss axis of a comparison's top panel: both runs' curves within ``BOWL_OCTAVES`` of their optima."""
+    lows, highs = [], []
+    for part, side in zip(parts, ("a", "b")):
+        ok = part[part["status"] == "ok"]
+        for width, one in ok.groupby("width"):
+            centre = rows[rows["width"] == width][f"x_{side}"]
+            near = one[(one["x"] - float(centre.iloc[0])).abs() <= BOWL_OCTAVES + 1e-9] if len(centre) else one
+            lows.append(float(one["loss"].min()))
+            highs.append(float((near if len(near) else one)["loss"].max()))
+    if not lows:
+        return 0.0, 1.0
+    low, high = min(lows), max(highs)
+    pad = 0.08 * (high - low if high > low else 1.0)
+    return low - pad, high + pad
+
+
 def save(fig: Any, path: Path, dpi: int = 120) -> None:
     """Write atomically (temp file + rename) and close the figure, also when writing fails."""
     try:
@@ -335,42 +433,3 @@ def save(fig: Any, path: Path, dpi: int = 120) -> None:
             fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png")
     finally:
         _pyplot().close(fig)
-
-
-def coord_check_figure(table: pd.DataFrame, slopes: pd.DataFrame, steps: Sequence[int], axis: str = "width") -> Any:
-    """One panel per (quantity, step): value vs width (or depth) on log axes, one line per module, with the
-    slope each quantity needs drawn as a dashed guide through the median module."""
-    plt = _pyplot()
-    quantities = [q for q in ("forward", "update", "dependency", "weight_update") if q in set(table["quantity"])]
-    fig, axes = plt.subplots(len(quantities), len(steps), figsize=(4.6 * len(steps), 3.3 * len(quantities)),
-                             squeeze=False, layout="constrained")
-    cmap = plt.get_cmap("tab20")
-    modules = list(dict.fromkeys(table["module"]))
-    colors = {m: cmap(i % 20) for i, m in enumerate(modules)}
-    for r, quantity in enumerate(quantities):
-        for c, step in enumerate(steps):
-            ax = axes[r][c]
-            part = table[(table["quantity"] == quantity) & (table["step"] == step)]
-            if part.empty:
-                ax.set_visible(False)
-                continue
-            means = part.groupby(["module", axis], sort=False)["value"].mean().reset_index()
-            for module, rows in means.groupby("module", sort=False):
-                ax.plot(rows[axis], rows["value"], "-o", ms=3, lw=1.2, color=colors[module],
-                        label=module if quantity != "weight_update" else module.replace(".weight", ""))
-            widths = np.array(sorted(part[axis].unique()), dtype=float)
-            guide_slope = 0.0
-            anchor = float(np.median(means[means[axis] == widths[0]]["value"]))
-            ax.plot(widths, anchor * (widths / widths[0]) ** guide_slope, "k--", lw=1, alpha=0.6)
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log", base=2)
-            ax.set_title(f"{quantity} · step {step}", fontsize=10)
-            ax.set_xlabel(axis)
-            ax.grid(alpha=0.3)
-            if c == 0:
-                ax.set_ylabel({"forward": "RMS of output", "update": "RMS of change since step 0",
-                               "dependency": "RMS Δout / RMS Δin", "weight_update": "‖ΔW‖₂ / ‖W₀‖₂"}[quantity])
-            if c == len(steps) - 1:
-                ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle(f"Coordinate check (dashed: the {axis}-independent slope a stable quantity needs)", fontsize=11)
-    return fig

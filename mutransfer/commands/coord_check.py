@@ -54,7 +54,8 @@ def run(overrides: Sequence[str], widths_text: Optional[str], steps: int, lr: Op
     returns the exit code (1 under ``--strict`` when a module is not stable)."""
     import pandas as pd
 
-    from ..analysis.plots import coord_check_figure, save
+    from ..analysis.coord_figure import coord_check_figure
+    from ..analysis.plots import save
     from ..analysis.stability import judge
     from ..config import compose, to_dict
     from ..files import COORD_CHECK_FILES, atomic_write_text, new_run_dir, write_json
@@ -89,9 +90,11 @@ def run(overrides: Sequence[str], widths_text: Optional[str], steps: int, lr: Op
     write_json(run_dir / COORD_CHECK_FILES["summary"], {
         "preset": cfg.parametrization.name, "optimizer": cfg.optimizer.name, "lr": base_lr, **where,
         "steps": steps, "seeds": seeds, **result, "config": to_dict(cfg)})
-    save(coord_check_figure(table, pd.DataFrame(result["slopes"]), sorted({0, 1, steps}), axis),
-         run_dir / COORD_CHECK_FILES["plot"])
     alpha = f", depth_alpha {cfg.parametrization.depth_alpha:g} at width {cfg.model.width}" if axis == "depth" else ""
+    setup = (f"{cfg.parametrization.name} + {cfg.optimizer.name}, η={base_lr:.4g}{alpha}, {steps} steps, "
+             f"{seeds} seed{'s' if seeds > 1 else ''} ({run_dir.name})")
+    save(coord_check_figure(table, pd.DataFrame(result["slopes"]), sorted({0, 1, steps}), axis, title=setup),
+         run_dir / COORD_CHECK_FILES["plot"])
     title = (f"coord check: {cfg.parametrization.name} + {cfg.optimizer.name}, η={base_lr:.4g}, {axis}s {sizes}"
              f"{alpha}, {steps} steps")
     screen.print(_verdict_table(result, title))

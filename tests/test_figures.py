@@ -1,0 +1,206 @@
+"""The figures read as a reader would read them: their artists, not just that a PNG exists. Loss-vs-LR panels keep
+every bowl in range and mark what they clip, LR* sits on its curve at the best loss, censored and diverged points
+are drawn where they are, legends cover no data, every colour is readable on white; compare.png and verify.png
+draw every legend entry and every promised marker; several runs share their axes."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+matplotlib.use("Agg")
+
+from mutransfer.analysis.colors import MIN_CONTRAST, contrast_ratio, ordered_colors  # noqa: E402
+from mutransfer.analysis.compare import compare  # noqa: E402
+from mutransfer.analysis.drift import SearchSettings  # noqa: E402
+from mutransfer.analysis.optimum import fit_halfwidth  # noqa: E402
+from mutransfer.analysis.plots import compare_figure, curves_figure, transfer_figure, verify_figure  # noqa: E402
+from mutransfer.analysis.summary import summarize  # noqa: E402
+from mutransfer.schema import LR_COLUMN, LR_KEY  # noqa: E402
+from mutransfer.sweep.calibration import real_truth  # noqa: E402
+from mutransfer.sweep.simulate import Design, SimulatedPoint, sweep_point  # noqa: E402
+
+GRID = SearchSettings(step=1.0, low=-8.0, high=-2.0)
+
+
+def simulated_trials(optima: dict[str, dict[int, float]], seed: int = 0, extend: bool = False) -> pd.DataFrame:
+    """A sweep's trials.csv rows from the real-curve simulator: per setup, per width, a true optimum; the bowl
+    diverges 2.5 octaves above it, and the grid's low end lies far up the bowl (a loss to clip)."""
+    rng = np.random.default_rng(seed)
+    truth = real_truth(diverge_after=2.5)
+    rows: list[dict[str, Any]] = []
+    for setup, widths in optima.items():
+        design = Design(widths=tuple(widths), extend=extend)
+        for width, x0 in widths.items():
+            point = SimulatedPoint(truth, x0, rng)
+            sweep_point(point, design, fit_halfwidth(1.0, True))
+            rows += [{"search_key": LR_KEY, "setup": setup, "width": width, "seed": s, LR_COLUMN: x, "val_loss": loss,
+                      "status": status, "trial": len(rows) + i} for i, (x, s, loss, status) in enumerate(point.points)]
+    return pd.DataFrame(rows)
+
+
+def summary_of(trials: pd.DataFrame) -> dict[str, Any]:
+    return summarize(trials, {LR_KEY: {s: GRID for s in trials["setup"].unique()}})
+
+
+def data_points(fig: Any) -> np.ndarray:
+    """Every plotted data point of every line, in display coordinates."""
+    points = [line.get_transform().transform(np.column_stack(line.get_data()))
+              for ax in fig.axes for line in ax.get_lines() if len(line.get_xdata())]
+    return np.vstack(points) if points else np.empty((0, 2))
+
+
+def assert_legends_cover_no_data(fig: Any) -> None:
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    points = data_points(fig)
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        box = legend.get_window_extent(renderer)
+        inside = (points[:, 0] > box.x0) & (points[:, 0] < box.x1) & (points[:, 1] > box.y0) & (points[:, 1] < box.y1)
+        assert not inside.any(), f"the legend of {ax.get_title()!r} covers {int(inside.sum())} data points"
+
+
+def assert_colours_readable(fig: Any) -> None:
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            rgb = matplotlib.colors.to_rgb(line.get_color())
+            if len(set(rgb)) > 1:
+                assert contrast_ratio(rgb) >= MIN_CONTRAST, f"{line.get_label()} {rgb} on white"
+
+
+@pytest.fixture(scope="module")
+def sweep() -> tuple[pd.DataFrame, dict[str, Any]]:
+    trials = simulated_trials({"drifting": {32: -4.0, 64: -4.6, 128: -5.2}, "edge": {32: -4.0, 64: -1.2}})
+    return trials, summary_of(trials)
+
+
+def test_the_loss_axis_is_set_by_the_bowls_and_marks_what_it_clips(sweep: tuple[pd.DataFrame, dict]) -> None:
+    trials, summary = sweep
+    fig = transfer_figure([("run", trials, summary)])
+    for ax in (a for a in fig.axes if a.get_visible()):
+        setup = ax.get_title().split(":")[0]
+        low, high = ax.get_ylim()
+        ok = trials[(trials["setup"] == setup) & (trials["status"] == "ok")]
+        span = high - low
+        for width, opt in summary["setups"][setup]["widths"].items():
+            assert low + 0.02 * span < opt["best_loss"] < high - 0.02 * span, (setup, width)
+        assert ok["val_loss"].max() > high, "the far end of the grid is clipped, not the bowl flattened"
+        tops = [line for line in ax.get_lines() if line.get_marker() == "^"]
+        assert tops and all(np.allclose(line.get_ydata(), high) for line in tops), "clipped losses marked at the top"
+
+
+def test_lr_star_sits_on_its_curve_and_censored_and_diverged_points_where_they_are(
+        sweep: tuple[pd.DataFrame, dict]) -> None:
+    trials, summary = sweep
+    fig = transfer_figure([("run", trials, summary)])
+    for ax in (a for a in fig.axes if a.get_visible()):
+        setup = ax.get_title().split(":")[0]
+        span = float(np.subtract(*ax.get_ylim()[::-1]))
+        curves = {line.get_label(): line for line in ax.get_lines() if line.get_label().startswith("width ")}
+        stars = [line for line in ax.get_lines() if line.get_marker() == "D"]
+        edges = [line for line in ax.get_lines() if line.get_marker() in ("<", ">")]
+        for width, opt in summary["setups"][setup]["widths"].items():
+            curve = curves[f"width {width}"]
+            part = trials[(trials["setup"] == setup) & (trials["width"] == int(width))]
+            if opt["censored"]:
+                edge = [line for line in edges if line.get_color() == curve.get_color()]
+                assert edge and edge[0].get_xdata()[0] == part[LR_COLUMN].max(), "▶ at the grid's edge, not past it"
+                continue
+            mine = [line for line in stars if line.get_color() == curve.get_color()]
+            assert mine, f"{setup} width {width} has its LR* marker"
+            x, y = mine[0].get_xdata()[0], mine[0].get_ydata()[0]
+            assert x == pytest.approx(opt["log2_lr_star"]) and y == pytest.approx(opt["best_loss"])
+            on_curve = np.interp(x, curve.get_xdata(), curve.get_ydata())
+            assert abs(y - on_curve) < 0.15 * span, "the marker sits on its curve, not on the axis"
+            finite = set(np.round(part[part["status"] == "ok"][LR_COLUMN], 9))
+            for line in (line for line in ax.get_lines()
+                         if line.get_marker() == "x" and line.get_color() == curve.get_color()):
+                assert not finite & set(np.round(line.get_xdata(), 9)), "× only where no seed trained a finite loss"
+        info = summary["setups"][setup]
+        assert info["verdict"] in ax.get_title() and ("[" in ax.get_title()) == (info["slope"] is not None)
+    diverged = [line for ax in fig.axes for line in ax.get_lines() if line.get_marker() == "x"]
+    assert diverged, "the simulated bowl diverges 2.5 octaves above the optimum"
+    assert_legends_cover_no_data(fig)
+    assert_colours_readable(fig)
+
+
+def test_colours_keep_a_three_to_one_contrast_on_white() -> None:
+    assert contrast_ratio((1.0, 1.0, 0.0)) < MIN_CONTRAST and contrast_ratio((0.0, 0.0, 0.0)) == pytest.approx(21)
+    assert all(contrast_ratio(c) >= MIN_CONTRAST for n in (1, 2, 4, 9) for c in ordered_colors(n))
+
+
+def test_compare_figure_draws_every_legend_entry_in_view(sweep: tuple[pd.DataFrame, dict]) -> None:
+    trials, summary = sweep
+    later = simulated_trials({"drifting": {32: -3.0, 64: -3.6, 128: -4.2}, "edge": {32: -4.0, 64: -1.2}}, seed=1)
+    comparison = compare(summary, summary_of(later), "A", "B")
+
+    def points(t: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({"key": LR_KEY, "setup": t["setup"], "width": t["width"], "seed": t["seed"],
+                             "x": t[LR_COLUMN], "loss": t["val_loss"], "status": t["status"]})
+
+    fig = compare_figure(points(trials), points(later), comparison.widths, comparison.setups, ("A", "B"), 0.25)
+    fig.canvas.draw()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        labels = [text.get_text() for text in legend.get_texts()]
+        drawn = {artist.get_label() for artist in ax.get_children() if hasattr(artist, "get_label")}
+        containers = {c.get_label() for c in ax.containers}
+        assert set(labels) <= drawn | containers, set(labels) - drawn - containers
+        for line in ax.get_lines():
+            if line.get_label().startswith("pooled shift"):
+                low, high = ax.get_ylim()
+                assert low < line.get_ydata()[0] < high and line.get_zorder() > 2, "the pooled line is in view, on top"
+    assert_legends_cover_no_data(fig)
+    assert_colours_readable(fig)
+
+
+def verify_report(measured: bool) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    swept = simulated_trials({"drifting": {32: -4.0, 64: -4.6}})
+    rows = simulated_trials({"drifting": {256: -5.8}}, seed=2)
+    target: dict[str, Any] = {"setup": "drifting", "width": 256,
+                              "prediction": {"log2_lr": -5.5, "interval": [-6.2, -4.8], "depth": None, "steps": None}}
+    if measured:
+        target.update(measured={"log2_lr_star": -5.8, "ci": [-6.0, -5.6], "best_loss": 2.0}, error=-0.3)
+    return swept, rows, {"targets": [target], "step": 1.0}
+
+
+@pytest.mark.parametrize("measured", [True, False])
+def test_verify_figure_draws_its_measured_curve_and_only_the_markers_it_promises(measured: bool) -> None:
+    fig = verify_figure(*verify_report(measured))
+    ax = fig.axes[0]
+    curve = [line for line in ax.get_lines() if line.get_label() == "width 256"][0]
+    assert curve.get_linestyle() == "-" and len(curve.get_xdata()) >= 5, "the measured points are joined"
+    stars = [line for line in ax.get_lines() if line.get_marker() == "*"]
+    assert bool(stars) == measured and ("★" in fig._suptitle.get_text()) == measured
+    assert_legends_cover_no_data(fig)
+    assert_colours_readable(fig)
+
+
+def test_several_runs_share_their_axes(sweep: tuple[pd.DataFrame, dict]) -> None:
+    trials, summary = sweep
+    other = simulated_trials({"drifting": {32: -3.5, 64: -4.0, 128: -4.5}, "edge": {32: -4.0, 64: -1.2}}, seed=3)
+    fig = transfer_figure([("a", trials, summary), ("b", other, summary_of(other))])
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 4
+    columns: dict[str, list[Any]] = {}
+    for ax in visible:
+        columns.setdefault(ax.get_title().split(": ")[1], []).append(ax)
+    for first, second in columns.values():
+        assert first.get_shared_x_axes().joined(first, second), "one setup's panels share the LR axis"
+    curves = pd.DataFrame([{"trial": t, "setup": s, "width": w, "seed": seed, "search_key": LR_KEY, "step": step,
+                            "train_loss": 5.0 / math.sqrt(step)}
+                           for t, s, w, seed in trials[["trial", "setup", "width", "seed"]].itertuples(index=False)
+                           for step in (1, 10, 20)])
+    fig = curves_figure([("a", trials, curves), ("b", trials, curves)])
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 4 and visible[0].get_shared_y_axes().joined(visible[0], visible[-1])

@@ -19,7 +19,8 @@ from mutransfer.analysis.colors import MIN_CONTRAST, contrast_ratio, ordered_col
 from mutransfer.analysis.compare import compare  # noqa: E402
 from mutransfer.analysis.drift import SearchSettings  # noqa: E402
 from mutransfer.analysis.optimum import fit_halfwidth  # noqa: E402
-from mutransfer.analysis.plots import compare_figure, curves_figure, transfer_figure, verify_figure  # noqa: E402
+from mutransfer.analysis.plots import (compare_figure, curves_figure, drift_figure, transfer_figure,  # noqa: E402
+                                       verify_figure)
 from mutransfer.analysis.summary import summarize  # noqa: E402
 from mutransfer.schema import LR_COLUMN, LR_KEY  # noqa: E402
 from mutransfer.sweep.calibration import real_truth  # noqa: E402
@@ -201,6 +202,9 @@ def test_several_runs_share_their_axes(sweep: tuple[pd.DataFrame, dict]) -> None
                             "train_loss": 5.0 / math.sqrt(step)}
                            for t, s, w, seed in trials[["trial", "setup", "width", "seed"]].itertuples(index=False)
                            for step in (1, 10, 20)])
+    drift = drift_figure([("a", trials, summary), ("b", other, summary_of(other))])
+    assert_legends_cover_no_data(drift)
+    assert_colours_readable(drift)
     fig = curves_figure([("a", trials, curves), ("b", trials, curves)])
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert len(visible) == 4 and visible[0].get_shared_y_axes().joined(visible[0], visible[-1])

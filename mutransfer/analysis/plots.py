@@ -12,7 +12,7 @@ import pandas as pd
 from ..files import atomic_path
 from ..schema import LR_COLUMN, LR_KEY, axis_named
 from .summary import axis_entry
-from .colors import ordered_colors
+from .colors import ordered_colors, readable
 
 __all__ = ["transfer_figure", "drift_figure", "curves_figure", "verify_figure", "compare_figure", "save"]
 
@@ -190,7 +190,7 @@ def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axes:
     """log2(LR*) vs log2(width) with intervals and the fitted line, one series per setup; one panel per axis
     in ``axes`` (a setup's depth and steps entries are its summary's ``axes.depth`` and ``axes.steps``)."""
     plt = _pyplot()
-    fig, panels = plt.subplots(1, len(axes), figsize=(7.0 * len(axes), 4.6), layout="constrained", squeeze=False)
+    fig, panels = plt.subplots(1, len(axes), figsize=(10.5 * len(axes), 4.6), layout="constrained", squeeze=False)
     for ax, axis in zip(panels[0], axes):
         _drift_panel(ax, runs, axis)
     return fig
@@ -208,7 +208,7 @@ def _drift_panel(ax: Any, runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]
             if not widths:
                 continue
             label = setup if len(runs) == 1 else f"{run}: {setup}"
-            color = cmap(index % 10)
+            color = readable(cmap(index % 10))
             index += 1
             slope = info.get("slope")
             if slope is not None:
@@ -230,7 +230,7 @@ def _drift_panel(ax: Any, runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]
                          for w in axis_entry(info, axis).get(plural, {})})
     if all_widths:
         ax.set_xticks(np.log2(all_widths), [str(w) for w in all_widths])
-    _label(ax, f"Optimal learning rate vs {axis}  (▼ ▲ past the grid's edge)", f"{axis} (log2 axis)",
+    _label(ax, f"LR* vs {axis}  (▼ ▲ past the grid's edge)", f"{axis} (log2 axis)",
            "log2(LR*)  (base learning rate η)")
 
 
@@ -306,7 +306,7 @@ def verify_figure(swept: pd.DataFrame, rows: pd.DataFrame, report: dict[str, Any
     axes[0][0].set_ylabel("validation loss (nats/token)")
     measured = any((t.get("measured") or {}).get("log2_lr_star") is not None for t in targets)
     fig.suptitle("Verification at the target width\nband: predicted 95 % range · dashed: predicted η*"
-                 + (" · ★ measured optimum with its 95 % interval" if measured else " · the η* × factors trained"),
+                 + ("\n★ measured optimum with its 95 % interval" if measured else "\nthe η* × factors trained"),
                  fontsize=10)
     return fig
 

@@ -19,8 +19,8 @@ from mutransfer.analysis.colors import MIN_CONTRAST, contrast_ratio, ordered_col
 from mutransfer.analysis.compare import compare  # noqa: E402
 from mutransfer.analysis.drift import SearchSettings  # noqa: E402
 from mutransfer.analysis.optimum import fit_halfwidth  # noqa: E402
-from mutransfer.analysis.plots import (compare_figure, curves_figure, drift_figure, transfer_figure,  # noqa: E402
-                                       verify_figure)
+from mutransfer.analysis.compare_plot import compare_figure  # noqa: E402
+from mutransfer.analysis.plots import curves_figure, drift_figure, transfer_figure, verify_figure  # noqa: E402
 from mutransfer.analysis.summary import summarize  # noqa: E402
 from mutransfer.schema import LR_COLUMN, LR_KEY  # noqa: E402
 from mutransfer.sweep.calibration import real_truth  # noqa: E402

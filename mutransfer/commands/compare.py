@@ -29,7 +29,8 @@ READING = ("LR* is log2 of the base learning rate η at the optimum with its 95 
 
 def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool, tolerance: str = "0.25") -> int:
     from ..analysis.compare import compare, config_changes
-    from ..analysis.plots import compare_figure, save
+    from ..analysis.compare_plot import compare_figure
+    from ..analysis.plots import save
     from ..analysis.summary import read_tables
     from ..errors import UserError
     from ..files import COMPARE_PLOT, COMPARE_REPORT, COMPARE_TABLE, atomic_write_text, write_json

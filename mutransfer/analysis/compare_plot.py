@@ -1,0 +1,94 @@
+"""compare.png: two runs' loss curves overlaid above the difference of their optima. Tidy tables in, a figure out."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..schema import LR_KEY
+from .plots import BOWL_OCTAVES, _at_top, _colors, _grid_curve, _interval_bars, _label, _pyplot
+
+__all__ = ["compare_figure"]
+
+
+def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.DataFrame, setups: pd.DataFrame,
+                   names: tuple[str, str], tolerance: float) -> Any:
+    """Run A against run B, one column per compared (key, setup). Top: loss vs the searched value per width,
+    A solid and B dashed in the width's colour, each optimum marked at its best loss. Bottom: x*_B − x*_A per
+    width with its 95 % interval, red where it moved (Holm), the pooled shift with its 95 % interval and the
+    ±``tolerance`` band. ``points_*``: key, setup, width, seed, x, loss, status."""
+    plt = _pyplot()
+    columns = list(setups[["key", "setup"]].itertuples(index=False, name=None))
+    fig, axes = plt.subplots(2, max(1, len(columns)), figsize=(5.6 * max(1, len(columns)), 7.6), squeeze=False,
+                             layout="constrained", height_ratios=[3, 2])
+    for c, (key, setup) in enumerate(columns):
+        top, bottom = axes[0][c], axes[1][c]
+        rows = widths[(widths["key"] == key) & (widths["setup"] == setup)]
+        parts = [p[(p["key"] == key) & (p["setup"] == setup) & p["width"].isin(rows["width"])]
+                 for p in (points_a, points_b)]
+        colors = _colors(rows["width"].unique())
+        low, high = _compare_range(parts, rows)
+        for part, style, name, side in zip(parts, ("-", "--"), names, ("a", "b")):
+            for width, one in part.groupby("width"):
+                line = _grid_curve(one, "x", "loss")
+                _at_top(top, line[line["loss"] > high]["x"].tolist(), high, "^", colors[int(width)])
+                color = colors[int(width)]
+                top.plot(line["x"], line["loss"], style, marker="o" if side == "a" else "s", ms=3.5, lw=1.5,
+                         color=color, mfc=color if side == "a" else "white", label=f"{name} · width {width}")
+                row = rows[rows["width"] == width].iloc[0]
+                opt = {"log2_lr_star": row[f"x_{side}"], "ci": (row[f"ci_{side}_low"], row[f"ci_{side}_high"])}
+                below, above = _interval_bars(opt)
+                top.errorbar([opt["log2_lr_star"]], [row[f"loss_{side}"]], xerr=[[below], [above]],
+                             fmt="v" if side == "a" else "^", color=color, mfc=color if side == "a" else "white",
+                             ms=7, capsize=3, lw=1.0)
+        top.set_ylim(low, high)
+        summary = setups[(setups["key"] == key) & (setups["setup"] == setup)].iloc[0]
+        label = "log2(base learning rate η)" if key == LR_KEY else key
+        shift = ("" if summary["shift"] != summary["shift"] else
+                 f"\npooled shift {summary['shift']:+.2f} [{summary['shift_ci_low']:+.2f}, "
+                 f"{summary['shift_ci_high']:+.2f}] octaves")
+        _label(top, f"{setup}: {summary['verdict']}{shift}", label, title_size=10)
+        x = np.log2(rows["width"].to_numpy(float))
+        span = (x.min() - 0.5, x.max() + 0.5)
+        bottom.axhspan(-tolerance, tolerance, color="0.9", zorder=0, label=f"±{tolerance:g} (same)")
+        if summary["shift"] == summary["shift"]:
+            bottom.fill_between(span, summary["shift_ci_low"], summary["shift_ci_high"], color="tab:purple",
+                                alpha=0.15, lw=0)
+            bottom.axhline(summary["shift"], color="tab:purple", lw=1.6, ls=(0, (6, 3)), zorder=3,
+                           label=f"pooled shift {summary['shift']:+.2f} "
+                                 f"[{summary['shift_ci_low']:+.2f}, {summary['shift_ci_high']:+.2f}]")
+        moved = rows["moved"].to_numpy(bool)
+        below = np.where(np.isfinite(rows["ci_low"]), rows["difference"] - rows["ci_low"], 0.0)
+        above = np.where(np.isfinite(rows["ci_high"]), rows["ci_high"] - rows["difference"], 0.0)
+        for mask, color, text in ((~moved, "tab:blue", "width: not moved (Holm)"), (moved, "tab:red",
+                                                                                  "width: moved (Holm)")):
+            if mask.any():
+                bottom.errorbar(x[mask], rows["difference"].to_numpy(float)[mask],
+                                yerr=[below[mask], above[mask]], fmt="o", color=color, capsize=4, label=text)
+        bottom.axhline(0.0, color="0.4", lw=0.8, zorder=1)
+        bottom.set_xticks(x, [str(int(w)) for w in rows["width"]])
+        bottom.set_xlim(*span)
+        _label(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", "width (log2 axis)", title_size=10)
+    axes[0][0].set_ylabel("validation loss (nats/token)")
+    axes[1][0].set_ylabel("Δ log2 optimum")
+    fig.suptitle(f"Did the optimum move?  {names[0]} (solid, ▼) vs {names[1]} (dashed, △)", fontsize=11)
+    return fig
+
+
+def _compare_range(parts: Sequence[pd.DataFrame], rows: pd.DataFrame) -> tuple[float, float]:
+    """The loss axis of a comparison's top panel: both runs' curves within ``BOWL_OCTAVES`` of their optima."""
+    lows, highs = [], []
+    for part, side in zip(parts, ("a", "b")):
+        ok = part[part["status"] == "ok"]
+        for width, one in ok.groupby("width"):
+            centre = rows[rows["width"] == width][f"x_{side}"]
+            near = one[(one["x"] - float(centre.iloc[0])).abs() <= BOWL_OCTAVES + 1e-9] if len(centre) else one
+            lows.append(float(one["loss"].min()))
+            highs.append(float((near if len(near) else one)["loss"].max()))
+    if not lows:
+        return 0.0, 1.0
+    low, high = min(lows), max(highs)
+    pad = 0.08 * (high - low if high > low else 1.0)
+    return low - pad, high + pad

@@ -45,6 +45,7 @@ def parametrize(
     depth: Optional[int] = None,
     in_block: Sequence[str] = (),
     blocks: Optional[Mapping[str, int]] = None,
+    steps: Optional[int] = None,
 ) -> Plan:
     """Re-initialise ``model`` by the preset's table at ``width`` and return its plan.
 
@@ -59,6 +60,9 @@ def parametrize(
     Depth: with ``parametrization.depth_alpha=α`` (and ``parametrization.base_depth``) among the overrides,
     ``depth`` (the model's number of residual blocks) and ``in_block`` (glob patterns of the parameters inside
     them) add the depth factors; multiply each residual branch's output by ``plan.branch_multiplier``.
+
+    Weight decay: ``optimizer.weight_decay`` (λ), ``optimizer.weight_decay_rule`` and ``optimizer.decayed.<role>``
+    among the overrides; a ``optimizer.weight_decay_timescale`` needs ``steps``, the run's length.
     """
     if isinstance(roles, str):
         if roles not in ARCHITECTURES:
@@ -79,6 +83,6 @@ def parametrize(
     extra = [*overrides, *([f"optimizer.lr={lr!r}"] if lr is not None else [])]
     preset_cfg, opt_cfg = compose_parametrization(preset, optimizer, base_width, extra)
     plan = module_plan(model, base_model, roles, width, preset_cfg, opt_cfg, depth=depth, in_block=in_block,
-                       blocks=blocks)
+                       blocks=blocks, steps=steps)
     initialize(model, plan, seed)
     return plan

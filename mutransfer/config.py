@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 
 from .errors import UserError, closest, did_you_mean
 from .schema import FAMILIES, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, family_of
+from .table.decay import decay_on, decay_problem, later_decay_keys, omit_at_defaults
 from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
 
 __all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "compose_parametrization",
@@ -223,18 +224,20 @@ def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
     return config_from_dict(data, overrides, str(path))
 
 
-LATER_KEYS: dict[tuple[str, str], Any] = {("model", "in_block"): [], ("parametrization", "base_depth"): 2,
-                                          ("parametrization", "depth_alpha"): 0.0, ("model", "hf"): None}
+LATER_KEYS: dict[str, Any] = {"model.in_block": [], "parametrization.base_depth": 2,
+                              "parametrization.depth_alpha": 0.0, "model.hf": None}
 """Keys added after run directories and transfer files existed, with the default that reproduces the model
-those files describe: ``to_dict`` leaves them out at that value, so older fingerprints and files stay valid."""
+those files describe: ``to_dict`` leaves them out at that value, so older fingerprints and files stay valid.
+The weight-decay keys (``table.decay.later_decay_keys``) join them only while decay is off: files from before
+them decayed every parameter alike, so with λ > 0 they describe another model and must not match."""
 
 
 def to_dict(cfg: Config) -> dict[str, Any]:
     """The config as plain data (``config_from_dict``'s inverse), ``LATER_KEYS`` at their defaults left out."""
     data = dataclasses.asdict(cfg)
-    for (group, key), default in LATER_KEYS.items():
-        if data[group].get(key) == default:
-            del data[group][key]
+    omit_at_defaults(data, LATER_KEYS)
+    if not decay_on(cfg.optimizer):
+        omit_at_defaults(data, later_decay_keys())
     return data
 
 
@@ -311,6 +314,9 @@ def validate(cfg: Config) -> None:
     except ValueError:
         raise UserError(f"parametrization.depth_alpha={p.depth_alpha:g} is neither 0 nor in [0.5, 1]",
                         "use 0 (off), 0.5 (depth-μP), 1 (CompleteP) or a value between 0.5 and 1") from None
+    problem = decay_problem(o)
+    if problem is not None:
+        raise UserError(*problem)
     if len(o.ns_coeffs) != 3 or not all(math.isfinite(x) for x in o.ns_coeffs):
         raise UserError(f"optimizer.ns_coeffs={o.ns_coeffs} needs three finite numbers", f"e.g. {list(NS_COEFFS)}")
     if m.hf is not None:

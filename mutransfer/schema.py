@@ -25,6 +25,7 @@ __all__ = [
     "RoleTable",
     "RoleRules",
     "RoleFloats",
+    "RoleFlags",
     "HFConfig",
     "ModelConfig",
     "ParametrizationConfig",
@@ -96,12 +97,14 @@ class FamilyExponents:
 
 @dataclass
 class RoleExponents:
-    """One row of the abc table: multiplier m^-a, init std σ·m^-b, LR η·m^-c, Adam eps·m^-eps."""
+    """One row of the abc table: multiplier m^-a, init std σ·m^-b, LR η·m^-c, Adam eps·m^-eps, weight decay
+    λ·m^-wd (for the roles ``optimizer.decayed`` turns on)."""
 
     a: float = field(default=0.0, metadata=rng(-INF))
     b: float = field(default=0.0, metadata=rng(-INF))
     c: FamilyExponents = field(default_factory=FamilyExponents)
     eps: float = field(default=0.0, metadata=rng(-INF))
+    wd: float = field(default=0.0, metadata=rng(-INF))
 
 
 @dataclass
@@ -131,6 +134,19 @@ class RoleFloats:
     readout: float = field(default=1.0, metadata=rng(0.0, low_open=True))
     gain: float = field(default=1.0, metadata=rng(0.0, low_open=True))
     bias: float = field(default=1.0, metadata=rng(0.0, low_open=True))
+
+
+@dataclass
+class RoleFlags:
+    """Which roles weight decay reaches (``optimizer.decayed``): the hidden matrices and the LM head, not the
+    gains and biases (as is usual), and not the embedding, whose rows move only when their token appears while
+    decoupled decay shrinks every row every step (docs/weight-decay.md says why)."""
+
+    embedding: bool = False
+    hidden: bool = True
+    readout: bool = True
+    gain: bool = False
+    bias: bool = False
 
 
 @dataclass
@@ -183,6 +199,12 @@ class OptimizerConfig:
     name: str = "muon"
     lr: float = field(default=2.0**-5, metadata=rng(0.0, low_open=True))
     weight_decay: float = field(default=0.0, metadata=rng(0.0))
+    """λ; how it acts is ``weight_decay_rule`` (``table.decay``)."""
+    weight_decay_rule: Optional[str] = None
+    """``lr_scaled`` | ``independent`` (AdamW, Muon) | ``l2`` (SGD); None: the optimizer's own (``table.decay``)."""
+    weight_decay_timescale: Optional[float] = field(default=None, metadata=rng(0.0, low_open=True))
+    """τ instead of λ: the decay's averaging window as a fraction of the run, per-step decay 1/(τ·T)."""
+    decayed: RoleFlags = field(default_factory=RoleFlags)
     momentum: float = field(default=0.95, metadata=rng(0.0, 1.0, high_open=True))
     nesterov: bool = True
     beta1: float = field(default=0.9, metadata=rng(0.0, 1.0, high_open=True))

@@ -178,10 +178,12 @@ def test_per_trial_clipping_equals_clipping_each_trial() -> None:
             torch.testing.assert_close(p.grad[k], g)
 
 
-def test_keep_trials_slices_parameters_state_and_lrs() -> None:
+def test_keep_trials_slices_parameters_state_lrs_and_decay() -> None:
     model = torch.nn.Module()
     model.a, model.b = _stacked_params(3)
-    opt = StackedAdamW([{"params": [p], "lr": torch.tensor([0.1, 0.2, 0.3])} for p in model.parameters()], lr=0.1)
+    decay = torch.tensor([1.0, 2.0, 3.0])
+    opt = StackedAdamW([{"params": [p], "lr": torch.tensor([0.1, 0.2, 0.3]), "weight_decay": decay}
+                        for p in model.parameters()], lr=0.1)
     for p in model.parameters():
         p.grad = torch.ones_like(p)
     opt.step()
@@ -196,6 +198,7 @@ def test_keep_trials_slices_parameters_state_and_lrs() -> None:
         torch.testing.assert_close(opt.state[p]["exp_avg"], a[[0, 2]])
         assert opt.state[p]["step"] == 1
     assert [g["lr"].tolist() for g in opt.param_groups] == [pytest.approx([0.1, 0.3])] * 2
+    assert [g["weight_decay"].tolist() for g in opt.param_groups] == [[1.0, 3.0]] * 2
     (model.a.sum() + model.b.sum()).backward()
     opt.step()
     assert model.a.grad.shape == (2, 6, 4)

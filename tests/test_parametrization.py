@@ -114,8 +114,8 @@ def test_initial_weights_follow_the_plan_and_ignore_the_lr() -> None:
             assert p.std().item() == pytest.approx(entry.init_std, rel=0.05)
 
 
-def shifted(theta: float, sgd: bool = False, only: str = "abce") -> list[str]:
-    """Overrides that move every role of μP by (a+θ, b−θ, c−θ [c−2θ for SGD], eps+θ)."""
+def shifted(theta: float, sgd: bool = False, only: str = "abce", wd_shift: float = 0.0) -> list[str]:
+    """Overrides that move every role of μP by (a+θ, b−θ, c−θ [c−2θ for SGD], eps+θ, wd + wd_shift)."""
     out = []
     preset = compose(["parametrization=mup"]).parametrization
     family = "sgd" if sgd else "adam"
@@ -130,6 +130,8 @@ def shifted(theta: float, sgd: bool = False, only: str = "abce") -> list[str]:
             out.append(f"parametrization.roles.{role}.c.{family}={c - (2 if sgd else 1) * theta}")
         if "e" in only:
             out.append(f"parametrization.roles.{role}.eps={row.eps + theta}")
+        if wd_shift:
+            out.append(f"parametrization.roles.{role}.wd={row.wd + wd_shift}")
     return out
 
 
@@ -156,6 +158,32 @@ def test_abc_symmetry_under_sgd(tiny: list[str]) -> None:
     reference = losses(tiny, *sgd)
     assert losses(tiny, *sgd, *shifted(1.0, sgd=True, only="abc")) == pytest.approx(reference, rel=1e-4, abs=1e-5)
     assert max(abs(x - y) for x, y in zip(losses(tiny, *sgd, *shifted(1.0, sgd=True, only="ab")), reference)) > 1e-3
+
+
+EVERY_ROLE_DECAYED = [f"optimizer.decayed.{role}=true" for role in ("embedding", "hidden", "readout", "gain", "bias")]
+
+
+@pytest.mark.parametrize(("rule", "lam", "moves"), [("lr_scaled", 2.0, 1.0), ("independent", 0.02, 0.0)])
+def test_abc_symmetry_with_decoupled_decay(tiny: list[str], rule: str, lam: float, moves: float) -> None:
+    """Under Adam with decay on every role: λ's exponent moves by +θ when c moves by −θ for ``lr_scaled`` decay
+    (η_p·λ_p must not change), and stays for ``independent`` decay (λ_p alone is the per-step decay); moving it
+    the other way changes the losses."""
+    adam = ["optimizer=adamw", "optimizer.lr=0.01", "optimizer.eps=1e-6", f"optimizer.weight_decay={lam}",
+            f"optimizer.weight_decay_rule={rule}", *EVERY_ROLE_DECAYED]
+    reference = losses(tiny, *adam)
+    assert losses(tiny, *adam, *shifted(1.0, wd_shift=moves)) == pytest.approx(reference, rel=1e-4, abs=1e-5)
+    broken = losses(tiny, *adam, *shifted(1.0, wd_shift=1.0 - moves))
+    assert max(abs(x - y) for x, y in zip(broken, reference)) > 1e-4
+
+
+def test_abc_symmetry_with_sgd_l2_decay(tiny: list[str]) -> None:
+    """SGD's L2 penalty: λ's exponent moves by +2θ (λ·m^-2θ) when c moves by −2θ."""
+    sgd = ["optimizer=sgd", "optimizer.lr=0.05", "optimizer.weight_decay=2", *EVERY_ROLE_DECAYED]
+    reference = losses(tiny, *sgd)
+    same = losses(tiny, *sgd, *shifted(1.0, sgd=True, only="abc", wd_shift=2.0))
+    assert same == pytest.approx(reference, rel=1e-4, abs=1e-5)
+    broken = losses(tiny, *sgd, *shifted(1.0, sgd=True, only="abc"))
+    assert max(abs(x - y) for x, y in zip(broken, reference)) > 1e-4
 
 
 @pytest.mark.parametrize("optimizer", ["muon", "adamw"])

@@ -1,4 +1,5 @@
-"""``mutransfer show``: every parameter's role, shape, init, multiplier, LR and update rule (or the config)."""
+"""``mutransfer show``: every parameter's role, shape, init, multiplier, LR, update rule and weight decay (or the
+config)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ from typing import Any, Sequence
 __all__ = ["run"]
 
 COLUMNS = ("parameter", "role", "shape", "init std", "init mean", "multiplier", "lr", "depth factor", "shape factor",
-           "effective lr", "update")
+           "effective lr", "weight decay", "decay/step", "update")
 DEPTH_COLUMNS = ("depth factor",)
 """Shown only when the depth rules are on (``parametrization.depth_alpha`` > 0)."""
+DECAY_COLUMNS = ("weight decay", "decay/step")
+"""Shown only when the optimizer decays (λ > 0 or a timescale): λ_p in the rule's units, and the fraction of the
+parameter one step at the schedule's peak removes."""
 LEFT = ("parameter", "role", "update")
 
 
@@ -18,11 +22,12 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
 
     from ..config import compose, to_yaml
     from ..model.build import model_plan
+    from ..table.decay import decay_on
     from ..train.data import vocab_size
     from .common import console, format_number, warn_model
 
     cfg = compose(overrides)
-    out = console(200 if cfg.model.hf is not None else 160)
+    out = console(160 + 40 * (cfg.model.hf is not None) + 30 * decay_on(cfg.optimizer))
     if print_config:
         out.print(to_yaml(cfg), markup=False, highlight=False)
         return
@@ -30,7 +35,9 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
     title = (f"{plan.preset} + {plan.optimizer_name} at width {plan.width} (base {plan.base_width}, "
              f"m={plan.ratio:g}), base lr {format_number(plan.lr)}")
     table = Table(title=title)
-    columns = [c for c in COLUMNS if plan.depth_alpha or c not in DEPTH_COLUMNS]
+    decaying = decay_on(cfg.optimizer)
+    columns = [c for c in COLUMNS if (plan.depth_alpha or c not in DEPTH_COLUMNS)
+               and (decaying or c not in DECAY_COLUMNS)]
     for column in columns:
         table.add_column(column, justify="left" if column in LEFT else "right", no_wrap=True)
     for row in plan.rows():
@@ -47,11 +54,14 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
                  "init std": f"{row['init_std']:.4g}", "init mean": f"{row['init_mean']:.4g}",
                  "multiplier": f"{row['multiplier']:.4g}", "lr": f"{row['lr']:.4g}",
                  "depth factor": f"{row['depth_lr_factor']:.4g}", "shape factor": f"{row['shape_factor']:.4g}",
-                 "effective lr": f"{row['effective_lr']:.4g}", "update": update}
+                 "effective lr": f"{row['effective_lr']:.4g}", "update": update,
+                 "weight decay": f"{row['weight_decay']:.4g}" if row["decay_factor"] else "off",
+                 "decay/step": f"{row['decay_per_step']:.4g}" if row["decay_factor"] else "off"}
         table.add_row(*(cells[c] for c in columns))
     if cfg.model.hf is not None:
         out.print(hf_header(cfg, plan), markup=False, highlight=False)
     out.print(table)
+    out.print(decay_line(cfg, plan), markup=False, highlight=False)
     warn_model(cfg)
     if plan.depth_alpha:
         out.print(depth_table(plan))
@@ -72,6 +82,26 @@ def hf_header(cfg: Any, plan: Any) -> str:
             else "untied (model.tie_embeddings=false, the default: the two ends scale differently)")
     return (f"transformers {arch.model_class}({arch.config_class}({set_keys})), randomly initialised by the "
             f"table; embeddings {tied}; {len(plan.params)} parameters")
+
+
+def decay_line(cfg: Any, plan: Any) -> str:
+    """Weight decay in one line: the rule and its formula, λ or τ, the width exponents and the roles it reaches."""
+    from ..schema import ROLES
+    from ..table.decay import RULE_FORMULAS, decay_on
+
+    opt = cfg.optimizer
+    on = [role for role in ROLES if getattr(opt.decayed, role)]
+    off = [role for role in ROLES if role not in on]
+    reach = f"on for {', '.join(on) or 'no role'}" + (f", off for {', '.join(off)}" if off else "")
+    if not decay_on(opt):
+        return f"weight decay: off (optimizer.weight_decay=0); with λ > 0 it is {reach} (optimizer.decayed)"
+    rule = plan.weight_decay_rule
+    exponents = ", ".join(f"{role} {getattr(cfg.parametrization.roles, role).wd:g}" for role in on) or "—"
+    tau = opt.weight_decay_timescale
+    given = (f"τ={tau:g} of T={plan.steps} steps: a step at the peak decays 1/(τ·T)={1 / (tau * plan.steps):.4g}"
+             if tau is not None else f"λ={opt.weight_decay:g}")
+    return (f"weight decay: {rule} ({RULE_FORMULAS[rule]}), {given}, × m^-wd with wd: {exponents}; {reach} "
+            "(optimizer.decayed)")
 
 
 def depth_table(plan: Any) -> Any:

@@ -21,8 +21,8 @@ def trainer_optimizer(model: nn.Module, plan: Plan, steps: Optional[int] = None,
                       schedule: str = "linear", min_lr_frac: float = 0.0,
                       **overrides: Any) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """The (optimizer, scheduler) pair that ``transformers.Trainer(optimizers=...)`` takes: the plan's optimizer
-    (one group per parameter: its LR, Adam eps and update rule; ``overrides`` replace optimizer settings, e.g.
-    ``weight_decay=0.1``) and a ``LambdaLR`` with ``mutransfer train``'s schedule over ``steps`` optimizer steps
+    (one group per parameter: its LR, Adam eps, update rule and weight decay; ``overrides`` replace optimizer
+    settings, e.g. ``weight_decay=0.1``; a weight-decay timescale is a fraction of ``steps``) and a ``LambdaLR`` with ``mutransfer train``'s schedule over ``steps`` optimizer steps
     (warm-up, then linear / cosine / constant decay; Muon's ``scheduled`` shape factor follows the progress).
     Without ``steps`` the LRs stay the plan's throughout (a constant schedule).
 
@@ -30,7 +30,7 @@ def trainer_optimizer(model: nn.Module, plan: Plan, steps: Optional[int] = None,
     (``mutransfer.attach_multipliers``, a no-op under μP, whose multipliers are all 1)."""
     if steps is not None and steps < 1:
         raise ValueError(f"steps={steps} must be the positive number of optimizer steps the Trainer will take")
-    optimizer = build_optimizer(model, plan, **overrides)
+    optimizer = build_optimizer(model, plan, steps=steps, **overrides)
     if steps is None:
         return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     timing = TrainConfig(steps=steps, warmup_frac=warmup_frac, schedule=schedule, min_lr_frac=min_lr_frac)

@@ -12,6 +12,7 @@ from torch import nn
 from ..optim.stacked import StackedAdamW, StackedSGD
 from ..optim.steepest import SteepestDescent
 from ..schema import OptimizerConfig
+from ..table.decay import decay_problem, group_weight_decay
 from ..table.plan import ParamPlan, Plan
 
 __all__ = ["initialize", "init_parameters", "attach_multipliers", "refuse_tied", "tied_aliases", "build_optimizer",
@@ -100,17 +101,20 @@ def refuse_tied(model: nn.Module) -> None:
                          "differently under width scaling; untie them")
 
 
-def _groups(named_params: NamedParams, plan: Plan, muon: bool,
+def _groups(named_params: NamedParams, plan: Plan, opt: OptimizerConfig,
             trial_lrs: Optional[Sequence[float]]) -> list[dict[str, Any]]:
-    """One parameter group per parameter with its LR (a tensor of K per-trial LRs when stacked) and eps."""
+    """One parameter group per parameter with its LR (a tensor of K per-trial LRs when stacked), eps and weight
+    decay (per trial when it depends on the LR)."""
     table = plan.by_name()
+    muon = opt.name == "muon"
     groups: list[dict[str, Any]] = []
     for name, param in named_params:
         entry = plan_entry(table, name)
         lr: float | torch.Tensor = plan.lr * entry.lr_factor
         if trial_lrs is not None:
             lr = torch.tensor(list(trial_lrs), dtype=torch.float32, device=param.device) * entry.lr_factor
-        group: dict[str, Any] = {"params": [param], "lr": lr, "name": name}
+        decay = group_weight_decay(opt, entry.decay_factor, lr, plan.steps)
+        group: dict[str, Any] = {"params": [param], "lr": lr, "name": name, "weight_decay": decay}
         if entry.eps is not None:
             group["eps"] = entry.eps
         if muon:
@@ -130,25 +134,32 @@ def build_optimizer(
     plan: Plan,
     lr: Optional[float] = None,
     trial_lrs: Optional[Sequence[float]] = None,
+    steps: Optional[int] = None,
     **overrides: Any,
 ) -> torch.optim.Optimizer:
     """The plan's optimizer over ``model`` (a module or its named parameters), one group per parameter.
 
-    η is ``lr`` or the plan's; ``overrides`` replace optimizer settings (e.g. ``weight_decay=0.1``). With
+    η is ``lr`` or the plan's; ``overrides`` replace optimizer settings (e.g. ``weight_decay=0.1``,
+    ``weight_decay_rule="independent"``); each parameter's weight decay follows the plan's roles and width
+    (``table.decay``), and a ``weight_decay_timescale`` needs the run's length: ``steps`` or the plan's. With
     ``trial_lrs`` (one η per trial) the parameters are stacked along a leading trial dimension and each
     group's LR is a tensor of K per-trial LRs: the optimizer is then the stacked AdamW/SGD or SteepestDescent.
     """
     plan = plan.with_lr(lr) if lr is not None else plan
     opt: OptimizerConfig = replace(plan.optimizer_config, **overrides) if overrides else plan.optimizer_config
+    problem = decay_problem(opt)
+    if problem is not None:
+        raise ValueError("; ".join(problem))
+    if steps is not None:
+        plan = replace(plan, steps=steps)
     named = model.named_parameters() if isinstance(model, nn.Module) else model
-    groups = _groups(named, plan, opt.name == "muon", trial_lrs)
-    wd = opt.weight_decay
+    groups = _groups(named, plan, opt, trial_lrs)
     if opt.name == "adamw":
         adamw = torch.optim.AdamW if trial_lrs is None else StackedAdamW
-        return adamw(groups, lr=plan.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps, weight_decay=wd)
+        return adamw(groups, lr=plan.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps, weight_decay=0.0)
     if opt.name == "sgd":
         sgd = torch.optim.SGD if trial_lrs is None else StackedSGD
         return sgd(groups, lr=plan.lr, momentum=opt.momentum, nesterov=opt.nesterov and opt.momentum > 0,
-                   weight_decay=wd)
-    return SteepestDescent(groups, lr=plan.lr, momentum=opt.momentum, nesterov=opt.nesterov, weight_decay=wd,
+                   weight_decay=0.0)
+    return SteepestDescent(groups, lr=plan.lr, momentum=opt.momentum, nesterov=opt.nesterov, weight_decay=0.0,
                            ns_steps=opt.ns_steps, ns_coeffs=tuple(opt.ns_coeffs), ns_dtype=NS_DTYPES[opt.ns_dtype])

@@ -34,7 +34,7 @@ def gpt_plan(cfg: Config, vocab_size: int) -> Plan:
     shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
     base_shapes = {name: tuple(p.shape) for name, p in base.named_parameters()}
     return make_plan(shapes, base_shapes, model.roles, cfg.model.width, cfg.parametrization, cfg.optimizer,
-                     depth=cfg.model.depth, in_block=model.in_block)
+                     depth=cfg.model.depth, in_block=model.in_block, steps=cfg.train.steps)
 
 
 def load_factory(path: str) -> Callable[[int], nn.Module]:
@@ -57,12 +57,12 @@ def _matching(names: Sequence[str], patterns: Sequence[str]) -> frozenset[str]:
 def module_plan(model: nn.Module, base_model: nn.Module, roles: Mapping[str, str], width: int,
                 preset: ParametrizationConfig, opt: OptimizerConfig, depth: Optional[int] = None,
                 in_block: Sequence[str] = (), blocks: Optional[Mapping[str, int]] = None,
-                tied_as_one: bool = False) -> Plan:
+                tied_as_one: bool = False, steps: Optional[int] = None) -> Plan:
     """The plan of any module, given the same module at the base width, role patterns, the glob patterns of
     the parameters inside residual blocks (``depth``: the module's number of blocks, for the depth rules) and of
     fused weights (pattern → number of equal logical blocks along dout). ``Conv1D`` weights are planned in
     their true (dout, din) orientation. Tied parameters are refused unless ``tied_as_one`` (the caller has
-    checked that one role serves both ends)."""
+    checked that one role serves both ends). ``steps``, the run's length, is needed by a weight-decay timescale."""
     try:
         if not tied_as_one:
             refuse_tied(model)
@@ -83,7 +83,7 @@ def module_plan(model: nn.Module, base_model: nn.Module, roles: Mapping[str, str
     shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
     try:
         return make_plan(shapes, base_shapes, assigned, width, preset, opt, depth=depth, in_block=inside,
-                         transposed=transposed_parameters(model), blocks=fused)
+                         transposed=transposed_parameters(model), blocks=fused, steps=steps)
     except ValueError as exc:
         raise UserError(str(exc), "fix the fused-weight patterns (blocks) or the model") from None
 
@@ -96,7 +96,7 @@ def _factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
         base = fn(cfg.parametrization.base_width)
     depth = cfg.model.depth if cfg.parametrization.depth_alpha else None
     return model, module_plan(model, base, cfg.model.roles, cfg.model.width, cfg.parametrization, cfg.optimizer,
-                              depth=depth, in_block=cfg.model.in_block)
+                              depth=depth, in_block=cfg.model.in_block, steps=cfg.train.steps)
 
 
 def _hf_model(cfg: Config, vocab_size: int) -> tuple[nn.Module, Plan]:
@@ -108,7 +108,8 @@ def _hf_model(cfg: Config, vocab_size: int) -> tuple[nn.Module, Plan]:
     with torch.device("meta"):
         base = hf_model(replace(cfg.model, width=cfg.parametrization.base_width), vocab_size)
     plan = module_plan(model, base, arch.roles, cfg.model.width, cfg.parametrization, cfg.optimizer,
-                       in_block=arch.in_block, blocks=arch.blocks, tied_as_one=cfg.model.tie_embeddings)
+                       in_block=arch.in_block, blocks=arch.blocks, tied_as_one=cfg.model.tie_embeddings,
+                       steps=cfg.train.steps)
     return model, plan
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["PerParameter", "per_trial", "descend_"]
+__all__ = ["PerParameter", "per_trial", "descend_", "decay_"]
 
 
 class PerParameter(torch.optim.Optimizer):
@@ -44,3 +44,12 @@ def descend_(p: Tensor, d: Tensor, lr: float | Tensor, scale: float = 1.0) -> No
         p.addcmul_(d, lr, value=-scale)
     else:
         p.add_(d, alpha=-lr * scale)
+
+
+def decay_(p: Tensor, lr: float | Tensor, weight_decay: float | Tensor) -> None:
+    """Decoupled weight decay in place, p ← p · (1 − lr · weight_decay), as ``torch.optim.AdamW`` does it; ``lr``
+    from ``per_trial``, ``weight_decay`` a float or a tensor of K per-trial values."""
+    if isinstance(weight_decay, Tensor):
+        p.mul_(1.0 - lr * per_trial(weight_decay, p))
+    elif weight_decay:
+        p.mul_(1.0 - lr * weight_decay)

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .base import PerParameter, descend_, per_trial
+from .base import PerParameter, decay_, descend_, per_trial
 
 __all__ = ["StackedAdamW", "StackedSGD", "adamw_update_", "sgd_update_"]
 
@@ -25,12 +25,12 @@ def adamw_update_(
     lr: float | Tensor,
     betas: tuple[float, float],
     eps: float,
-    weight_decay: float,
+    weight_decay: float | Tensor,
 ) -> None:
-    """One AdamW step in place, as ``torch.optim.AdamW`` does it (decoupled decay, bias correction)."""
+    """One AdamW step in place, as ``torch.optim.AdamW`` does it (decoupled decay, bias correction); the decay
+    may be a tensor of K per-trial values."""
     beta1, beta2 = betas
-    if weight_decay:
-        p.mul_(1.0 - lr * weight_decay)
+    decay_(p, lr, weight_decay)
     exp_avg.lerp_(grad, 1.0 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
     denom = (exp_avg_sq.sqrt() / math.sqrt(1.0 - beta2**step)).add_(eps)

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from ..schema import NS_COEFFS
 from ..table.rules import MUON_SCALES, UPDATE_RULES, muon_scale
-from .base import PerParameter, descend_, per_trial
+from .base import PerParameter, decay_, descend_, per_trial
 from .newton_schulz import msign
 
 __all__ = ["SteepestDescent", "direction", "block_direction", "rms_normalize", "row_normalize", "sign_update"]
@@ -172,8 +172,7 @@ class SteepestDescent(PerParameter):
                             blocks=group.get("blocks", 1), ns_steps=group["ns_steps"], ns_coeffs=group["ns_coeffs"],
                             ns_dtype=group["ns_dtype"], eps=group["eps"])
         lr = per_trial(group["lr"], p)
-        if group["weight_decay"]:
-            p.mul_(1.0 - lr * group["weight_decay"])
+        decay_(p, lr, group["weight_decay"])
         descend_(p, d, lr, self._alpha(group, p))
 
     @staticmethod

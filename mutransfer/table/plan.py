@@ -5,7 +5,7 @@ This is the one place where widths turn into numbers. With m = width / base_widt
 evaluated at the *base-width* shapes:
 
     multiplier = mult_role · m^-a        init std = σ_role · m^-b        lr = η · lr_mult_role · m^-c
-    adam eps   = eps · m^-eps
+    adam eps   = eps · m^-eps                        weight decay λ_p = λ · m^-wd (decayed roles)
 
 and, for a parameter inside a residual block, the depth factors of ``rules.depth_exponents`` with
 m_L = depth / base_depth (LR × m_L^lr, eps × m_L^eps; each block's output × ``branch_multiplier``).
@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from ..files import atomic_write_text, dump_yaml
-from ..schema import OptimizerConfig, ParametrizationConfig, RoleFloats, RoleRules, family_of
+from ..schema import OptimizerConfig, ParametrizationConfig, RoleFlags, RoleFloats, RoleRules, family_of
+from .decay import (decay_factor, decay_on, decay_per_step, decay_rule, later_decay_keys, omit_at_defaults,
+                    weight_decay)
 from .rules import UPDATE_BY_FAMILY, DepthExponents, base_value, depth_exponents, matrix_dims, muon_scale
 
 __all__ = ["ParamPlan", "Plan", "make_plan", "PLAN_FORMAT", "Shape"]
@@ -34,6 +36,9 @@ PARAM_FIELDS = ("name", "role", "shape", "base_shape", "init_std", "init_mean", 
 OPTIONAL_PARAM_FIELDS = ("eps", "scale_rule", "scale_shape")
 DEPTH_PARAM_FIELDS = ("in_block", "depth_lr_factor")
 """Written only by a plan with residual-branch scaling on (older files, and α = 0, keep their layout)."""
+DECAY_PARAM_FIELDS = ("decay_factor", "weight_decay", "decay_per_step")
+"""Written only by a plan that decays (λ > 0 or a timescale): λ_p / λ, λ_p in the rule's units, and the fraction
+of the parameter one step at the schedule's peak removes (``table.decay``)."""
 LAYOUT_PARAM_DEFAULTS: dict[str, Any] = {"transposed": False, "blocks": 1}
 """Written only where a parameter differs from an ``nn.Linear`` weight (GPT-2's ``Conv1D``, a fused q|k|v)."""
 
@@ -70,6 +75,8 @@ class ParamPlan:
     blocks: int = 1
     """Logical blocks stacked along dout in one tensor (GPT-2's fused q|k|v: 3): each block is initialised,
     scaled and orthogonalised as its own matrix; ``scale_shape`` is one block's."""
+    decay_factor: float = 0.0
+    """λ_p / λ: m^-wd for a role ``optimizer.decayed`` turns on, 0 for the others."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,8 @@ class Plan:
     depth: Optional[int] = None
     base_depth: Optional[int] = None
     depth_alpha: float = 0.0
+    steps: Optional[int] = None
+    """The run's length T, kept when a weight-decay timescale needs it (λ = 1/(τ·T))."""
 
     @property
     def depth_ratio(self) -> float:
@@ -127,6 +136,14 @@ class Plan:
     def with_lr(self, lr: float) -> "Plan":
         return replace(self, optimizer_config=replace(self.optimizer_config, lr=lr))
 
+    @property
+    def weight_decay_rule(self) -> str:
+        return decay_rule(self.optimizer_config)
+
+    def weight_decay_of(self, p: ParamPlan) -> float:
+        """λ_p of a parameter in its rule's units (``table.decay``), at the plan's η."""
+        return weight_decay(self.optimizer_config, p.decay_factor, self.lr * p.lr_factor, self.steps)
+
     def rows(self) -> list[dict[str, Any]]:
         """One flat dict per parameter (name, role, shape, init, multiplier, lr, update): tables and files."""
         rows = []
@@ -137,23 +154,33 @@ class Plan:
             row["scale_shape"] = list(p.scale_shape) if p.scale_shape else None
             row["lr"] = self.lr * p.lr_factor
             row["effective_lr"] = row["lr"] * p.shape_factor
+            row["weight_decay"] = self.weight_decay_of(p)
+            row["decay_per_step"] = decay_per_step(self.optimizer_config, p.decay_factor, row["lr"], self.steps)
             rows.append(row)
         return rows
 
     def to_document(self) -> dict[str, Any]:
         """The file format shared by ``Plan.save`` and ``mutransfer transfer``: one entry per parameter."""
+        decaying = decay_on(self.optimizer_config)
         groups = []
         for row in self.rows():
             entry = {k: row[k] for k in PARAM_FIELDS}
             entry.update({k: row[k] for k in OPTIONAL_PARAM_FIELDS if row[k] is not None})
             entry.update({k: row[k] for k in DEPTH_PARAM_FIELDS if self.depth_alpha})
+            entry.update({k: row[k] for k in DECAY_PARAM_FIELDS if decaying})
             entry.update({k: row[k] for k, default in LAYOUT_PARAM_DEFAULTS.items() if row[k] != default})
             groups.append(entry)
         depth = {"depth": self.depth, "base_depth": self.base_depth, "depth_alpha": self.depth_alpha,
                  "branch_multiplier": self.branch_multiplier} if self.depth_alpha else {}
+        optimizer = asdict(self.optimizer_config)
+        decay: dict[str, Any] = {"weight_decay_rule": self.weight_decay_rule} if decaying else {}
+        if self.optimizer_config.weight_decay_timescale is not None:
+            decay["steps"] = self.steps
+        if not decaying:
+            omit_at_defaults(optimizer, later_decay_keys(), prefix="optimizer.")
         return {"mutransfer_plan": PLAN_FORMAT, "preset": self.preset, "width": self.width,
-                "base_width": self.base_width, **depth, "lr": self.lr, "log2_lr": math.log2(self.lr),
-                "optimizer": asdict(self.optimizer_config), "param_groups": groups}
+                "base_width": self.base_width, **depth, "lr": self.lr, "log2_lr": math.log2(self.lr), **decay,
+                "optimizer": optimizer, "param_groups": groups}
 
     def save(self, path: Path | str) -> None:
         """Write the plan as YAML (or JSON for a ``.json`` path), atomically."""
@@ -194,7 +221,8 @@ class Plan:
                                  scale_shape=tuple(g["scale_shape"]) if g.get("scale_shape") else None,
                                  shape_factor=g.get("shape_factor", 1.0), in_block=bool(g.get("in_block", False)),
                                  depth_lr_factor=g.get("depth_lr_factor", 1.0),
-                                 transposed=bool(g.get("transposed", False)), blocks=int(g.get("blocks", 1)))
+                                 transposed=bool(g.get("transposed", False)), blocks=int(g.get("blocks", 1)),
+                                 decay_factor=float(g.get("decay_factor", getattr(RoleFlags(), g["role"]))))
                        for g in doc["param_groups"])
         opt = doc.get("optimizer") or {}
         config = _optimizer_from_dict(opt) if "init" in opt else OptimizerConfig(name=opt.get("name", "muon"))
@@ -203,7 +231,8 @@ class Plan:
         return cls(preset=doc.get("preset") or legacy.get("name", ""), width=int(doc["width"]),
                    base_width=int(doc.get("base_width") or legacy.get("base_width", 0)), optimizer_config=config,
                    params=params, depth=doc.get("depth"), base_depth=doc.get("base_depth"),
-                   depth_alpha=float(doc.get("depth_alpha") or 0.0))
+                   depth_alpha=float(doc.get("depth_alpha") or 0.0),
+                   steps=doc.get("steps") or (doc.get("train") or {}).get("steps"))
 
 
 def _optimizer_from_dict(data: Mapping[str, Any]) -> OptimizerConfig:
@@ -211,6 +240,8 @@ def _optimizer_from_dict(data: Mapping[str, Any]) -> OptimizerConfig:
     fields["init"] = RoleRules(**fields["init"])
     fields["multiplier"] = RoleFloats(**fields["multiplier"])
     fields["lr_mult"] = RoleRules(**fields["lr_mult"])
+    if "decayed" in fields:
+        fields["decayed"] = RoleFlags(**fields["decayed"])
     fields["ns_coeffs"] = list(fields["ns_coeffs"])
     return OptimizerConfig(**fields)
 
@@ -226,10 +257,12 @@ def make_plan(
     in_block: frozenset[str] = frozenset(),
     transposed: frozenset[str] = frozenset(),
     blocks: Optional[Mapping[str, int]] = None,
+    steps: Optional[int] = None,
 ) -> Plan:
     """Evaluate the preset for every parameter. ``base_shapes`` are the same parameters at the base width;
     ``in_block`` names the parameters inside residual blocks, which get the depth factors at ``depth``;
-    ``transposed`` those stored (din, dout); ``blocks`` the number of logical blocks of fused parameters."""
+    ``transposed`` those stored (din, dout); ``blocks`` the number of logical blocks of fused parameters;
+    ``steps`` the run's length (a weight-decay timescale needs it)."""
     family = family_of(opt.name)
     m = width / preset.base_width
     depth_rules = depth_exponents(family, preset.depth_alpha)
@@ -269,9 +302,10 @@ def make_plan(
             shape_factor=muon_scale(opt.muon_scale, *scale_shape) if scale_shape else 1.0,
             in_block=inside,
             depth_lr_factor=depth_lr,
+            decay_factor=decay_factor(getattr(opt.decayed, role), m, row.wd),
             **layout,
         ))
     on = bool(preset.depth_alpha)  # α = 0: a plan without depth information, as before depth existed
     return Plan(preset=preset.name, width=width, base_width=preset.base_width, optimizer_config=opt,
                 params=tuple(plans), depth=depth if on else None, base_depth=preset.base_depth if on else None,
-                depth_alpha=preset.depth_alpha)
+                depth_alpha=preset.depth_alpha, steps=steps if opt.weight_decay_timescale is not None else None)

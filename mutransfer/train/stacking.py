@@ -27,7 +27,8 @@ def clip_grad_norm_per_trial_(params: Iterable[Tensor], max_norm: float) -> Tens
 @torch.no_grad()
 def keep_trials(model: torch.nn.Module, optimizer: torch.optim.Optimizer, keep: Tensor) -> None:
     """Keep only the trials ``keep`` (indices along the leading dimension) of every stacked parameter of
-    ``model``, with its optimizer state and its group's per-trial LR; dropped trials cost nothing from now on.
+    ``model``, with its optimizer state and its group's per-trial LR and weight decay; dropped trials cost
+    nothing from now on.
 
     Parameters are replaced by new ones (autograd caches a leaf's shape, so resizing one in place is unsafe);
     the optimizer's groups and state follow them.
@@ -38,8 +39,9 @@ def keep_trials(model: torch.nn.Module, optimizer: torch.optim.Optimizer, keep: 
             new = replaced.setdefault(id(p), torch.nn.Parameter(p.detach()[keep], requires_grad=p.requires_grad))
             setattr(module, name, new)
     for group in optimizer.param_groups:
-        if isinstance(group["lr"], Tensor):
-            group["lr"] = group["lr"][keep]
+        for key in ("lr", "weight_decay"):
+            if isinstance(group.get(key), Tensor):
+                group[key] = group[key][keep]
         for i, p in enumerate(group["params"]):
             new = replaced[id(p)]
             state = optimizer.state.pop(p, {})

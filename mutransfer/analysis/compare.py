@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..schema import LR_KEY
+from .decay_effect import welch_difference
 from .shift import SHIFT_VERDICTS, estimate_of, pooled_shift, shared_noise, shift_verdict, width_difference
-from .stats import t_quantile
 
 __all__ = ["Comparison", "compare", "compare_setup", "loss_difference", "keyed_setups", "config_changes",
            "VERDICTS", "WIDTH_COLUMNS", "SETUP_COLUMNS", "DEFAULT_TOLERANCE"]
@@ -54,14 +54,7 @@ def loss_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[float, 
     d = float(b["best_loss"]) - float(a["best_loss"])
     seeds_a = np.asarray(a.get("seed_best_losses") or [], dtype=float)
     seeds_b = np.asarray(b.get("seed_best_losses") or [], dtype=float)
-    if len(seeds_a) < 2 or len(seeds_b) < 2:
-        return d, None
-    va, vb = np.var(seeds_a, ddof=1) / len(seeds_a), np.var(seeds_b, ddof=1) / len(seeds_b)
-    if va + vb == 0:
-        return d, (d, d)
-    dof = (va + vb) ** 2 / (va**2 / (len(seeds_a) - 1) + vb**2 / (len(seeds_b) - 1))
-    half = t_quantile(0.975, dof) * math.sqrt(va + vb)
-    return d, (d - half, d + half)
+    return d, welch_difference(seeds_a, seeds_b, d)
 
 
 def _slope(info: Mapping[str, Any]) -> tuple[float, float, float]:

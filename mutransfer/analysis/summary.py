@@ -19,6 +19,8 @@ from ..errors import UserError
 from ..files import CONFIG_FILE, CURVE_COLUMNS, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, load_yaml, \
     read_user_text, write_json
 from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis
+from ..table.decay import DECAY_OFF_VALUES
+from .decay_effect import add_decay_effects
 from .drift import SearchSettings, analyze
 from .law import fit_laws
 from .optimum import Thresholds
@@ -81,34 +83,60 @@ def _tidy(part: pd.DataFrame, x: pd.Series, columns: dict[str, str]) -> pd.DataF
 def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSettings]],
               th: Thresholds = Thresholds()) -> dict[str, Any]:
     """summary.json: the learning rate under ``setups``, every other searched key under ``keys``;
-    ``settings[key][setup]`` says how each setup searched each key. A depth column adds each learning-rate
-    setup's ``axes`` entry: the same optimum, interval and verdict rules with log2 depth as the x."""
+    ``settings[key][setup]`` says how each setup searched each key. A depth or horizon column adds each
+    setup's ``axes`` entry (the same optimum, interval and verdict rules with log2 depth or steps as the x) and
+    ``law`` (one fit over every point)."""
     summary: dict[str, Any] = {"setups": {}, "keys": {}}
-    for key, part in width_axis(trials).groupby("search_key", sort=False):
-        own = settings.get(str(key), {})
-        result = analyze(_tidy(part, searched_values(part, str(key), own), {"width": "width"}), dict(own), th)
+    for key, rows in trials.groupby("search_key", sort=False):
+        result = _analysis(rows.reset_index(drop=True), str(key), dict(settings.get(str(key), {})), th)
         if key == LR_KEY:
             summary["setups"] = result
         else:
             summary["keys"][str(key)] = {"setups": result}
-    axes = swept_axes(trials)
-    if len(axes) > 1:
-        own = dict(settings.get(LR_KEY, {}))
-        across = {}
-        for axis in axes[1:]:
-            part = axis_rows(trials, axis)
-            part = part[part["search_key"] == LR_KEY]
-            across[axis.name] = analyze(_tidy(part, searched_values(part, LR_KEY, own), {"width": axis.column}),
-                                        own, th, axis.name)
-        lr = trials[trials["search_key"] == LR_KEY]
-        laws = fit_laws(_tidy(lr, searched_values(lr, LR_KEY, own), {a.name: a.column for a in axes}),
-                        [a.name for a in axes], own, th)
-        for label, info in summary["setups"].items():
-            info["axes"] = {"width": {k: info.get(k) for k in AXIS_FIELDS},
-                            **{name: entry.get(label) for name, entry in across.items()}}
-            info["law"] = laws.get(label)
-            _judge_law(info)
     return summary
+
+
+def _bowl(rows: pd.DataFrame, key: str, own: Mapping[str, SearchSettings],
+          columns: dict[str, str]) -> pd.DataFrame:
+    """The analysis's table of one key's trials: every point with a finite searched value (decay off on a log2
+    grid, -inf, or as a timescale, inf, is the anchor a decay must beat, not a point of its bowl)."""
+    with np.errstate(divide="ignore"):
+        x = searched_values(rows, key, own)
+    keep = np.isfinite(x).to_numpy()
+    return _tidy(rows[keep], x[keep], columns)
+
+
+def _off(rows: pd.DataFrame, key: str) -> pd.DataFrame:
+    """The trials of a decay key trained with decay off (none for any other key)."""
+    if key not in DECAY_OFF_VALUES:
+        return rows.iloc[:0]
+    return rows[rows[key] == DECAY_OFF_VALUES[key]]
+
+
+def _analysis(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings], th: Thresholds) -> dict[str, Any]:
+    """One key's entry per setup: the width analysis, and with a depth or horizon column the other axes and the
+    law; a decay key's points say whether the best decay beats decay off (``decay_effect``)."""
+    line = width_axis(rows)
+    result = analyze(_bowl(line, key, own, {"width": "width"}), own, th)
+    decay = key in DECAY_OFF_VALUES
+    if decay:
+        add_decay_effects(result, _off(line, key))
+    axes = swept_axes(rows)
+    if len(axes) < 2:
+        return result
+    across = {}
+    for axis in axes[1:]:
+        part = axis_rows(rows, axis)
+        across[axis.name] = analyze(_bowl(part, key, own, {"width": axis.column}), own, th, axis.name)
+        if decay:
+            add_decay_effects(across[axis.name], _off(part, key), axis.column, axis.plural)
+    laws = fit_laws(_bowl(rows, key, own, {a.name: a.column for a in axes}), [a.name for a in axes], own, th)
+    for label, info in result.items():
+        info["axes"] = {"width": {k: info.get(k) for k in AXIS_FIELDS},
+                        **{name: entry.get(label) for name, entry in across.items()}}
+        info["law"] = laws.get(label)
+        _judge_law(info)
+    return result
 
 
 def _judge_law(info: dict[str, Any]) -> None:

@@ -14,7 +14,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from ..analysis.summary import axis_entry
-from ..schema import axis_named
+from ..schema import LR_KEY, axis_named
+from ..table.decay import DECAY_OFF_VALUES, DECAY_SYMBOLS
+from ..sweep.search import OFF_X
 
 __all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "verdict_notes",
            "format_bound", "format_interval"]
@@ -89,8 +91,9 @@ def trial_line(trial: Any, count: int, total: int) -> str:
     """``12/40 · mup_muon · width 64 · seed 0 · log2_lr -6.00 (lr 0.0156) · loss 4.1234 · ok · 3.21 s``."""
     lr = f" (lr {trial.lr:.4g})" if isinstance(trial.lr, (int, float)) else ""
     seconds = f"{trial.seconds:.2f} s" if trial.seconds is not None else "- s"
+    x = "off" if trial.x == OFF_X else f"{trial.x:.2f}"
     return " · ".join([f"{count:>{len(str(total))}}/{total}", trial.setup, trial.point, f"seed {trial.seed}",
-                       f"{trial.column} {trial.x:.2f}{lr}", f"loss {_number(trial.loss, 4)}", trial.status, seconds])
+                       f"{trial.column} {x}{lr}", f"loss {_number(trial.loss, 4)}", trial.status, seconds])
 
 
 def _point_order(where: str) -> tuple[int, ...]:
@@ -111,14 +114,21 @@ def _number(value: Any, digits: int) -> str:
     return f"{value:.{digits}f}" if value is not None else "-"
 
 
-def summary_table(summary: dict[str, Any], title: str = "", axis: str = "width") -> Table:
-    """setup × width (or depth, ``axis``) → log2 LR*, interval (95 % confidence, or a resolution bound with one
-    seed), best loss, flags; then each setup's slope and verdict."""
-    table = Table(title=title or f"optimal learning rate per {axis}")
-    for column in ("setup", axis, "log2 LR*", "interval", "best loss", "flags", "slope / doubling", "verdict"):
-        table.add_column(column, justify="right" if column not in ("setup", "flags", "verdict") else "left")
+def summary_table(summary: dict[str, Any], title: str = "", axis: str = "width", key: str = LR_KEY) -> Table:
+    """setup × width (or depth, ``axis``) → log2 of the key's optimum (LR* by default), interval (95 %
+    confidence, or a resolution bound with one seed), best loss, flags (a decay key: the best decay's loss minus
+    decay off's, and its ``decay_effect``); then each setup's slope and verdict."""
+    name = "LR" if key == LR_KEY else DECAY_SYMBOLS.get(key, key.rsplit(".", 1)[-1])
+    setups = summary.get("setups", {}) if key == LR_KEY else summary.get("keys", {}).get(key, {}).get("setups", {})
+    decay = key in DECAY_OFF_VALUES
+    table = Table(title=title or f"optimal {'learning rate' if key == LR_KEY else key} per {axis}")
+    columns = ("setup", axis, f"log2 {name}*", "interval", "best loss", *(("vs decay off",) if decay else ()),
+               "flags", "slope / doubling", "verdict")
+    for column in columns:
+        table.add_column(column, justify="right" if column not in ("setup", "flags", "verdict", "vs decay off")
+                         else "left", no_wrap=column == "vs decay off")
     colors = {"transfers": "green", "drifts": "red", "inconclusive": "yellow"}
-    for setup, whole in summary.get("setups", {}).items():
+    for setup, whole in setups.items():
         info = axis_entry(whole, axis)
         plural = axis_named(axis).plural
         widths = sorted(info.get(plural, {}), key=int)
@@ -128,13 +138,16 @@ def summary_table(summary: dict[str, Any], title: str = "", axis: str = "width")
         for i, width in enumerate(widths):
             opt = info[plural][width]
             kind = " (res.)" if opt.get("ci_kind") == "resolution" else ""
+            effect = (f"{_number(opt.get('effect'), 3)} {format_interval(opt.get('effect_ci'), '+.3f')} "
+                      f"{opt.get('decay_effect')}",) if decay else ()
             table.add_row(setup if i == 0 else "", width, _number(opt.get("log2_lr_star"), 2),
-                          format_interval(opt.get("ci")) + kind, _number(opt.get("best_loss"), 4),
+                          format_interval(opt.get("ci")) + kind, _number(opt.get("best_loss"), 4), *effect,
                           ", ".join(opt.get("flags", [])) or "-", slope_text if i == 0 else "",
                           f"[{colors.get(verdict, 'white')}]{verdict}[/]" if i == 0 else "")
         table.add_section()
     table.caption = ("interval: 95 % confidence from the seeds' spread; (res.): one seed, a grid-resolution bound, "
-                     "not a confidence interval")
+                     "not a confidence interval" + ("; vs decay off: the best decay's loss minus decay off's, with "
+                                                    "Welch's 95 % interval from the seeds" if decay else ""))
     return table
 
 

@@ -231,6 +231,9 @@ def _execute(screen: Any, spec: Any, opts: Any) -> int:
             screen.print(summary_table(summary, axis=axis))
             for note in verdict_notes(summary, axis):
                 screen.print(f"[yellow]{note}[/]")
+    for key in summary.get("keys", {}):
+        for axis in spec.swept():
+            screen.print(summary_table(summary, axis=axis, key=key))
     written = sorted(p.name for p in opts.run_dir.iterdir() if p.is_file() and not p.name.startswith("."))
     screen.print(f"run directory: {opts.run_dir} ({', '.join(written)})", soft_wrap=True)
     screen.print(next_step(spec, summary, opts.run_dir, interrupted), highlight=False, soft_wrap=True)

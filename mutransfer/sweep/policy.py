@@ -19,7 +19,7 @@ import optuna
 
 from ..analysis.optimum import fit_halfwidth, local_optimum, window_of
 from ..errors import UserError
-from .spec import SearchSpec
+from .search import OFF_X, SearchSpec
 
 __all__ = ["SearchPolicy", "GridPolicy", "RefinePolicy", "SamplerPolicy", "policy_for", "refine_points",
            "extension_point", "probe_points", "Point", "Finished"]
@@ -91,10 +91,15 @@ class SearchPolicy:
         return self.search.extend and self.search.scale == "log2"
 
     @property
-    def bounds(self) -> tuple[float, float]:
-        """The widest range a point may take: the spec's range plus the allowed extension, and the anchors."""
+    def reach(self) -> tuple[float, float]:
+        """The range the grid may grow to: the spec's range plus the allowed extension."""
         extra = self.search.extend_max if self.extends else 0.0
-        low, high = self.search.min - extra, self.search.max + extra
+        return self.search.min - extra, self.search.max + extra
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The widest range a point may take: the grid's reach, and the anchors."""
+        low, high = self.reach
         return min([low, *self.search.anchors]), max([high, *self.search.anchors])
 
     def sampler(self) -> optuna.samplers.BaseSampler:
@@ -136,10 +141,10 @@ class GridPolicy(SearchPolicy):
     def next_points(self, finished: Finished) -> list[Point]:
         done = {(round(x, 9), seed) for x, seed, _ in finished}
         if self.search.anchors:
-            finished = [f for f in finished if self.search.on_grid(f[0])]
+            finished = [f for f in finished if self.search.on_grid(f[0]) and f[0] != OFF_X]
         own = {x: loss for x, seed, loss in finished if seed == self.seed}
         if self.extends:
-            extension = extension_point(own, self.search.step, *self.bounds)
+            extension = extension_point(own, self.search.step, *self.reach)
             if extension:
                 return [(x, self.seed) for x in extension]
         return [p for p in self._more(own) or probe_points(finished, self.halfwidth, self.probe_seeds)
@@ -157,7 +162,7 @@ class RefinePolicy(GridPolicy):
 
     def _more(self, own: dict[float, float]) -> list[Point]:
         done = {x: loss for x, loss in own.items() if math.isfinite(loss)}
-        points = refine_points(done, self.search.step, *self.bounds, self.halfwidth)
+        points = refine_points(done, self.search.step, *self.reach, self.halfwidth)
         return [(x, self.seed) for x in points if x not in own]
 
 

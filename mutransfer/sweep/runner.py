@@ -24,9 +24,9 @@ from .interrupts import Interrupts
 from .search import SearchSpec
 from .spec import SweepSpec
 from .storage import open_storage
-from .studies import (RECORD_ATTR, StudyKey, enqueue_missing, live_trials, load_study, reap_abandoned, seed_of,
-                      study_keys)
-from .worker import RERUN, SweepOptions, run_worker
+from .studies import (RECORD_ATTR, RERUN, StudyKey, enqueue_missing, live_trials, load_study, reap_abandoned,
+                      seed_of, study_keys)
+from .worker import SweepOptions, run_worker
 
 __all__ = ["Snapshot", "FinishedTrial", "prepare", "snapshot", "is_finished", "run_sweep"]
 

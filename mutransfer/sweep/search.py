@@ -10,15 +10,25 @@ from typing import Any, Optional
 
 from ..errors import UserError, did_you_mean
 from ..schema import LR_COLUMN, LR_KEY
+from ..table.decay import DECAY_OFF_VALUES
 
 __all__ = ["SearchSpec", "parse_search", "base_searches", "search_name", "check_grid", "spec_number", "SAMPLERS",
-           "SCALES", "PRUNERS", "SEARCH_KEYS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
+           "SCALES", "PRUNERS", "SEARCH_KEYS", "STAGES", "STAGED_SAMPLERS", "OFF_X", "MIN_GRID_POINTS",
+           "MAX_GRID_POINTS"]
 
 SAMPLERS = ("grid", "tpe", "gp", "refine")
 SCALES = ("log2", "linear")
 PRUNERS = ("none", "median", "halving")
 SEARCH_KEYS = ("key", "scale", "log2_min", "log2_max", "min", "max", "step", "sampler", "n_trials", "pruner", "extend",
-               "extend_max", "noise_seeds")
+               "extend_max", "noise_seeds", "at")
+STAGES = ("base", "optimum")
+"""Where an extra key is searched (``search.at``): at the config's learning rate, or at each point's measured LR
+optimum (the learning-rate studies at that point finish first)."""
+STAGED_SAMPLERS = ("grid", "refine")
+"""Samplers that can wait for the learning-rate stage: the queued ones."""
+OFF_X = -1000.0
+"""The searched value that stands for weight decay off (λ = 0, no timescale): trained with every seed as an anchor
+of a decay search whose grid does not hold it, the reference a decay must beat."""
 MIN_GRID_POINTS = 3
 """Grid points a search needs (the same at every width): the best one and a neighbour either side of it."""
 MAX_GRID_POINTS = 1000
@@ -45,7 +55,10 @@ class SearchSpec:
     """Extra seeds that re-train each width's fit window, so the seed-to-seed spread of the optimum is measured."""
     anchors: tuple[float, ...] = ()
     """Points trained with every seed (the study's and the noise probes') besides the grid: ``verify``'s
-    predicted η* (not a YAML key). A search with anchors places its optimum from points on the grid only."""
+    predicted η*, a decay search's ``OFF_X`` (not a YAML key). A search with anchors places its optimum from
+    points on the grid only."""
+    at: str = "base"
+    """``STAGES``: searched at the config's learning rate, or at each point's measured LR optimum."""
 
     @property
     def column(self) -> str:
@@ -58,7 +71,14 @@ class SearchSpec:
         return [round(self.min + i * step, 10) for i in range(count)]
 
     def value(self, x: float) -> float:
+        """The config value of searched value ``x`` (``OFF_X``: the decay key's value with decay off)."""
+        if x == OFF_X and self.key in DECAY_OFF_VALUES:
+            return DECAY_OFF_VALUES[self.key]
         return 2.0**x if self.scale == "log2" else x
+
+    def is_off(self, x: float) -> bool:
+        """Whether ``x`` trains with weight decay off (``OFF_X``, or a decay key's off value on a linear grid)."""
+        return self.key in DECAY_OFF_VALUES and self.value(x) == DECAY_OFF_VALUES[self.key]
 
     def budget(self) -> int:
         return self.n_trials if self.n_trials is not None else len(self.grid())
@@ -121,7 +141,24 @@ def parse_search(where: str, raw: Any, base: Optional[SearchSpec] = None) -> Sea
         raise UserError(f"{where}.noise_seeds={spec.noise_seeds} must be >= 0", "e.g. search.noise_seeds=2 (0: none)")
     if spec.key == LR_KEY and spec.scale != "log2":
         raise UserError(f"{where}: the learning rate is searched in log2", "use log2_min / log2_max")
+    _check_stage(where, spec)
+    if spec.key in DECAY_OFF_VALUES and not any(spec.is_off(x) for x in (*spec.grid(), *spec.anchors)):
+        spec = dataclasses.replace(spec, anchors=(*spec.anchors, OFF_X))
     return spec
+
+
+def _check_stage(where: str, spec: SearchSpec) -> None:
+    if spec.at not in STAGES:
+        raise UserError(f"unknown {where}.at '{spec.at}'", f"{did_you_mean(str(spec.at), STAGES)}choose one of: "
+                        f"{', '.join(STAGES)}")
+    if spec.at == "base":
+        return
+    if spec.key == LR_KEY:
+        raise UserError(f"{where}: at: optimum searches another key at each point's learning-rate optimum; the "
+                        "learning rate itself cannot wait for its own optimum", f"remove {where}.at")
+    if spec.sampler not in STAGED_SAMPLERS:
+        raise UserError(f"{where}: sampler {spec.sampler} cannot run two stages (at: optimum waits for the LR "
+                        "studies)", f"use sampler {' or '.join(STAGED_SAMPLERS)} with at: optimum")
 
 
 def check_grid(where: str, search: SearchSpec) -> None:

@@ -81,8 +81,8 @@ class SweepSpec:
         return {"model": self.model} if self.model else None
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain data; a search without anchors leaves the key out, so sweeps recorded before anchors existed
-        keep their fingerprint."""
+        """Plain data; a search without anchors, or at the base LR, leaves the key out, so sweeps recorded before
+        anchors and stages existed keep their fingerprint."""
         data = dataclasses.asdict(self)
         data.pop("source")
         for key in ("depths", "steps"):
@@ -94,6 +94,8 @@ class SweepSpec:
             for search in setup["search"]:
                 if not search["anchors"]:
                     search.pop("anchors")
+                if search["at"] == "base":
+                    search.pop("at")
         return data
 
 
@@ -196,7 +198,8 @@ def _int_list(where: str, value: Any, positive: bool) -> tuple[int, ...]:
 
 
 def _setups(raw: Any, base: tuple[SearchSpec, ...]) -> list[SetupSpec]:
-    """Each setup's overrides, and its own LR search where it narrows the spec's."""
+    """Each setup's overrides, and its own searches where it narrows the spec's: a mapping narrows the learning
+    rate's, a list of mappings with ``key`` narrows each key it names."""
     if not isinstance(raw, dict):
         raise UserError("setups must map a label to a list of overrides", "e.g. setups: {mup_muon: [optimizer=muon]}")
     setups = []
@@ -208,13 +211,32 @@ def _setups(raw: Any, base: tuple[SearchSpec, ...]) -> list[SetupSpec]:
                 raise UserError(f"unknown key 'setups.{label}.{extra[0]}'",
                                 f"{did_you_mean(str(extra[0]), ('overrides', 'search'))}use overrides and search")
             if "search" in body:
-                search = tuple(parse_search(f"setups.{label}.search", body["search"], s) if s.key == LR_KEY else s
-                               for s in base)
+                search = _narrowed(f"setups.{label}.search", body["search"], base)
             body = body.get("overrides") or []
         if not isinstance(body, list) or not all(isinstance(x, str) and "=" in x for x in body):
             raise UserError(f"setups.{label} must be a list of key=value overrides", "e.g. [optimizer=muon]")
         setups.append(SetupSpec(label=str(label), overrides=tuple(body), search=search))
     return setups
+
+
+def _narrowed(where: str, raw: Any, base: tuple[SearchSpec, ...]) -> tuple[SearchSpec, ...]:
+    """The spec's searches with a setup's narrowing applied (``raw``: a mapping for the learning rate, or a list
+    of mappings that each name the ``key`` they narrow)."""
+    searched = [s.key for s in base]
+    if isinstance(raw, dict) and LR_KEY not in searched:
+        return base  # a mapping narrows the learning rate; a spec that searches something else keeps its search
+    items = raw if isinstance(raw, list) else [{**raw, "key": LR_KEY} if isinstance(raw, dict) else raw]
+    by_key: dict[str, dict[str, Any]] = {}
+    for item in items:
+        if not isinstance(item, dict) or "key" not in item:
+            raise UserError(f"{where} lists {item!r}", "give mappings that name the key they narrow, e.g. "
+                            "[{key: optimizer.weight_decay, log2_min: -8, log2_max: -2}]")
+        by_key[str(item["key"])] = {k: v for k, v in item.items() if k != "key"}
+    for key in by_key:
+        if key not in searched:
+            raise UserError(f"{where} narrows '{key}', which the spec's search does not list",
+                            f"{did_you_mean(key, searched)}narrow one of: {', '.join(searched)}")
+    return tuple(parse_search(where, by_key[s.key], s) if s.key in by_key else s for s in base)
 
 
 def _axis(data: dict[str, Any], axis: Axis, example: str) -> tuple[int, ...]:
@@ -276,6 +298,10 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     if not isinstance(data["name"], str) or not data["name"].replace("-", "_").isidentifier():
         raise UserError(f"name={data['name']!r} must be a simple identifier", "use letters, digits, _ and -")
     base = base_searches(data.get("search") or {})
+    for i, search in enumerate(base):
+        if search.at == "optimum" and all(s.key != LR_KEY for s in base):
+            raise UserError(f"{search_name(i, len(base))}: at: optimum needs the learning rate searched too",
+                            f"add {{key: {LR_KEY}}} to search")
     setups = _setups(data["setups"], base)
     extra = data.get("overrides") or []
     if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):

@@ -23,11 +23,14 @@ from ..schema import TRANSFER_AXES
 from .spec import Point, SearchSpec, SweepSpec
 
 __all__ = ["StudyKey", "study_keys", "probe_seeds", "seed_of", "load_study", "enqueue_missing", "reap_abandoned",
-           "reap_orphans", "owner_of", "is_bookkeeping", "live_trials", "prefixed_studies", "LIVE", "RECORD_ATTR"]
+           "reap_orphans", "owner_of", "is_bookkeeping", "live_trials", "prefixed_studies", "LIVE", "RECORD_ATTR",
+           "RERUN", "finished_points", "trial_loss"]
 
 RECORD_ATTR = "mutransfer_record"
 LIVE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 BOOKKEEPING = ("duplicate", "spurious")
+RERUN = ("interrupted", "abandoned")
+"""Statuses of failed trials whose points are trained again (the others count as finished, at infinite loss)."""
 ORPHAN_AFTER = 60.0
 """Seconds after which a RUNNING trial that no worker claimed is failed as an orphan (``reap_orphans``). A claim
 follows its ask within milliseconds; a worker whose claim an outage held up past this finds the trial failed and
@@ -110,6 +113,20 @@ def is_bookkeeping(trial: FrozenTrial) -> bool:
 def live_trials(study: optuna.Study, states: tuple[TrialState, ...] = LIVE) -> list[FrozenTrial]:
     """The study's trials in ``states`` that are real trials, not bookkeeping."""
     return [t for t in study.get_trials(deepcopy=False, states=states) if not is_bookkeeping(t)]
+
+
+def trial_loss(trial: FrozenTrial) -> float:
+    """A finished trial's loss for the policies: its value when it trained fine, else infinite."""
+    ok = trial.state == TrialState.COMPLETE and trial.user_attrs.get("status") == "ok" and trial.value is not None
+    return float(trial.value) if ok and math.isfinite(trial.value) else math.inf
+
+
+def finished_points(trials: Iterable[FrozenTrial], key: StudyKey) -> list[tuple[float, int, float]]:
+    """(x, seed, loss) of the trials that count as finished: complete, or failed with a status whose point is
+    not trained again (``RERUN``)."""
+    return [(t.params[key.search.column], seed_of(t, key), trial_loss(t)) for t in trials
+            if key.search.column in t.params and (t.state == TrialState.COMPLETE or t.state == TrialState.FAIL
+                                                  and t.user_attrs.get("status") not in RERUN)]
 
 
 def reap_abandoned(study: optuna.Study) -> int:

@@ -13,7 +13,7 @@ from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES
 from .spec import SweepSpec
 from .studies import live_trials, load_study, seed_of, study_keys
 
-__all__ = ["TRIAL_COLUMNS", "collect"]
+__all__ = ["TRIAL_COLUMNS", "STATE_STATUS", "collect"]
 
 TRIAL_COLUMNS = ["setup", "parametrization", "optimizer", "width", "seed", "search_key", LR_COLUMN, "lr", "val_loss",
                  "train_loss", "status", "steps", "seconds", "tokens_per_s", "optimizer_fraction", "peak_memory_mb",

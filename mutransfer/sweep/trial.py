@@ -11,6 +11,8 @@ from ..config import compose, to_dict
 from ..errors import UserError
 from ..schema import LR_KEY, TRANSFER_AXES, Config
 from ..train.device import resolve_device
+from ..table.decay import DECAY_OFF_OVERRIDES
+from .search import OFF_X
 from .spec import Point, SweepSpec
 from .studies import StudyKey
 
@@ -19,14 +21,16 @@ __all__ = ["trial_config", "setup_config", "point_overrides", "axis_values", "se
 
 
 def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...] = (),
-                 seed: Optional[int] = None) -> Config:
+                 seed: Optional[int] = None, lr: Optional[float] = None) -> Config:
     """The config one trial trains: setup overrides, spec overrides, then width, seed (the study's, or a noise
-    probe's) and the searched value."""
+    probe's), the learning rate ``lr`` of a search at the LR optimum, and the searched value (a decay search's
+    ``OFF_X``: decay off)."""
     setup = next(s for s in spec.setups if s.label == key.setup)
-    value = key.search.value(x)
     seed = key.seed if seed is None else seed
+    searched = list(DECAY_OFF_OVERRIDES) if x == OFF_X else [f"{key.search.key}={key.search.value(x)!r}"]
     return setup_config(spec, setup.label, [*setup.overrides, *spec.overrides, *point_overrides(key.point),
-                                            f"train.seed={seed}", f"{key.search.key}={value!r}", *extra])
+                                            f"train.seed={seed}", *([f"{LR_KEY}={lr!r}"] if lr is not None else []),
+                                            *searched, *extra])
 
 
 def setup_config(spec: SweepSpec, label: str, overrides: list[str]) -> Config:

@@ -22,17 +22,18 @@ from .liveness import process_identity
 from .policy import SearchPolicy
 from .spec import SweepSpec
 from .storage import heartbeat_of, open_storage
-from .studies import (StudyKey, enqueue_missing, live_trials, load_study, owner_of, reap_abandoned, reap_orphans,
-                      seed_of, study_keys)
+from .stages import point_optimum
+from .studies import (StudyKey, enqueue_missing, finished_points, live_trials, load_study, owner_of,
+                      reap_abandoned, reap_orphans, seed_of, study_keys)
 from .trial import axis_values, trial_config, trials_per_batch
 
 __all__ = ["SweepOptions", "Worker", "run_worker", "record_result", "CURVE_POINTS", "EventCallback"]
 
 CURVE_POINTS = 200
+STAGE_POLL = 2.0
+"""Seconds between looks at the learning-rate studies another worker is finishing, for a search at their optimum."""
 EventCallback = Callable[[str, StudyKey, float], None]
 Claimed = list[tuple[optuna.Trial, float]]
-RERUN = ("interrupted", "abandoned")
-"""Statuses of failed trials whose points are trained again (the others count as finished, at infinite loss)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class Worker:
         self.corpora: dict[str, Corpus] = {}
         self.batch_sizes: dict[StudyKey, int] = {}
         self.base_configs: dict[StudyKey, Config] = {}
+        self.stage_lrs: dict[tuple[str, Any], Optional[float]] = {}
         self.extra = tuple(x for x in (f"train.threads={opts.threads}" if opts.threads else "",
                                        f"train.device={opts.device}" if opts.device else "") if x)
 
@@ -97,16 +99,33 @@ class Worker:
     def _run(self) -> None:
         keys = study_keys(self.spec)
         while True:
+            waiting = False
             for key in keys:
+                if key.search.at == "optimum" and not self._stage_ready(key):
+                    waiting = True  # its learning-rate studies are still training (here or in another worker)
+                    continue
                 study = load_study(self.storage, key, self.opts.prefix)
                 policy = key.policy()
                 if policy.queued:
                     self._drain_queue(study, key, policy)
                 else:
                     self._sample(study, key, policy)
+            if waiting:
+                time.sleep(STAGE_POLL)
+                continue
             if not self._others_running(keys):
                 return
             time.sleep(self.opts.heartbeat)
+
+    def _stage_ready(self, key: StudyKey) -> bool:
+        """Whether the learning-rate optimum at ``key``'s point is known (``search.at: optimum``)."""
+        where = (key.setup, key.point)
+        if where not in self.stage_lrs:
+            log2_lr = point_optimum(self.spec, key, self.storage, self.opts.prefix)
+            if log2_lr is None:
+                return False
+            self.stage_lrs[where] = None if math.isnan(log2_lr) else 2.0**log2_lr
+        return True
 
     def _fail_stale(self, study: optuna.Study) -> None:
         """Database storages: fail the trials whose heartbeat went stale, the orphans, and the trials of this
@@ -158,11 +177,7 @@ class Worker:
         trials = live_trials(study, tuple(TrialState))
         if any(t.state == TrialState.RUNNING for t in trials):
             return False
-        finished = [(t.params[key.search.column], seed_of(t, key), _loss(t)) for t in trials
-                    if key.search.column in t.params and (t.state == TrialState.COMPLETE or
-                                                          t.state == TrialState.FAIL and
-                                                          t.user_attrs.get("status") not in RERUN)]
-        points = policy.next_points(finished)
+        points = policy.next_points(finished_points(trials, key))
         return bool(points) and enqueue_missing(study, key, points) > 0
 
     def _sample(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy) -> None:
@@ -248,7 +263,8 @@ class Worker:
                      pending: dict[int, optuna.Trial]) -> None:
         """Train trials of one seed (one ordinary model, or several stacked) and tell each its result."""
         trials = [trial for trial, _ in claimed]
-        cfgs = [trial_config(self.spec, key, x, self.extra, trial.user_attrs["seed"]) for trial, x in claimed]
+        lr = self.stage_lrs.get((key.setup, key.point))
+        cfgs = [trial_config(self.spec, key, x, self.extra, trial.user_attrs["seed"], lr) for trial, x in claimed]
         for trial, cfg in zip(trials, cfgs):
             for name, value in (("parametrization", cfg.parametrization.name), ("optimizer", cfg.optimizer.name),
                                 ("lr", cfg.optimizer.lr), ("batch_trials", len(trials))):
@@ -291,12 +307,6 @@ class Worker:
         if tag not in self.corpora:
             self.corpora[tag] = load_corpus(cfg.data, cfg.train.seq_len)
         return self.corpora[tag]
-
-
-def _loss(trial: optuna.trial.FrozenTrial) -> float:
-    """A finished trial's loss for the policies: its value when it trained fine, else infinite."""
-    ok = trial.state == TrialState.COMPLETE and trial.user_attrs.get("status") == "ok" and trial.value is not None
-    return float(trial.value) if ok and math.isfinite(trial.value) else math.inf
 
 
 def _waiting(study: optuna.Study) -> int:

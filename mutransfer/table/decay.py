@@ -19,11 +19,13 @@ m^-wd/(τ·T) under ``independent``, m^-wd/(η_p·τ·T) under ``lr_scaled``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Mapping, Optional, TypeVar
 
 from ..schema import ROLES, OptimizerConfig, RoleFlags, family_of
 
-__all__ = ["DECAY_RULES", "RULES_BY_FAMILY", "RULE_FORMULAS", "decay_on", "decay_rule", "decay_problem",
+__all__ = ["DECAY_OFF_VALUES", "DECAY_SYMBOLS", "DECAY_OFF_OVERRIDES", "DECAY_RULES", "RULES_BY_FAMILY",
+           "RULE_FORMULAS", "decay_on", "decay_rule", "decay_problem",
            "decay_factor", "weight_decay", "group_weight_decay", "decay_per_step", "later_decay_keys",
            "omit_at_defaults"]
 
@@ -33,6 +35,12 @@ RULES_BY_FAMILY: dict[str, tuple[str, ...]] = {"adam": ("lr_scaled", "independen
 """The rules each optimizer family can apply; the first is its default."""
 RULE_FORMULAS: dict[str, str] = {"lr_scaled": "p ← p − s(t)·η_p·λ_p·p",
                                  "independent": "p ← p − s(t)·λ_p·p", "l2": "g ← g + λ_p·p"}
+
+DECAY_OFF_VALUES: dict[str, float] = {"optimizer.weight_decay": 0.0, "optimizer.weight_decay_timescale": math.inf}
+"""The keys that give the decay, each with its value when decay is off (no timescale: an infinite window)."""
+DECAY_SYMBOLS: dict[str, str] = {"optimizer.weight_decay": "λ", "optimizer.weight_decay_timescale": "τ"}
+DECAY_OFF_OVERRIDES: tuple[str, ...] = ("optimizer.weight_decay=0.0", "optimizer.weight_decay_timescale=null")
+"""The config overrides that turn weight decay off."""
 
 LR = TypeVar("LR")
 

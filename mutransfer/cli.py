@@ -161,12 +161,15 @@ def transfer(
                                         "one): the table's depth rule moves every in-block LR."),
     steps: Optional[str] = typer.Option(None, "--steps", help="Target training horizon in steps (default: the "
                                         "swept one); a sweep over steps measures how η* moves with it."),
+    decay_rule: Optional[str] = typer.Option(None, "--decay-rule", help="Transfer a setup whose searched weight "
+                                             "decay used this rule (e.g. independent; default: the one whose decay "
+                                             "transfers)."),
 ) -> None:
-    """Write the config for width N (and depth L, horizon S): η* with its predicted range, and every parameter's
-    init std, multiplier and LR."""
+    """Write the config for width N (and depth L, horizon S): η* with its predicted range, the searched weight
+    decay at N with its range, and every parameter's init std, multiplier, LR and decay."""
     from .commands import transfer as command
 
-    _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift, tolerance, depth, steps))
+    _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift, tolerance, depth, steps, decay_rule))
 
 
 @app.command()

@@ -33,6 +33,7 @@ __all__ = [
     "TRANSFER_PLOT",
     "DRIFT_PLOT",
     "transfer_plot",
+    "key_plot",
     "CURVES_PLOT",
     "VERIFY_PLOT",
     "COORD_CHECK_FILES",
@@ -72,6 +73,12 @@ DRIFT_PLOT = "lr_drift.png"
 def transfer_plot(axis: str) -> str:
     """The loss-vs-LR figure of one axis: transfer.png for width, transfer_<axis>.png for depth and steps."""
     return TRANSFER_PLOT if axis == "width" else f"transfer_{axis}.png"
+
+def key_plot(key: str, kind: str = "") -> str:
+    """The figures of another searched key: ``weight_decay.png`` (loss against it per width) and
+    ``weight_decay_drift.png`` (its optimum against each swept axis)."""
+    return f"{key.rsplit('.', 1)[-1]}{'_' + kind if kind else ''}.png"
+
 
 CURVES_PLOT = "curves.png"
 VERIFY_PLOT = "verify.png"

@@ -101,3 +101,16 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     readme_lines = [line.split("#", 1)[0].strip() for block in FENCE.findall(README.read_text())
                     for line in block.splitlines() if "pytest" in line]
     assert len(ci_lines) == 1 and ci_lines[0] in readme_lines, (ci_lines, readme_lines)
+
+
+def test_the_weight_decay_page_holds_the_tables_its_script_computes() -> None:
+    """docs/weight-decay.md's study tables are what ``scripts/weight_decay_doc.py`` computes from the kept run."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("weight_decay_doc", ROOT / "scripts" / "weight_decay_doc.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (ROOT / "docs" / "weight-decay.md").read_text()
+    lines = module.tables(ROOT / "docs" / "data" / "weight_decay").splitlines()
+    assert len(lines) > 15 and all(line in page for line in lines if line)

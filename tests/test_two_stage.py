@@ -14,6 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from conftest import invoke
+from mutransfer.cli import app
 from mutransfer.analysis.decay_effect import decay_effect
 from mutransfer.sweep.search import OFF_X
 from mutransfer.sweep.spec import load_spec, spec_from_dict
@@ -67,13 +68,21 @@ def test_bad_two_stage_searches_are_one_line(runner: CliRunner, search: str, say
     assert not (tmp_path / "run").exists()
 
 
-def test_the_decay_is_searched_at_each_points_lr_optimum(runner: CliRunner, text_file: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def staged_run(tmp_path_factory: pytest.TempPathFactory, text_file: Path) -> tuple[Path, Path]:
+    """A finished two-stage sweep (two workers) over widths 32 and 64: its spec and run directory."""
+    folder = tmp_path_factory.mktemp("stages")
+    spec = two_stage_spec(folder, text_file)
+    out = folder / "run"
+    result = CliRunner().invoke(app, ["sweep", str(spec), "--out", str(out), "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    return spec, out
+
+
+def test_the_decay_is_searched_at_each_points_lr_optimum(runner: CliRunner, staged_run: tuple[Path, Path]) -> None:
     """Two workers: the decay studies wait for the LR studies at their point, train at the optimum summary.json
     reports there, train decay off with every seed, and a rerun finds nothing left to do."""
-    spec = two_stage_spec(tmp_path, text_file)
-    out = tmp_path / "run"
-    result = invoke(runner, "sweep", str(spec), "--out", str(out), "--workers", "2")
-    assert result.exit_code == 0, result.output
+    spec, out = staged_run
     trials = pd.read_csv(out / "trials.csv")
     summary = json.loads((out / "summary.json").read_text())
     decay = trials[trials["search_key"] == TAU]
@@ -90,6 +99,38 @@ def test_the_decay_is_searched_at_each_points_lr_optimum(runner: CliRunner, text
     again = invoke(runner, "sweep", str(spec), "--out", str(out))
     assert again.exit_code == 0, again.output
     assert len(pd.read_csv(out / "trials.csv")) == len(trials)
+
+
+def test_transfer_and_verify_carry_the_searched_decay(runner: CliRunner, staged_run: tuple[Path, Path],
+                                                      tmp_path: Path) -> None:
+    """``transfer`` writes the decay predicted at the target with its range and rule, in the config and per
+    parameter group; ``verify`` measures the decay at the target's LR optimum (error, decay off); a rule that no
+    setup used is one line."""
+    _, out = staged_run
+    path = tmp_path / "t.yaml"
+    result = invoke(runner, "transfer", "--width", "128", "--from", str(out), "--out", str(path),
+                    "--decay-rule", "lr_scaled")
+    assert result.exit_code == 0, result.output
+    assert "weight decay: optimizer.weight_decay_timescale = " in " ".join(result.output.split())
+    document = yaml.safe_load(path.read_text())
+    decay = document["decay"]
+    assert decay["key"] == TAU and decay["rule"] == "lr_scaled" and decay["log2"]
+    assert decay["value"] == pytest.approx(2 ** decay["prediction"]["log2_lr"])
+    assert document["config"]["optimizer"]["weight_decay_timescale"] == pytest.approx(decay["value"])
+    hidden = next(g for g in document["param_groups"] if g["role"] == "hidden")
+    assert hidden["decay_per_step"] == pytest.approx(1 / (decay["value"] * document["config"]["train"]["steps"]))
+    wrong = invoke(runner, "transfer", "--width", "128", "--from", str(out), "--decay-rule", "independent")
+    assert wrong.exit_code == 2 and "choose one of: lr_scaled" in wrong.output
+    assert len(wrong.output.strip().splitlines()) == 1
+    checked = invoke(runner, "verify", "--width", "128", "--from", str(out), "--workers", "1")
+    assert checked.exit_code == 0, checked.output
+    assert "weight decay optimizer.weight_decay_timescale predicted log2" in " ".join(checked.output.split())
+    target = json.loads((out / "verify.json").read_text())["targets"][0]
+    measured = target["decay"]
+    assert measured["key"] == TAU and measured["prediction"]["log2_lr"] == pytest.approx(decay["prediction"]["log2_lr"])
+    assert abs(math.log2(measured["lr"]) - target["measured"]["log2_lr_star"]) < 0.25  # the target's LR optimum
+    assert math.isfinite(measured["error"]) and measured["decay_effect"] in ("effect", "no effect", "unmeasured")
+    assert len(measured["off_seed_losses"]) == 2
 
 
 def test_no_effect_is_said_at_the_rate_the_interval_promises() -> None:
@@ -131,3 +172,25 @@ def test_a_bad_narrowing_is_one_line(runner: CliRunner, narrowing: str, says: st
     result = invoke(runner, "sweep", "smoke", f"setups.sp_adamw.search={narrowing}", "--dry-run")
     assert result.exit_code == 2, result.output
     assert says in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_the_decay_figures_draw_its_bowls_and_decay_off(staged_run: tuple[Path, Path]) -> None:
+    """The sweep draws weight_decay_timescale.png and _drift.png; the loss-vs-τ figure puts each width's decay-off
+    loss as a dashed line and the x axis in log2 τ."""
+    from mutransfer.analysis.key_view import key_view
+    from mutransfer.analysis.plots import transfer_figure
+
+    _, out = staged_run
+    assert (out / "weight_decay_timescale.png").is_file() and (out / "weight_decay_timescale_drift.png").is_file()
+    trials = pd.read_csv(out / "trials.csv")
+    summary = json.loads((out / "summary.json").read_text())
+    view = key_view(trials, summary, TAU, log2=True)
+    assert view[0]["log2_lr"].between(-6, 2).all() and len(view[0]) < (trials["search_key"] == TAU).sum()
+    fig = transfer_figure([("run", *view)], symbol="τ", quantity="weight-decay timescale τ")
+    ax = fig.axes[0]
+    dashed = sorted(line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "--")
+    offs = sorted(e["off_loss"] for e in summary["keys"][TAU]["setups"]["mup_adamw"]["widths"].values())
+    assert dashed == pytest.approx(offs)
+    assert ax.get_xlabel() == "log2(weight-decay timescale τ)" and "LR" not in ax.get_title()
+    slope = summary["keys"][TAU]["setups"]["mup_adamw"].get("slope")
+    assert ("τ* slope" in ax.get_title()) == (slope is not None)

@@ -8,7 +8,8 @@ from typing import Any, Optional, Sequence
 
 import pandas as pd
 
-from ..files import CURVES_PLOT, DRIFT_PLOT, VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT, transfer_plot
+from ..files import CURVES_PLOT, DRIFT_PLOT, VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT, key_plot, transfer_plot
+from .key_view import key_label, key_view
 from .plots import curves_figure, drift_figure, save, transfer_figure, verify_figure
 from .summary import axis_rows, read_tables, search_settings, summarize, swept_axes, width_axis
 
@@ -38,6 +39,7 @@ def draw(run_dirs: Sequence[Path], out: Optional[Path] = None) -> list[Path]:
                  for (name, _, _, summary), t in zip(runs, full)]
         written.append(target / transfer_plot(axis.name))
         save(transfer_figure(along, axis=axis.name), written[-1])
+    written += _key_figures(runs, full, run_dirs, target, varied)
     with_curves = [(name, trials, curves) for name, trials, curves, _ in runs if not curves.empty]
     if with_curves:
         written.append(target / CURVES_PLOT)
@@ -48,6 +50,23 @@ def draw(run_dirs: Sequence[Path], out: Optional[Path] = None) -> list[Path]:
         if report is not None:
             written.append(target / VERIFY_PLOT)
             save(verify_figure(trials, *report), written[-1])
+    return written
+
+
+def _key_figures(runs: list[Any], full: list[pd.DataFrame], run_dirs: Sequence[Path], target: Path,
+                 varied: list[str]) -> list[Path]:
+    """For each other key every run searched: loss against it per width (``<key>.png``) and its optimum against
+    each swept axis (``<key>_drift.png``)."""
+    keys = set.intersection(*(set(summary.get("keys", {})) for *_, summary in runs))
+    written = []
+    for key in sorted(keys):
+        settings = [search_settings(d, t).get(key, {}) for d, t in zip(run_dirs, full)]
+        log2 = all(s.log2 for own in settings for s in own.values())
+        views = [(name, *key_view(trials, summary, key, log2)) for name, trials, _, summary in runs]
+        symbol, quantity = key_label(key)
+        written += [target / key_plot(key), target / key_plot(key, "drift")]
+        save(transfer_figure(views, symbol=symbol, quantity=quantity, log2=log2), written[-2])
+        save(drift_figure(views, varied, symbol=symbol, quantity=quantity, log2=log2), written[-1])
     return written
 
 

@@ -97,22 +97,25 @@ def _bowl_range(panels: Sequence[tuple[pd.DataFrame, dict[str, Any]]], axis: str
     return low - pad, high + pad
 
 
-def _title(name: str, info: dict[str, Any], axis: str) -> str:
+def _title(name: str, info: dict[str, Any], axis: str, symbol: str = "LR") -> str:
     """A panel's title: the setup, its verdict, and the slope with its 95 % interval."""
     verdict, slope = info.get("verdict", ""), info.get("slope")
     if slope is None:
         return f"{name}: {verdict}" if verdict else name
     lo, hi = info.get("slope_ci") or (math.nan, math.nan)
-    return f"{name}: {verdict}\nLR* slope {slope:+.2f} [{lo:+.2f}, {hi:+.2f}] octaves per {axis} doubling"
+    return f"{name}: {verdict}\n{symbol}* slope {slope:+.2f} [{lo:+.2f}, {hi:+.2f}] octaves per {axis} doubling"
 
 
-def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axis: str = "width") -> Any:
+def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axis: str = "width",
+                    symbol: str = "LR", quantity: str = "base learning rate η", log2: bool = True) -> Any:
     """Loss vs log2(LR), one line per width (the seeds that trained the grid), the seeds' spread shaded where
     several trained a point (the noise probes), one panel per setup (a row per run), shared loss axis set by the
     bowls (``_bowl_range``). LR* is marked on its curve at the best loss, its 95 % interval a horizontal bar; an
     optimum at the grid's edge is ◀ / ▶ at that edge; a diverged learning rate is × at the top edge where no seed
     trained it to a finite loss. With ``axis='depth'`` (or ``'steps'``) the tables' ``width`` column holds the
-    depths (horizons), and each setup's ``axes.depth`` entry gives the optima."""
+    depths (horizons), and each setup's ``axes.depth`` entry gives the optima. Another searched key (``symbol``,
+    ``quantity``; its tables through ``key_view``) draws the same way, and a point whose entry has ``off_loss``
+    (weight decay off) gets it as a dashed line."""
     fig, placed = _grid_of_panels(runs)
     summaries = {run: summary for run, _, summary in runs}
     tables = {run: trials for run, trials, _ in runs}
@@ -135,14 +138,17 @@ def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], ax
             opt = info.get(plural, {}).get(str(int(width)))
             if opt and opt.get("log2_lr_star") is not None:
                 _optimum_marker(ax, opt, part, line, color)
+            if opt and opt.get("off_loss") is not None:
+                ax.axhline(opt["off_loss"], ls="--", lw=0.9, color=color)
         ax.set_ylim(bottom, top)
         name = setup if len(runs) == 1 else f"{run}: {setup}"
-        _label(ax, _title(name, info, axis), "log2(base learning rate η)", title_size=10)
+        _label(ax, _title(name, info, axis, symbol), f"log2({quantity})" if log2 else quantity, title_size=10)
     for ax, *_ in placed:
         if ax.get_subplotspec().is_first_col():
             ax.set_ylabel("validation loss (nats/token)")
-    fig.suptitle(f"Loss vs learning rate per {axis}\n◆ LR* on its curve with its 95 % interval · ◀ ▶ optimum at the "
-                 f"grid's edge · ▲ loss above the range shown · × diverged", fontsize=10)
+    off = "\n- - - loss with weight decay off, per width" if symbol != "LR" else ""
+    fig.suptitle(f"Loss vs {quantity} per {axis}\n◆ {symbol}* on its curve with its 95 % interval · ◀ ▶ optimum "
+                 f"at the grid's edge\n▲ loss above the range shown · × diverged{off}", fontsize=10)
     return fig
 
 
@@ -186,17 +192,20 @@ def _optimum_marker(ax: Any, opt: dict[str, Any], part: pd.DataFrame, line: pd.D
                 mec="black", mew=0.6, capsize=3, lw=1.4, zorder=4)
 
 
-def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axes: Sequence[str] = ("width",)) -> Any:
+def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axes: Sequence[str] = ("width",),
+                 symbol: str = "LR", quantity: str = "base learning rate η", log2: bool = True) -> Any:
     """log2(LR*) vs log2(width) with intervals and the fitted line, one series per setup; one panel per axis
-    in ``axes`` (a setup's depth and steps entries are its summary's ``axes.depth`` and ``axes.steps``)."""
+    in ``axes`` (a setup's depth and steps entries are its summary's ``axes.depth`` and ``axes.steps``); another
+    searched key as ``transfer_figure`` draws one."""
     plt = _pyplot()
     fig, panels = plt.subplots(1, len(axes), figsize=(10.5 * len(axes), 4.6), layout="constrained", squeeze=False)
     for ax, axis in zip(panels[0], axes):
-        _drift_panel(ax, runs, axis)
+        _drift_panel(ax, runs, axis, symbol, f"log2({symbol}*)  ({quantity})" if log2 else f"{symbol}*")
     return fig
 
 
-def _drift_panel(ax: Any, runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axis: str) -> None:
+def _drift_panel(ax: Any, runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axis: str, symbol: str,
+                 ylabel: str) -> None:
     plural = axis_named(axis).plural
     cmap = _pyplot().get_cmap("tab10")
     index = 0
@@ -214,7 +223,7 @@ def _drift_panel(ax: Any, runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]
             if slope is not None:
                 lo, hi = info["slope_ci"]
                 label += f" (slope {slope:+.2f} [{lo:+.2f}, {hi:+.2f}], {info['verdict']})"
-                if axis == "steps":
+                if axis == "steps" and symbol == "LR":
                     label += f", β = {-slope:.2f}"
                 x = np.log2(widths)
                 ax.plot(x, info["intercept"] + slope * x, "--", color=color, lw=1)
@@ -230,8 +239,7 @@ def _drift_panel(ax: Any, runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]
                          for w in axis_entry(info, axis).get(plural, {})})
     if all_widths:
         ax.set_xticks(np.log2(all_widths), [str(w) for w in all_widths])
-    _label(ax, f"LR* vs {axis}  (▼ ▲ past the grid's edge)", f"{axis} (log2 axis)",
-           "log2(LR*)  (base learning rate η)")
+    _label(ax, f"{symbol}* vs {axis}  (▼ ▲ past the grid's edge)", f"{axis} (log2 axis)", ylabel)
 
 
 def _label(ax: Any, title: str, xlabel: str, ylabel: str | None = None, title_size: float | None = None) -> None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["run", "prediction_line"]
+__all__ = ["run", "prediction_line", "decay_line"]
 
 COLUMNS = ("parameter", "role", "shape", "init std", "multiplier", "lr", "depth factor", "effective lr", "update")
 LEFT = ("parameter", "role", "update")
 
 
 def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[Path], fmt: str,
-        correct_drift: bool, tolerance: str = "1", depth: Optional[str] = None, steps: Optional[str] = None) -> None:
+        correct_drift: bool, tolerance: str = "1", depth: Optional[str] = None, steps: Optional[str] = None,
+        decay_rule: Optional[str] = None) -> None:
     from ..files import latest_run, transfer_file
     from ..transfer.target import make_transfer, write_transfer
     from .common import console, positive_integer, positive_number
@@ -21,13 +22,15 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
     blocks = positive_integer("--depth", depth, "48") if depth is not None else None
     horizon = positive_integer("--steps", steps, "100000") if steps is not None else None
     run_dir = source or latest_run()
-    result = make_transfer(run_dir, width, setup, correct_drift, octaves, blocks, horizon)
+    result = make_transfer(run_dir, width, setup, correct_drift, octaves, blocks, horizon, decay_rule)
     path = out or run_dir / transfer_file(width, fmt)
     write_transfer(result, path, fmt)
     screen = console()
     screen.print(f"transfer from {run_dir}" + (" (the latest sweep in runs/; --from RUN_DIR for another)"
                                                if source is None else ""), highlight=False)
     screen.print(prediction_line(result.document["prediction"]))
+    if result.document.get("decay"):
+        screen.print(decay_line(result.document["decay"]), highlight=False)
     screen.print(_table(result.document, width))
     if result.document.get("depth_alpha"):
         doc = result.document
@@ -55,6 +58,17 @@ def prediction_line(prediction: dict[str, Any]) -> str:
     line = (f"{head}, 95 % range [{lo:.2f}, {hi:.2f}] (up to {prediction['half_width']:.2f} octaves from it, "
             f"{'within' if prediction['within_tolerance'] else 'wider than'} --tolerance {prediction['tolerance']:g})")
     return line + (f"\n  {prediction['lack_of_fit']}" if prediction.get("lack_of_fit") else "")
+
+
+def decay_line(decay: dict[str, Any]) -> str:
+    """The weight decay the file carries: its key, value and predicted 95 % range, the rule, the sweep's verdict
+    and how often the decay beat decay off."""
+    rng = decay.get("range")
+    where = f", 95 % range [{rng[0]:.4g}, {rng[1]:.4g}]" if rng else ", range unknown"
+    effects = decay.get("decay_effect") or {}
+    return (f"weight decay: {decay['key']} = {decay['value']:.4g}{where} under rule '{decay['rule']}' "
+            f"(verdict {decay.get('verdict')}; beat decay off at {effects.get('effect', 0)} of "
+            f"{sum(effects.values())} swept points)")
 
 
 def _table(doc: dict[str, Any], width: int) -> Any:

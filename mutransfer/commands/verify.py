@@ -134,11 +134,29 @@ def _finish(screen: Any, verification: Any, rows: Any) -> dict[str, Any]:
     save(verify_figure(swept, rows, document), run_dir / VERIFY_PLOT)
     screen.print(_factors_table(document) if document["mode"] == "factors" else _results_table(document))
     for target in document["targets"]:
+        if target.get("decay"):
+            screen.print(decay_result_line(target), highlight=False)
+    for target in document["targets"]:
         for note in [target.get("note"), *target["warnings"]]:
             if note:
                 screen.print(f"[yellow]{target['setup']} at width {target['width']}:[/] {note}")
     screen.print(f"wrote {', '.join(str(run_dir / f) for f in (VERIFY_REPORT, VERIFY_FILE, VERIFY_PLOT))}")
     return document
+
+
+def decay_result_line(target: dict[str, Any]) -> str:
+    """The weight decay measured at a target's LR optimum against the prediction: error, regret, and whether the
+    best decay beat decay off there."""
+    decay = target["decay"]
+    unit = "log2 " if decay["log2"] else ""
+    measured, interval = ((decay.get("measured") or {}).get(k) for k in ("log2_lr_star", "ci"))
+    regret = decay.get("regret") or {}
+    effect = decay.get("effect")
+    return (f"{target['setup']} at width {target['width']}: weight decay {decay['key']} predicted {unit}"
+            f"{decay['prediction']['log2_lr']:.2f}, measured {format_bound(measured, '.2f')} {_ci(interval, '.2f')}, "
+            f"error {format_bound(decay['error'])} {_ci(decay.get('error_ci'))}, regret "
+            f"{format_bound(regret.get('nats'), '+.4f')} nats; best decay − decay off "
+            f"{format_bound(effect, '+.4f')} ({decay.get('decay_effect')})")
 
 
 def _ci(values: Optional[Sequence[float]], fmt: str = "+.2f") -> str:

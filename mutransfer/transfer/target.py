@@ -20,6 +20,8 @@ from ..schema import Config, axis_named, family_of
 from ..table.rules import depth_exponents
 from ..train.data import vocab_size
 from ..analysis.prediction import Prediction, law_prediction, predict
+from .decay import (DecayTransfer, decay_rule_name, decay_setups, decay_verdicts, decay_warnings, predict_decay,
+                    with_decay)
 
 __all__ = ["Transfer", "make_transfer", "write_transfer", "read_sweep_record", "derived_sections",
            "check_derived_sections", "FAR_FACTOR", "FORMATS", "DEFAULT_TOLERANCE"]
@@ -32,8 +34,10 @@ DEFAULT_TOLERANCE = 1.0
 class Transfer:
     """The transfer document plus the Config it spells out."""
 
-    def __init__(self, document: dict[str, Any], config: Config, warnings: list[str], prediction: Prediction) -> None:
+    def __init__(self, document: dict[str, Any], config: Config, warnings: list[str], prediction: Prediction,
+                 decay: Optional[DecayTransfer] = None) -> None:
         self.document, self.config, self.warnings, self.prediction = document, config, warnings, prediction
+        self.decay = decay
 
 
 def read_sweep_record(run_dir: Path) -> dict[str, Any]:
@@ -45,8 +49,12 @@ def read_sweep_record(run_dir: Path) -> dict[str, Any]:
     return record
 
 
-def _choose(summary: dict[str, Any], setup: Optional[str]) -> tuple[str, dict[str, Any], list[str]]:
-    setups = {k: v for k, v in summary.get("setups", {}).items() if estimated_widths(v)}
+def _choose(summary: dict[str, Any], setup: Optional[str],
+            allowed: Optional[list[str]] = None) -> tuple[str, dict[str, Any], list[str]]:
+    """The setup to transfer: ``setup``; else, among ``allowed`` (all), the best-loss one whose LR transfers —
+    and whose searched decay transfers too, where any does — else the one whose optimum moves least."""
+    setups = {k: v for k, v in summary.get("setups", {}).items() if estimated_widths(v)
+              and (allowed is None or k in allowed)}
     if not setups:
         raise UserError("the sweep has no finished trials to transfer from", "run or resume the sweep first")
     if setup is not None:
@@ -55,9 +63,13 @@ def _choose(summary: dict[str, Any], setup: Optional[str]) -> tuple[str, dict[st
         return setup, setups[setup], []
     best_loss = {k: min(w["best_loss"] for w in estimated_widths(v).values()) for k, v in setups.items()}
     transfers = [k for k, v in setups.items() if v.get("verdict") == "transfers"]
+    decays = decay_verdicts(summary)
+    both = [k for k in transfers if decays.get(k) == "transfers"]
     if transfers:
-        label = min(transfers, key=lambda k: best_loss[k])
-        return label, setups[label], []
+        label = min(both or transfers, key=lambda k: best_loss[k])
+        note = ([f"no setup's decay optimum transfers; '{label}' is the best-loss setup whose LR does"]
+                if decays and not both else [])
+        return label, setups[label], note
     label = min(setups, key=lambda k: abs(setups[k]["slope"]) if setups[k].get("slope") is not None else math.inf)
     return label, setups[label], [f"no setup's LR transfers across widths; using '{label}', whose optimum moves "
                                   "least (|slope| smallest): treat the result with care"]
@@ -65,8 +77,9 @@ def _choose(summary: dict[str, Any], setup: Optional[str]) -> tuple[str, dict[st
 
 def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correct_drift: bool = False,
                   tolerance: float = DEFAULT_TOLERANCE, depth: Optional[int] = None,
-                  steps: Optional[int] = None) -> Transfer:
-    """The transfer to ``width`` (and ``depth``, ``steps``: the swept base point's when None)."""
+                  steps: Optional[int] = None, decay_rule: Optional[str] = None) -> Transfer:
+    """The transfer to ``width`` (and ``depth``, ``steps``: the swept base point's when None); a sweep that
+    searched the decay carries its prediction too, under the setup's rule (``decay_rule`` chooses among them)."""
     for flag, value, example in (("--depth", depth, "48"), ("--steps", steps, "100000")):
         if value is not None and value <= 0:
             raise UserError(f"{flag} {value} must be positive", f"e.g. {flag} {example}")
@@ -76,7 +89,8 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         raise UserError(f"--tolerance {tolerance} must be a positive number of octaves", "e.g. --tolerance 1")
     record = read_sweep_record(run_dir)
     summary = summarize_run(run_dir)
-    label, info, warnings = _choose(summary, setup)
+    allowed = _decay_rule_setups(record, decay_rule, run_dir) if decay_rule is not None else None
+    label, info, warnings = _choose(summary, setup, allowed)
     resolved = record.get("setups")
     if not isinstance(resolved, dict) or not isinstance(resolved.get(label), dict):
         raise UserError(f"{run_dir}/{CONFIG_FILE} has no resolved config for setup '{label}'",
@@ -99,6 +113,10 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     cfg = replace(base, model=replace(base.model, width=width, depth=target["depth"]),
                   train=replace(base.train, steps=target["steps"]),
                   optimizer=replace(base.optimizer, lr=2.0**prediction.log2_lr))
+    decay = predict_decay(summary, record, label, target, tolerance)
+    if decay is not None:
+        cfg = with_decay(cfg, decay)
+        warnings += decay_warnings(label, decay)
     slope = info.get("slope")
     implied = abs(slope * prediction.doublings) if slope is not None else math.nan
     warnings += _warnings(label, info, prediction, implied, correct_drift)
@@ -120,6 +138,7 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
                    "swept_widths": sorted(int(w) for w in info["widths"]), "swept_depth": base.model.depth,
                    **_swept_axes(info), "log2_lr_star": {w: o["log2_lr_star"] for w, o in info["widths"].items()},
                    **({"law": law} if law is not None else {})},
+        **({"decay": {**decay.as_dict(), "rule": decay_rule_name(base)}} if decay is not None else {}),
         "correct_drift": correct_drift,
         "implied_error_octaves": implied,
         **sections,
@@ -127,7 +146,13 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         "warnings": warnings,
         "config": to_dict(cfg),
     }
-    return Transfer(document, cfg, warnings, prediction)
+    return Transfer(document, cfg, warnings, prediction, decay)
+
+
+def _decay_rule_setups(record: dict[str, Any], rule: str, run_dir: Path) -> list[str]:
+    resolved = record.get("setups") if isinstance(record.get("setups"), dict) else {}
+    configs = {label: config_from_dict(data, where=f"{run_dir}/{CONFIG_FILE}") for label, data in resolved.items()}
+    return decay_setups(record, configs, rule)
 
 
 def _swept_axes(info: dict[str, Any]) -> dict[str, Any]:

@@ -16,16 +16,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from ..analysis.bowl import UNMEASURED, Asymmetry
+from ..analysis.decay_effect import decay_effect
 from ..analysis.fidelity import measure_fidelity
 from ..analysis.prediction import Prediction
 from ..analysis.summary import estimated_widths, summarize_run
 from ..errors import UserError
 from ..files import VERIFY_FILE, VERIFY_REPORT, atomic_write_text, write_json
 from ..schema import LR_COLUMN, LR_KEY, Config
+from ..sweep.search import OFF_X
 from ..sweep.spec import MIN_GRID_POINTS, SearchSpec, SetupSpec, SweepSpec, spec_from_dict
+from ..table.decay import DECAY_OFF_VALUES
+from .decay import DecayTransfer
 from .target import make_transfer, read_sweep_record
 
 __all__ = ["VerifyRequest", "Target", "Verification", "parse_widths", "parse_factors", "parse_setups",
@@ -65,6 +70,9 @@ class Target:
     """The transfer's config at the target: the horizon, batch, depth and data the prediction is for."""
     asymmetry: Asymmetry = UNMEASURED
     """The bowl's asymmetry the sweep measured for this setup (the vertex's where the target's grid cannot)."""
+    decay: Optional[DecayTransfer] = None
+    """The weight decay ``transfer`` predicts here, when the sweep searched one; measured at the target's LR*."""
+    decay_search: Optional[SearchSpec] = None
 
 
 def parse_widths(text: str) -> tuple[int, ...]:
@@ -106,6 +114,18 @@ def parse_setups(text: Optional[str], run_dir: Path) -> Optional[tuple[str, ...]
     return labels
 
 
+def verify_decay_search(base: SearchSpec, p: float) -> SearchSpec:
+    """The target's decay search, at the target's measured LR optimum: the sweep's own step, two steps each side
+    of the predicted decay p (log2 scales, on the lattice of multiples of the step; a linear grid as swept), p and
+    decay off trained with every seed."""
+    if base.scale != "log2":
+        return replace(base, at="optimum", anchors=tuple(dict.fromkeys((*base.anchors, round(p, 10)))))
+    step = base.step
+    low, high = step * round(p / step - 2), step * round(p / step + 2)
+    return replace(base, min=round(low, 10), max=round(high, 10), at="optimum", extend=True,
+                   anchors=(OFF_X, round(p, 10)))
+
+
 def verify_search(base: SearchSpec, p: float, request: VerifyRequest) -> SearchSpec:
     """The target's search: the lattice grid ±span around p with p as an anchor, or (``--factors``) p + log2 f."""
     if request.factors:
@@ -141,7 +161,12 @@ class Verification:
         source = transfer.document["source"]
         swept = UNMEASURED if source.get("asymmetry") is None else \
             Asymmetry(float(source["asymmetry"]), float(source.get("asymmetry_se_log") or 0.0))
-        return Target(label, width, transfer.prediction, search, tuple(transfer.warnings), transfer.config, swept)
+        decay, decay_search = transfer.decay, None
+        if decay is not None and not self.request.factors:
+            sweep_decay = next(s for s in self._setup(label).search if s.key == decay.key)
+            decay_search = verify_decay_search(sweep_decay, decay.prediction.log2_lr)
+        return Target(label, width, transfer.prediction, search, tuple(transfer.warnings), transfer.config, swept,
+                      decay if decay_search is not None else None, decay_search)
 
     def _setup(self, label: str) -> SetupSpec:
         return next(s for s in self.sweep.setups if s.label == label)
@@ -168,7 +193,8 @@ class Verification:
         """One spec per target width: each target's setup with its own search, the sweep's first seed."""
         out = []
         for width in self.request.widths:
-            setups = tuple(SetupSpec(t.setup, self._setup(t.setup).overrides, (t.search,))
+            setups = tuple(SetupSpec(t.setup, self._setup(t.setup).overrides,
+                                     (t.search, *((t.decay_search,) if t.decay_search is not None else ())))
                            for t in self.targets if t.width == width)
             out.append(SweepSpec(name=f"{self.sweep.name}-verify", setups=setups, widths=(width,),
                                  seeds=(self.sweep.seeds[0],),
@@ -184,8 +210,8 @@ class Verification:
                 "tolerance": r.tolerance, "span": r.span, "step": r.step, "correct_drift": r.correct_drift,
                 "overrides": list(r.overrides), "passed": all(e["passed"] for e in entries), "targets": entries}
 
-    def _rows(self, target: Target, rows: pd.DataFrame) -> pd.DataFrame:
-        return rows[(rows["setup"] == target.setup) & (rows["width"] == target.width)]
+    def _rows(self, target: Target, rows: pd.DataFrame, key: str = LR_KEY) -> pd.DataFrame:
+        return rows[(rows["setup"] == target.setup) & (rows["width"] == target.width) & (rows["search_key"] == key)]
 
     def _fidelity(self, target: Target, rows: pd.DataFrame) -> dict[str, Any]:
         part = self._rows(target, rows)
@@ -197,9 +223,34 @@ class Verification:
         x_star = fidelity.measured.x_star if fidelity.measured else math.nan
         covered = interval is not None and interval[0] <= x_star <= interval[1]
         passed = fidelity.within(self.request.tolerance)
+        decay = {"decay": self._decay_fidelity(target, rows)} if target.decay is not None else {}
         return {"setup": target.setup, "width": target.width, "prediction": target.prediction.as_dict(),
                 **fidelity.as_dict(), "passed": passed, "covered": covered, "trials": len(part),
-                "grid": [target.search.min, target.search.max], "warnings": list(target.warnings)}
+                "grid": [target.search.min, target.search.max], **decay, "warnings": list(target.warnings)}
+
+    def _decay_fidelity(self, target: Target, rows: pd.DataFrame) -> dict[str, Any]:
+        """The decay measured at the target's LR optimum against the predicted one: error and regret as for the
+        LR (log2 units on a log2 grid), and the best decay's loss against decay off's."""
+        assert target.decay is not None and target.decay_search is not None
+        search, p = target.decay_search, target.decay.prediction.log2_lr
+        part = self._rows(target, rows, search.key)
+        values = part[search.key].to_numpy(float)
+        off = values == DECAY_OFF_VALUES[search.key]
+        with np.errstate(divide="ignore"):
+            x = np.log2(values) if search.scale == "log2" else values
+        keep = ~off & np.isfinite(x)
+        fidelity = measure_fidelity(target.width, x[keep], part["seed"].to_numpy()[keep],
+                                    part["val_loss"].to_numpy(float)[keep], part["status"].to_numpy(str)[keep], p,
+                                    self.sweep.seeds[0], search.step)
+        interval = target.decay.prediction.interval
+        x_star = fidelity.measured.x_star if fidelity.measured else math.nan
+        entry = fidelity.measured.as_dict() if fidelity.measured else {}
+        off_losses = part.loc[off & (part["status"] == "ok").to_numpy()].groupby("seed")["val_loss"].mean()
+        return {"key": search.key, "log2": search.scale == "log2", "prediction": target.decay.prediction.as_dict(),
+                **fidelity.as_dict(), "covered": interval is not None and interval[0] <= x_star <= interval[1],
+                "passed": fidelity.within(self.request.tolerance), "trials": int(len(part)),
+                "lr": float(part["lr"].iloc[0]) if len(part) else None,
+                **decay_effect(entry, off_losses.to_numpy(float))}
 
     def _factors(self, target: Target, rows: pd.DataFrame) -> dict[str, Any]:
         part = self._rows(target, rows)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import LR_KEY
-from .decay_effect import welch_difference
+from .stats import welch_difference
 from .shift import SHIFT_VERDICTS, estimate_of, pooled_shift, shared_noise, shift_verdict, width_difference
 
 __all__ = ["Comparison", "compare", "compare_setup", "loss_difference", "keyed_setups", "config_changes",

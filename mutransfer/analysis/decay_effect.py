@@ -4,32 +4,18 @@ seeds. A best decay that does not beat decay off by more than the seeds' noise i
 
 from __future__ import annotations
 
-import math
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from .stats import t_quantile
+from .stats import welch_difference
 
-__all__ = ["EFFECTS", "welch_difference", "decay_effect", "add_decay_effects"]
+__all__ = ["EFFECTS", "decay_effect", "add_decay_effects"]
 
 EFFECTS = ("effect", "no effect", "unmeasured")
 """``effect``: the best decay's loss is below decay off's beyond the seeds' noise (the interval's upper end < 0);
 ``no effect``: it is not; ``unmeasured``: fewer than two seeds on a side, so the noise is unknown."""
-
-
-def welch_difference(a: np.ndarray, b: np.ndarray, d: float) -> Optional[tuple[float, float]]:
-    """Welch's 95 % interval around the difference ``d`` (of B's and A's centres) from samples ``a`` and ``b``
-    (None with fewer than two in either)."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
-    if va + vb == 0:
-        return d, d
-    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    half = t_quantile(0.975, dof) * math.sqrt(va + vb)
-    return d - half, d + half
 
 
 def decay_effect(entry: Mapping[str, Any], off_losses: np.ndarray) -> dict[str, Any]:

@@ -11,7 +11,9 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import Optional
 
-__all__ = ["quantile", "t_quantile", "f_sf", "chi2_sf", "Z95"]
+import numpy as np
+
+__all__ = ["quantile", "t_quantile", "f_sf", "chi2_sf", "welch_difference", "Z95"]
 
 Z95 = NormalDist().inv_cdf(0.975)
 """The two-sided 95 % quantile of the standard normal (1.95996…)."""
@@ -129,3 +131,16 @@ def f_sf(value: float, dof_num: float, dof_den: Optional[float]) -> float:
     if dof_den is None:
         return chi2_sf(dof_num * value, dof_num)
     return _beta_inc(dof_den / 2.0, dof_num / 2.0, dof_den / (dof_den + dof_num * value))
+
+
+def welch_difference(a: np.ndarray, b: np.ndarray, d: float) -> Optional[tuple[float, float]]:
+    """Welch's 95 % interval around the difference ``d`` (of B's and A's centres) from samples ``a`` and ``b``
+    (None with fewer than two in either)."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    if va + vb == 0:
+        return d, d
+    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = t_quantile(0.975, dof) * math.sqrt(va + vb)
+    return d - half, d + half

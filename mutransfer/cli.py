@@ -24,6 +24,12 @@ app = typer.Typer(
 SOURCE = typer.Option(None, "--from", help="Sweep run directory (default: the latest in runs/).")
 OVERRIDES = typer.Argument(None, help="Hydra overrides, e.g. model.width=256 optimizer=adamw parametrization=sp")
 SETUP = typer.Option(None, "--setup", help="Setup label (default: the best one that transfers).")
+BATCH_SIZE = typer.Option(None, "--batch-size", help="Target batch size in sequences (default: the swept base "
+                          "one); a sweep over batch_sizes measures how η* moves with it.")
+BATCH_TOLERANCE = typer.Option("0.01", "--batch-tolerance", help="The critical batch: the largest batch whose loss "
+                               "is within this fraction of the best batch's (a sweep across batch sizes).")
+TOKENS = typer.Option(None, "--tokens", help="Target token budget (batch × steps × seq_len; default: the swept "
+                      "one); the steps follow from it. Give --tokens or --steps.")
 STORAGE_ENV = "MUTRANSFER_STORAGE"
 """The environment variable ``--storage`` falls back to, so a database password need not sit in shell history."""
 T = TypeVar("T")
@@ -99,11 +105,13 @@ def sweep(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and a measured time estimate; train nothing."),
     heartbeat: int = typer.Option(10, "--heartbeat", help="Database storages: seconds between worker heartbeats "
                                   "(a trial silent for 3 heartbeats is retried by another worker)."),
+    batch_tolerance: str = BATCH_TOLERANCE,
 ) -> None:
     """Run an Optuna learning-rate sweep at several widths; write trials.csv, curves.csv, summary.json, plots."""
     from .commands import sweep as command
 
-    _guarded(lambda: command.run(spec, overrides or [], out, storage, study, workers, threads, dry_run, heartbeat))
+    _guarded(lambda: command.run(spec, overrides or [], out, storage, study, workers, threads, dry_run, heartbeat,
+                                 batch_tolerance))
 
 
 @app.command()
@@ -124,11 +132,12 @@ def export(
 def plot(
     run_dirs: List[Path] = typer.Argument(..., help="One or more sweep run directories."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: the first run directory)."),
+    batch_tolerance: str = BATCH_TOLERANCE,
 ) -> None:
     """Draw transfer.png, lr_drift.png and curves.png from a sweep's CSVs (several runs: side by side)."""
     from .commands import plot as command
 
-    for path in _guarded(lambda: command.run(run_dirs, out)):
+    for path in _guarded(lambda: command.run(run_dirs, out, batch_tolerance)):
         typer.echo(f"wrote {path}")
 
 
@@ -164,12 +173,16 @@ def transfer(
     decay_rule: Optional[str] = typer.Option(None, "--decay-rule", help="Transfer a setup whose searched weight "
                                              "decay used this rule (e.g. independent; default: the one whose decay "
                                              "transfers)."),
+    batch_size: Optional[str] = BATCH_SIZE,
+    tokens: Optional[str] = TOKENS,
+    batch_tolerance: str = BATCH_TOLERANCE,
 ) -> None:
-    """Write the config for width N (and depth L, horizon S): η* with its predicted range, the searched weight
-    decay at N with its range, and every parameter's init std, multiplier, LR and decay."""
+    """Write the config for width N (and depth L, batch B, horizon S or budget D): η* with its predicted range,
+    the searched weight decay at N with its range, and every parameter's init std, multiplier, LR and decay."""
     from .commands import transfer as command
 
-    _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift, tolerance, depth, steps, decay_rule))
+    _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift, tolerance, depth, steps, decay_rule,
+                                 batch_size, tokens, batch_tolerance))
 
 
 @app.command()
@@ -195,14 +208,16 @@ def verify(
                                  "nothing."),
     depth: Optional[str] = typer.Option(None, "--depth", help="Target depth, as transfer takes it."),
     steps: Optional[str] = typer.Option(None, "--steps", help="Target training horizon, as transfer takes it."),
+    batch_size: Optional[str] = typer.Option(None, "--batch-size", help="Target batch size, as transfer takes it."),
+    tokens: Optional[str] = typer.Option(None, "--tokens", help="Target token budget, as transfer takes it."),
     overrides: Optional[List[str]] = typer.Argument(None, help="Plain key=value overrides, e.g. train.device=cpu"),
 ) -> None:
-    """Measure LR* at width N (depth L, horizon S) around the predicted η*; report the prediction's error and the
-    loss regret."""
+    """Measure LR* at width N (depth L, batch B, horizon S or budget D) around the predicted η*; report the
+    prediction's error and the loss regret."""
     from .commands import verify as command
 
     _guarded(lambda: command.run(width, source, setup, span, step, tolerance, strict, correct_drift, factors, storage,
-                                 workers, threads, dry_run, overrides or [], depth, steps))
+                                 workers, threads, dry_run, overrides or [], depth, steps, batch_size, tokens))
 
 
 @app.command("coord-check")

@@ -14,6 +14,7 @@ from .errors import UserError, closest, did_you_mean
 from .schema import FAMILIES, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, family_of
 from .table.decay import decay_on, decay_problem, later_decay_keys, omit_at_defaults
 from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
+from .train.budget import budget_problem, budget_steps
 
 __all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "compose_parametrization",
            "to_yaml", "to_dict", "validate", "check_width", "GROUPS"]
@@ -225,7 +226,8 @@ def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
 
 
 LATER_KEYS: dict[str, Any] = {"model.in_block": [], "parametrization.base_depth": 2,
-                              "parametrization.depth_alpha": 0.0, "model.hf": None}
+                              "parametrization.depth_alpha": 0.0, "model.hf": None,
+                              "train.eval_batch_size": None, "train.tokens": None, "train.noise_scale": False}
 """Keys added after run directories and transfer files existed, with the default that reproduces the model
 those files describe: ``to_dict`` leaves them out at that value, so older fingerprints and files stay valid.
 The weight-decay keys (``table.decay.later_decay_keys``) join them only while decay is off: files from before
@@ -317,6 +319,11 @@ def validate(cfg: Config) -> None:
     problem = decay_problem(o)
     if problem is not None:
         raise UserError(*problem)
+    if t.tokens is not None:
+        problem = budget_problem(t.tokens, t.batch_size, t.seq_len)
+        if problem is not None:
+            raise UserError(*problem)
+        t.steps = budget_steps(t.tokens, t.batch_size, t.seq_len)
     if len(o.ns_coeffs) != 3 or not all(math.isfinite(x) for x in o.ns_coeffs):
         raise UserError(f"optimizer.ns_coeffs={o.ns_coeffs} needs three finite numbers", f"e.g. {list(NS_COEFFS)}")
     if m.hf is not None:

@@ -32,6 +32,7 @@ __all__ = [
     "CURVE_COLUMNS",
     "TRANSFER_PLOT",
     "DRIFT_PLOT",
+    "BATCH_PLOT",
     "transfer_plot",
     "key_plot",
     "CURVES_PLOT",
@@ -68,6 +69,7 @@ CURVE_COLUMNS = ["setup", "width", "seed", "search_key", "x", "trial", "step", "
 
 TRANSFER_PLOT = "transfer.png"
 DRIFT_PLOT = "lr_drift.png"
+BATCH_PLOT = "batch.png"
 
 
 def transfer_plot(axis: str) -> str:

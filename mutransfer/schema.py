@@ -55,15 +55,20 @@ class Axis:
     column: str
     plural: str
     tag: str
+    option: str
+    """The ``transfer`` and ``verify`` option that sets the target's value."""
 
 
 TRANSFER_AXES: tuple[Axis, ...] = (
-    Axis("width", "model.width", "width", "widths", "w"),
-    Axis("depth", "model.depth", "depth", "depths", "d"),
-    Axis("steps", "train.steps", "horizon", "steps", "t"),
+    Axis("width", "model.width", "width", "widths", "w", "--width"),
+    Axis("depth", "model.depth", "depth", "depths", "d", "--depth"),
+    Axis("steps", "train.steps", "horizon", "steps", "t", "--steps"),
+    Axis("batch", "train.batch_size", "batch_size", "batch_sizes", "b", "--batch-size"),
+    Axis("tokens", "train.tokens", "tokens", "tokens", "tok", "--tokens"),
 )
-"""Width, depth (number of blocks) and the training horizon. The horizon's column is ``horizon`` because
-``steps`` in trials.csv is the number of steps a trial trained (fewer when it diverged)."""
+"""Width, depth (number of blocks), the training horizon in steps, the batch size (sequences per step) and the
+token budget (batch × steps × sequence length). The horizon's column is ``horizon`` because ``steps`` in
+trials.csv is the number of steps a trial trained (fewer when it diverged)."""
 
 
 def axis_named(name: str) -> Axis:
@@ -241,6 +246,13 @@ class TrainConfig:
     grad_clip: float = field(default=0.0, metadata=rng(0.0))
     eval_every: int = field(default=50, metadata=rng(0))
     eval_batches: int = field(default=8, metadata=rng(1))
+    eval_batch_size: Optional[int] = field(default=None, metadata=rng(1))
+    """Sequences per evaluation batch; None: ``batch_size``. A batch sweep sets it so that every batch size
+    is evaluated on the same windows."""
+    tokens: Optional[int] = field(default=None, metadata=rng(1))
+    """The token budget; when set, ``steps`` is ``tokens / (batch_size × seq_len)`` (``train.budget``)."""
+    noise_scale: bool = False
+    """Measure the gradient noise scale at every evaluation (``mutransfer.train.noise``); training is unchanged."""
     diverge_factor: float = field(default=1.5, metadata=rng(1.0, low_open=True))
 
 

@@ -129,6 +129,7 @@ def test_token_files_train_and_refuse_big_ids(tmp_path: Path, tiny: list[str]) -
         load_corpus(compose([*overrides[:-1], "data.vocab_size=500"]).data, 32)
 
 
+@pytest.mark.slow
 def test_own_model_example_runs(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "own_model_example.py"), "--tiny", "--out",
                            str(tmp_path)], capture_output=True, text=True, timeout=600)

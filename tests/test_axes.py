@@ -33,13 +33,13 @@ def axes_spec(tmp_path: Path, text_file: Path, **extra: object) -> Path:
 
 
 def test_a_spec_sweeps_horizons_through_the_base_point(tmp_path: Path, text_file: Path) -> None:
-    from mutransfer.sweep.spec import load_spec
+    from mutransfer.sweep.spec import Point, load_spec
     from mutransfer.sweep.studies import study_keys
     from mutransfer.sweep.trial import trial_config
 
     spec = load_spec(str(axes_spec(tmp_path, text_file, depths=[1, 2])))
     assert spec.swept() == ("width", "depth", "steps")
-    assert spec.points() == [(32, 1, 8), (64, 1, 8), (32, 2, 8), (32, 1, 16)]
+    assert spec.points() == [Point(32, 1, 8), Point(64, 1, 8), Point(32, 2, 8), Point(32, 1, 16)]
     long = next(k for k in study_keys(spec) if k.steps == 16)
     assert long.name("p") == "p.mup_muon.log2_lr.w32.d1.t16.s0"
     cfg = trial_config(spec, long, -3.0)

@@ -175,6 +175,7 @@ def test_config_changes_cover_the_spec_grid_range_step_seeds_and_axes() -> None:
     assert changes == {("mup_muon", "spec.search.optimizer.lr.max"): (-1.0, 0.0)}
 
 
+@pytest.mark.slow
 def test_compare_rates_on_real_curves_meet_the_targets() -> None:
     """The verdict's rates over 400 simulated pairs of the default sweep (four widths, 1-octave grid, noise
     probes) on the real-curve simulator (μP + Muon's calibrated bowl): docs/compare.md's table."""

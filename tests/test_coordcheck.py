@@ -53,7 +53,7 @@ def test_sp_adamw_updates_grow_and_strict_fails(runner: CliRunner, tmp_path: Pat
         assert module in output
 
 
-@pytest.mark.parametrize("optimizer", ["adamw", "muon"])
+@pytest.mark.parametrize("optimizer", [pytest.param("adamw", marks=pytest.mark.slow), "muon"])
 def test_broken_readout_is_caught_at_the_logits(runner: CliRunner, tmp_path: Path, optimizer: str) -> None:
     family = "adam" if optimizer == "adamw" else "muon"
     code, _, report = run(runner, tmp_path, "parametrization=mup", f"optimizer={optimizer}",

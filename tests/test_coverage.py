@@ -21,6 +21,7 @@ from mutransfer.sweep.calibration import real_truth
 from mutransfer.sweep.simulate import Design, Truth, simulate
 from mutransfer.sweep.simulated_rates import coverage, law_coverage, real_coverage
 
+pytestmark = pytest.mark.slow  # simulations of thousands of sweeps: `python -m pytest -m slow` (CI runs it)
 SIMS = 1000
 PROBES = Design()
 THREE_SEEDS = Design(seeds=3, noise_seeds=0)

@@ -118,7 +118,7 @@ def test_verify_warns_about_another_horizon_and_names_its_files_first(runner: Cl
     assert result.exit_code == 0, result.output
     assert result.stderr.startswith(f"warning: train.steps: 4 → 2 against the sweep in {sweep_run}; learning rates "
                                     "are not known to transfer"), result.stderr
-    assert "verify --steps N or --depth L" in result.stderr
+    assert "verify --steps N, --tokens D, --batch-size B or --depth L" in " ".join(result.stderr.split())
     line = f"verify writes verify.json, verify.csv and verify.png into {sweep_run}, its trials as studies verify-"
     assert line in result.stdout and (sweep_run / "verify.json").is_file()
     assert result.stdout.index(line) < result.stdout.index("measured at the target")

@@ -203,15 +203,15 @@ def depth_spec(tmp_path: Path, text_file: Path, **extra: object) -> Path:
 
 
 def test_a_spec_names_its_depths_and_how_the_axes_combine(tmp_path: Path, text_file: Path) -> None:
-    from mutransfer.sweep.spec import load_spec
+    from mutransfer.sweep.spec import Point, load_spec
     from mutransfer.sweep.studies import study_keys
     from mutransfer.sweep.trial import trial_config
 
     one = load_spec(str(depth_spec(tmp_path, text_file)), ["depths=[4,1,2]", "widths=[32,64,128]"])
     assert one.depths == (1, 2, 4) and one.axes == "one"
-    assert one.points() == [(32, 1, None), (64, 1, None), (128, 1, None), (32, 2, None), (32, 4, None)]
+    assert one.points() == [Point(32, 1), Point(64, 1), Point(128, 1), Point(32, 2), Point(32, 4)]
     product = load_spec(str(depth_spec(tmp_path, text_file)), ["axes=product"])
-    assert product.points() == [(32, 1, None), (32, 2, None), (64, 1, None), (64, 2, None)]
+    assert product.points() == [Point(32, 1), Point(32, 2), Point(64, 1), Point(64, 2)]
     names = [k.name("p") for k in study_keys(one)]
     assert names[:2] == ["p.mup_muon.log2_lr.w32.d1.s0", "p.mup_muon.log2_lr.w64.d1.s0"] and len(set(names)) == 5
     deep = next(k for k in study_keys(one) if k.depth == 4)

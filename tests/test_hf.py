@@ -305,6 +305,7 @@ def test_sweep_transfer_and_trainer_example(runner, tmp_path: Path, text_file: P
     assert line["val_loss_after"] < line["val_loss_before"] - 0.1
 
 
+@pytest.mark.slow
 def test_coord_check_on_llama_passes_for_mup_and_names_a_broken_readout(runner, tmp_path: Path) -> None:  # noqa: ANN001
     """Widths 32–128 (the one test past width 64): at 16–64 the correct table's slopes sit within 0.02 of their
     bands, at 32–128 (3 steps) 0.05 away."""

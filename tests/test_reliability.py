@@ -115,6 +115,7 @@ def test_killed_worker_trial_is_finished_by_the_other(pg_url: str, tmp_path: Pat
     assert {(t.user_attrs["width"], t.params["log2_lr"]) for t in failed} <= points
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_finishes_without_retraining(tmp_path: Path, text_file: Path,
                                                         fault_tally: FaultTally) -> None:
     spec = write_spec(tmp_path, text_file, steps=60)
@@ -138,7 +139,8 @@ def test_sigkill_then_resume_finishes_without_retraining(tmp_path: Path, text_fi
         assert by_point[point] == kept
 
 
-@pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(("sent", "code"), [pytest.param(signal.SIGINT, 130, marks=pytest.mark.slow),
+                                            (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_sweep_stops_cleanly_and_resumes(tmp_path: Path, text_file: Path, sent: int, code: int,
                                                      fault_tally: FaultTally) -> None:
     """Ctrl-C (130) and SIGTERM (143, e.g. a scheduler's kill) sent to the sweep process alone: the workers
@@ -166,6 +168,7 @@ def test_interrupted_sweep_stops_cleanly_and_resumes(tmp_path: Path, text_file: 
     assert fault_tally(GRID, finished_points(completed(None, out, "rel")), [err, resumed.stderr]) == no_loss(GRID)
 
 
+@pytest.mark.slow
 def test_two_workers_reproduce_one_worker_bit_for_bit(tmp_path: Path, text_file: Path) -> None:
     spec = write_spec(tmp_path, text_file)
     tables = []

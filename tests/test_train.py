@@ -22,6 +22,7 @@ def test_schedule_warms_up_then_decays_linearly() -> None:
     assert {schedule_factor(s, constant) for s in range(10)} == {1.0}
 
 
+@pytest.mark.slow
 def test_mup_muon_width_128_learns_the_default_corpus() -> None:
     """Issue acceptance: width 128, depth 2, 16×128 tokens, default LR → val loss < 2.9 nats in 200 steps."""
     cfg = compose(["model.width=128", "model.depth=2", "optimizer=muon", "parametrization=mup", "train.steps=200",

@@ -8,22 +8,25 @@ from typing import Any, Optional, Sequence
 
 import pandas as pd
 
-from ..files import CURVES_PLOT, DRIFT_PLOT, VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT, key_plot, transfer_plot
+from ..files import (BATCH_PLOT, CURVES_PLOT, DRIFT_PLOT, VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT, key_plot,
+                     transfer_plot)
+from .batch_plot import batch_figure, batch_frame, batch_marks
 from .key_view import key_label, key_view
+from .optimum import Thresholds
 from .plots import curves_figure, drift_figure, save, transfer_figure, verify_figure
 from .summary import axis_rows, read_tables, search_settings, summarize, swept_axes, width_axis
 
 __all__ = ["draw"]
 
 
-def draw(run_dirs: Sequence[Path], out: Optional[Path] = None) -> list[Path]:
-    """transfer.png (and transfer_depth.png, transfer_steps.png for the axes swept), lr_drift.png with a panel
-    per swept axis, curves.png (several runs: a row each, axes shared), and verify.png for a single run, into
-    ``out`` or the run dir."""
+def draw(run_dirs: Sequence[Path], out: Optional[Path] = None, th: Thresholds = Thresholds()) -> list[Path]:
+    """transfer.png (and transfer_depth.png, transfer_steps.png … for the axes swept), lr_drift.png with a panel
+    per swept axis, curves.png (several runs: a row each, axes shared), verify.png for a single run, and batch.png
+    for a single run across batch sizes at fixed budgets, into ``out`` or the run dir."""
     runs, full = [], []
     for run_dir in run_dirs:
         trials, curves = read_tables(run_dir, all_axes=True)
-        summary = summarize(trials, search_settings(run_dir, trials))
+        summary = summarize(trials, search_settings(run_dir, trials), th)
         runs.append((run_dir.name, width_axis(trials), curves, summary))
         full.append(trials)
     target = out or run_dirs[0]
@@ -45,7 +48,11 @@ def draw(run_dirs: Sequence[Path], out: Optional[Path] = None) -> list[Path]:
         written.append(target / CURVES_PLOT)
         save(curves_figure(with_curves), written[-1])
     if len(runs) == 1:
-        _, trials, _, _ = runs[0]
+        _, trials, _, summary = runs[0]
+        frame = batch_frame(summary)
+        if not frame.empty:
+            written.append(target / BATCH_PLOT)
+            save(batch_figure(frame, batch_marks(summary), th.batch_tolerance), written[-1])
         report = _verify_report(run_dirs[0])
         if report is not None:
             written.append(target / VERIFY_PLOT)

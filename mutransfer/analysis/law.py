@@ -1,11 +1,13 @@
 """One law for the optimum across every swept axis. Pure numpy/pandas.
 
-Per setup, ``log2 LR* = c + s_w·log2(width) + s_d·log2(depth) + s_t·log2(steps)`` over the axes that vary
-among the measured points, by weighted least squares on the per-point optima (``analysis.regression``: weights
-1/(se² + σ_b²), the seeds' spread pooled over the points as for width alone, σ_b the between-point scatter —
-estimated when every varying axis has 4 or more values, the calibrated one otherwise — and the lack-of-fit F
-test; censored points and points without a result are left out). Intervals use Student's t with the fit's
-degrees of freedom (normal quantiles for resolution bounds), as the width slope does. β = −s_t is the horizon exponent (Bjorck et al.,
+Per setup, ``log2 LR* = c + s_w·log2(width) + s_d·log2(depth) + s_t·log2(steps) + s_B·log2(batch) +
+s_D·log2(tokens)`` over the axes that vary among the measured points (the steps or the tokens, never both: under
+a batch axis held at fixed tokens the horizon is the budget, and s_B is the batch slope at a fixed budget), by
+weighted least squares on the per-point optima (``analysis.regression``: weights 1/(se² + σ_b²), the seeds'
+spread pooled over the points as for width alone, σ_b the between-point scatter — estimated when every varying
+axis has 4 or more values, the calibrated one otherwise — and the lack-of-fit F test; censored points and points
+without a result are left out). Intervals use Student's t with the fit's degrees of freedom (normal quantiles for
+resolution bounds), as the width slope does. β = −s_t (or −s_D) is the horizon exponent (Bjorck et al.,
 "Scaling Optimal LR Across Token Horizons": LR* ∝ D^-β).
 
 A prediction at a target point evaluates the law there for the axes whose slope is applied and at the swept
@@ -68,9 +70,10 @@ def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
                      for k, n in enumerate(names, start=1)},
         "lack_of_fit": fit.lack_of_fit, "fails_lack_of_fit": fit.fails, "between_sd": fit.between_sd,
         "between_source": fit.between_source, "lack_of_fit_line": fit.lack_of_fit_line(), "asymmetry": bowl.ratio}
-    if "steps" in names:
-        lo, hi = law["slope_ci"]["steps"]
-        law["beta"], law["beta_ci"] = -law["coefficients"]["steps"], [-hi, -lo]
+    horizon = next((name for name in ("tokens", "steps") if name in names), None)
+    if horizon is not None:
+        lo, hi = law["slope_ci"][horizon]
+        law["beta"], law["beta_ci"] = -law["coefficients"][horizon], [-hi, -lo]
     return law
 
 

@@ -58,6 +58,8 @@ class Thresholds:
     """Nats: the loss noise a resolution bound assumes."""
     fit_octaves: float = 1.0
     """The fit window's minimum half-width on log2 scales."""
+    batch_tolerance: float = 0.01
+    """Relative loss: a batch within this of the best batch's loss is as good (the critical batch's threshold)."""
 
 
 @dataclass

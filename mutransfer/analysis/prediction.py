@@ -50,6 +50,9 @@ class Prediction:
     depth: Optional[int] = None
     """The target depth and horizon, for the axes of the law the prediction comes from (a sweep over them)."""
     steps: Optional[int] = None
+    batch: Optional[int] = None
+    """The target batch size and token budget, for a law fitted across them."""
+    tokens: Optional[int] = None
     applied: tuple[str, ...] = ()
     """The axes whose fitted slope moved η* (a law's prediction)."""
     lack_of_fit: str = ""
@@ -61,6 +64,8 @@ class Prediction:
                "extrapolated_doublings": self.doublings, "narrow": self.narrow, "lack_of_fit": self.lack_of_fit}
         if self.depth is not None or self.steps is not None:
             out.update(depth=self.depth, steps=self.steps, applied_slopes=list(self.applied))
+        if self.batch is not None or self.tokens is not None:
+            out.update(batch=self.batch, tokens=self.tokens, applied_slopes=list(self.applied))
         return out
 
 
@@ -170,5 +175,7 @@ def law_prediction(info: Mapping[str, Any], target: Mapping[str, int], correct_d
         narrow = "sweep points nearer the target on the axes it extrapolates, or more noise seeds"
     return Prediction(width, log2_lr, (lo, hi), reach, reach <= tolerance, tolerance, doublings,
                       narrow, depth=target.get("depth") if "depth" in law["axes"] else None,
-                      steps=target.get("steps") if "steps" in law["axes"] else None, applied=applied,
+                      steps=target.get("steps") if "steps" in law["axes"] else None,
+                      batch=target.get("batch") if "batch" in law["axes"] else None,
+                      tokens=target.get("tokens") if "tokens" in law["axes"] else None, applied=applied,
                       lack_of_fit=str(law.get("lack_of_fit_line") or ""))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,7 @@ from ..files import CONFIG_FILE, CURVE_COLUMNS, CURVES_FILE, SUMMARY_FILE, TRIAL
     read_user_text, write_json
 from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis
 from ..table.decay import DECAY_OFF_VALUES
+from .batch import batch_analysis
 from .decay_effect import add_decay_effects
 from .drift import SearchSettings, analyze
 from .law import fit_laws
@@ -49,8 +50,12 @@ def searched_values(part: pd.DataFrame, key: str, settings: Mapping[str, SearchS
 
 
 def swept_axes(trials: pd.DataFrame) -> list[Axis]:
-    """The axes a table varies: width, and depth or steps when it has their columns."""
-    return [axis for axis in TRANSFER_AXES if axis.column in trials.columns]
+    """The axes a table varies: width, and depth, steps or batch when it has their columns; the token budget when
+    a batch axis held it (``hold`` tokens) at two or more values. Under ``hold: steps`` the tokens follow from the
+    batch, so they are not an axis of their own: the law's coordinates are the batch and the steps."""
+    held = set(trials["hold"].dropna().astype(str)) if "hold" in trials.columns else set()
+    return [axis for axis in TRANSFER_AXES if axis.column in trials.columns and
+            (axis.name != "tokens" or held == {"tokens"} and trials[axis.column].nunique() > 1)]
 
 
 def axis_rows(trials: pd.DataFrame, axis: Axis) -> pd.DataFrame:
@@ -64,7 +69,8 @@ def axis_rows(trials: pd.DataFrame, axis: Axis) -> pd.DataFrame:
 
 def width_axis(trials: pd.DataFrame) -> pd.DataFrame:
     """The rows on the width axis in the width-only layout (the table itself when only width is swept)."""
-    extra = [axis.column for axis in swept_axes(trials)[1:]]
+    extra = [axis.column for axis in TRANSFER_AXES[1:] if axis.column in trials.columns]
+    extra += ["hold"] if "hold" in trials.columns else []
     return axis_rows(trials, TRANSFER_AXES[0]).drop(columns=extra) if extra else trials
 
 
@@ -87,6 +93,8 @@ def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSe
     setup's ``axes`` entry (the same optimum, interval and verdict rules with log2 depth or steps as the x) and
     ``law`` (one fit over every point)."""
     summary: dict[str, Any] = {"setups": {}, "keys": {}}
+    if "hold" in trials.columns:
+        summary["hold"] = str(trials["hold"].iloc[0])  # what a batch axis held fixed: tokens or steps
     for key, rows in trials.groupby("search_key", sort=False):
         result = _analysis(rows.reset_index(drop=True), str(key), dict(settings.get(str(key), {})), th)
         if key == LR_KEY:
@@ -131,12 +139,29 @@ def _analysis(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings], th: 
         if decay:
             add_decay_effects(across[axis.name], _off(part, key), axis.column, axis.plural)
     laws = fit_laws(_bowl(rows, key, own, {a.name: a.column for a in axes}), [a.name for a in axes], own, th)
+    batches = _batches(rows, key, own, th)
     for label, info in result.items():
         info["axes"] = {"width": {k: info.get(k) for k in AXIS_FIELDS},
                         **{name: entry.get(label) for name, entry in across.items()}}
         info["law"] = laws.get(label)
         _judge_law(info)
+        if batches is not None:
+            info["batch"] = {"hold": "tokens", **batches[label]} if label in batches else None
     return result
+
+
+def _batches(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings],
+             th: Thresholds) -> Optional[dict[str, Any]]:
+    """The batch worth using (``analysis.batch``) from the learning rate's trials of a batch axis held at fixed
+    tokens, at the base of every axis besides the batch and the budget; None for any other table or key."""
+    if key != LR_KEY or "batch_size" not in rows.columns or set(rows.get("hold", pd.Series(dtype=str))) != {"tokens"}:
+        return None
+    keep = np.ones(len(rows), dtype=bool)
+    for axis in swept_axes(rows):
+        if axis.name not in ("batch", "tokens"):
+            keep &= (rows[axis.column] == rows[axis.column].min()).to_numpy()
+    base = rows[keep].reset_index(drop=True)
+    return batch_analysis(_bowl(base, key, own, {"batch_size": "batch_size", "tokens": "tokens"}), own, th)
 
 
 def _judge_law(info: dict[str, Any]) -> None:

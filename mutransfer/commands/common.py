@@ -45,6 +45,18 @@ def positive_number(option: str, text: str, example: str) -> float:
     return value
 
 
+def batch_tolerance(text: str) -> Any:
+    """``--batch-tolerance``: a fraction of the best loss in (0, 0.5], as the analysis thresholds that carry it."""
+    from ..analysis.optimum import Thresholds
+    from ..errors import UserError
+
+    value = positive_number("--batch-tolerance", text, "0.01")
+    if value > 0.5:
+        raise UserError(f"--batch-tolerance {text} is a fraction of the best loss, at most 0.5",
+                        "e.g. --batch-tolerance 0.01 for 1 %")
+    return Thresholds(batch_tolerance=value)
+
+
 def positive_integer(option: str, text: str, example: str) -> int:
     """An integer option given as text (``--depth``): a whole number > 0, else one line that names the option."""
     from ..errors import UserError

@@ -157,3 +157,33 @@ def verdict_notes(summary: dict[str, Any], axis: str = "width") -> list[str]:
     entries = {setup: axis_entry(info, axis) for setup, info in summary.get("setups", {}).items()}
     return [f"{setup}: inconclusive{where} — {info['reason']}; {info['fix']}"
             for setup, info in entries.items() if info.get("verdict") == "inconclusive" and info.get("reason")]
+
+
+def batch_table(summary: dict[str, Any]) -> Optional[Table]:
+    """setup × token budget → the best batch and the critical batch with their 95 % intervals and status, and the
+    growth of each with the budget where fitted; None when no setup swept batches at fixed budgets."""
+    setups = {label: info["batch"] for label, info in summary.get("setups", {}).items() if info.get("batch")}
+    if not setups:
+        return None
+    tolerance = next(iter(setups.values()))["tolerance"]
+    table = Table(title="the batch worth using at each token budget")
+    for column in ("setup", "tokens", "best batch", "interval", "best loss", "critical batch", "interval", "status"):
+        table.add_column(column, justify="left" if column in ("setup", "status") else "right")
+    for label, entry in setups.items():
+        for i, (tokens, at) in enumerate(sorted(entry["budgets"].items(), key=lambda kv: int(kv[0]))):
+            best, critical = at.get("best") or {}, at.get("critical") or {}
+            bound = {"low": "≤ ", "high": "≥ "}.get(best.get("censored") or "", "")
+            table.add_row(label if i == 0 else "", f"{int(tokens):,}", f"{bound}{_number(best.get('batch'), 1)}",
+                          format_interval(best.get("ci"), ".1f"), _number(best.get("loss"), 4),
+                          ("≥ " if critical.get("status") == "bound" else "") + _number(critical.get("batch"), 1),
+                          format_interval(critical.get("ci"), ".1f"), critical.get("status", "-"))
+        for kind in ("best", "critical"):
+            fit = (entry.get("growth") or {}).get(kind)
+            if fit:
+                table.add_row("", f"{kind} ∝ D^γ", f"γ = {fit['gamma']:.2f}",
+                              format_interval(fit["gamma_ci"], ".2f"), "", "", "", f"{len(fit['budgets'])} budgets")
+        table.add_section()
+    table.caption = (f"each batch at its own η*; critical: the largest batch within {100 * tolerance:g} % of the "
+                     "best batch's loss (--batch-tolerance); intervals: 95 % from the seeds; ≤/≥: a bound at the "
+                     "grid's edge")
+    return table

@@ -14,6 +14,7 @@ from ..sweep.estimate import PointEstimate, SweepEstimate
 from ..sweep.spec import Point, SweepSpec
 from ..sweep.studies import StudyKey, study_keys
 from ..sweep.trial import trial_config, trials_per_batch
+from ..train.budget import tokens_read
 from ..train.data import load_corpus, vocab_size
 from ..train.timing import measure_trial
 
@@ -43,7 +44,7 @@ def estimate_sweep(spec: SweepSpec, workers: int, threads: int) -> SweepEstimate
     for keys in groups.values():
         cfg = _middle_config(spec, keys[0], threads)
         batch = trials_per_batch(spec.batch_trials, keys[0], cfg)
-        shape = repr((replace(cfg, train=replace(cfg.train, steps=1, seed=0, eval_every=0)), batch))
+        shape = repr((replace(cfg, train=replace(cfg.train, steps=1, seed=0, eval_every=0, tokens=None)), batch))
         if shape not in costs:
             costs[shape] = measure_trial(cfg, trials=batch)
         points.append(PointEstimate.of(keys, batch, cfg.train.steps, cfg.train.eval_every, costs[shape]))
@@ -59,8 +60,8 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
     estimate = estimate_sweep(spec, workers, threads)
     extra = spec.swept()[1:]
     table = Table(title=f"sweep {spec.name}: plan ({workers} worker(s) × {threads} thread(s))")
-    for column in ("setup", "width", *extra, "studies", "trials", "+ext.", "tokens/trial", "GFLOP/trial", "batch",
-                   "s/step", "est. s/trial"):
+    for column in ("setup", "width", *extra, "studies", "trials", "+ext.", "steps", "tokens/trial", "GFLOP/trial",
+                   "stacked", "s/step", "est. s/trial"):
         table.add_column(column, justify="left" if column == "setup" else "right")
     corpora: dict[str, str] = {}
     for point in estimate.points:
@@ -68,11 +69,12 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
         tag = repr((cfg.data, cfg.train.seq_len))
         if tag not in corpora:
             corpora[tag] = load_corpus(cfg.data, cfg.train.seq_len).headline()
-        tokens = cfg.train.steps * cfg.train.batch_size * cfg.train.seq_len
+        tokens = tokens_read(cfg.train)
         coordinates = [str(getattr(point.key.point, axis)) for axis in extra]
         table.add_row(point.key.setup, str(point.key.width), *coordinates, str(point.studies), str(point.trials),
-                      f"{point.extension:.1f}", f"{tokens:,}", f"{_flops(cfg, tokens) / 1e9:,.1f}", str(point.batch),
-                      f"{point.cost.step:.3f}", f"{point.seconds_per_trial():,.1f}")
+                      f"{point.extension:.1f}", str(cfg.train.steps), f"{tokens:,}",
+                      f"{_flops(cfg, tokens) / 1e9:,.1f}", str(point.batch), f"{point.cost.step:.3f}",
+                      f"{point.seconds_per_trial():,.1f}")
     low, high = estimate.wall_seconds("low"), estimate.wall_seconds("high")
     table.caption = (f"{estimate.trials('low'):.0f} trials (grid, noise probes, anchors) + {estimate.trials() - estimate.trials('low'):.1f} "
                      f"expected from grid extension; estimated wall time {_minutes(estimate.wall_seconds())} "

@@ -8,8 +8,9 @@ from typing import Optional, Sequence
 __all__ = ["run"]
 
 
-def run(run_dirs: Sequence[Path], out: Optional[Path]) -> list[Path]:
+def run(run_dirs: Sequence[Path], out: Optional[Path], tolerance_text: str = "0.01") -> list[Path]:
     """Draw and return the written paths."""
     from ..analysis.draw import draw
+    from .common import batch_tolerance
 
-    return draw(list(run_dirs), out)
+    return draw(list(run_dirs), out, batch_tolerance(tolerance_text))

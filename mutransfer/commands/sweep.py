@@ -94,9 +94,11 @@ def precheck(spec: Any, steps: int = 3) -> dict[str, list[str]]:
     return unstable
 
 
-def finalize(spec: Any, run_dir: Path, storage_url: Optional[str], prefix: str) -> dict[str, Any]:
-    """Storage → trials.csv, curves.csv → summary.json → plots. Returns the summary."""
+def finalize(spec: Any, run_dir: Path, storage_url: Optional[str], prefix: str, th: Any = None) -> dict[str, Any]:
+    """Storage → trials.csv, curves.csv → summary.json → plots (``th``: the analysis thresholds, default ones
+    when None). Returns the summary."""
     from ..analysis.draw import draw
+    from ..analysis.optimum import Thresholds
     from ..analysis.summary import write_summary, write_tables
     from ..sweep.storage import open_storage
     from ..sweep.tables import collect
@@ -105,8 +107,9 @@ def finalize(spec: Any, run_dir: Path, storage_url: Optional[str], prefix: str) 
     write_tables(run_dir, trials, curves)
     if trials.empty:
         return {"setups": {}, "keys": {}}
-    summary = write_summary(run_dir, trials)
-    draw([run_dir])
+    th = th if th is not None else Thresholds()
+    summary = write_summary(run_dir, trials, th)
+    draw([run_dir], th=th)
     return summary
 
 
@@ -120,17 +123,19 @@ def _report_precheck(out: Any, spec: Any) -> None:
 
 
 def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], storage: Optional[str],
-        study: Optional[str], workers_text: str, threads: int, dry_run: bool, heartbeat: int = 10) -> int:
+        study: Optional[str], workers_text: str, threads: int, dry_run: bool, heartbeat: int = 10,
+        tolerance_text: str = "0.01") -> int:
     """The sweep command; returns the exit code (130 after Ctrl-C, with the tables written)."""
     from ..files import claim_run_dir, dump_yaml
     from ..sweep.spec import load_spec
     from ..sweep.storage import open_storage
     from ..sweep.trial import sweep_record
     from ..sweep.worker import SweepOptions
-    from .common import console
+    from .common import batch_tolerance, console
 
     name, overrides = split_spec(spec_name, words)
     spec = load_spec(name, overrides)
+    th = batch_tolerance(tolerance_text)
     workers, threads = resolve_workers(workers_text, threads)
     if heartbeat < 1:
         raise UserError(f"--heartbeat {heartbeat} must be at least 1 second", "e.g. --heartbeat 10")
@@ -166,7 +171,7 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
                  f"batch_trials={spec.batch_trials} · {run_dir}", soft_wrap=True)
     for line in corpus_lines(configs):
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
-    return _execute(screen, spec, opts)
+    return _execute(screen, spec, opts, th)
 
 
 def corpus_lines(configs: dict[str, dict[str, Any]]) -> list[str]:
@@ -205,12 +210,12 @@ class _Progress:
         return self.first is not None and self.last is not None and self.first.done == self.last.done > 0
 
 
-def _execute(screen: Any, spec: Any, opts: Any) -> int:
+def _execute(screen: Any, spec: Any, opts: Any, th: Any) -> int:
     """Run the workers under a live display on a terminal, one line per finished trial otherwise; then write
     the outputs. Ctrl-C still writes them."""
     from ..sweep.interrupts import Interrupts
     from ..sweep.runner import run_sweep
-    from .display import progress_view, summary_table, verdict_notes
+    from .display import batch_table, progress_view, summary_table, verdict_notes
 
     display, live = progress_view(screen)
     progress = _Progress(screen, display)
@@ -225,12 +230,15 @@ def _execute(screen: Any, spec: Any, opts: Any) -> int:
         screen.print(f"sweep {spec.name}: {progress.last.done}/{progress.last.total} trials already done; "
                      "rewriting the tables")
     screen.print()
-    summary = finalize(spec, opts.run_dir, opts.storage, opts.prefix)
+    summary = finalize(spec, opts.run_dir, opts.storage, opts.prefix, th)
     if summary["setups"]:
         for axis in spec.swept():
             screen.print(summary_table(summary, axis=axis))
             for note in verdict_notes(summary, axis):
                 screen.print(f"[yellow]{note}[/]")
+        batches = batch_table(summary)
+        if batches is not None:
+            screen.print(batches)
     for key in summary.get("keys", {}):
         for axis in spec.swept():
             screen.print(summary_table(summary, axis=axis, key=key))
@@ -242,7 +250,8 @@ def _execute(screen: Any, spec: Any, opts: Any) -> int:
 
 def next_step(spec: Any, summary: dict[str, Any], run_dir: Path, interrupted: int = 0) -> str:
     """The command to run after a sweep: ``transfer`` to 4× the largest swept value of each axis (width at least
-    4096), from this run; resuming the sweep when it was interrupted or finished no trial."""
+    4096; the batch at the largest swept, since the optimal LR stops following the batch past the critical batch),
+    from this run; resuming the sweep when it was interrupted or finished no trial."""
     import shlex
 
     from ..analysis.summary import axis_entry
@@ -250,9 +259,11 @@ def next_step(spec: Any, summary: dict[str, Any], run_dir: Path, interrupted: in
 
     if interrupted or not summary["setups"]:
         return "next: run the same command again to resume the sweep"
-    targets = {axis: 4 * max(getattr(spec, axis_named(axis).plural)) for axis in spec.swept()}
+    targets = {axis: (1 if axis == "batch" else 4) * max(getattr(spec, axis_named(axis).plural))
+               for axis in spec.swept()}
     targets["width"] = max(4096, targets["width"])
-    command = " ".join(["mutransfer transfer", *(f"--{axis} {value}" for axis, value in targets.items()),
+    command = " ".join(["mutransfer transfer", *(f"{axis_named(axis).option} {value}"
+                                                 for axis, value in targets.items()),
                         "--from", shlex.quote(str(run_dir))])
     if any(axis_entry(info, "width").get("verdict") == "transfers" for info in summary["setups"].values()):
         return f"next: {command}"

@@ -15,6 +15,7 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
         write_csv, write_json
     from ..model.build import build_model
     from ..train.data import check_validation_split, epochs_warning, load_corpus
+    from ..train.noise import NOISE_FIELDS
     from .common import condition_changes, warn_conditions, warn_model
 
     if config is not None:
@@ -35,7 +36,8 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
     print(corpus.headline(), flush=True)
     atomic_write_text(run_dir / CONFIG_FILE, to_yaml(cfg))
     result, env = _train_with_progress(cfg, corpus)
-    write_csv(run_dir / METRICS_FILE, result.curve, METRICS_COLUMNS)
+    write_csv(run_dir / METRICS_FILE, result.curve,
+              (*METRICS_COLUMNS, *NOISE_FIELDS) if cfg.train.noise_scale else METRICS_COLUMNS)
     write_json(run_dir / RESULT_FILE, {**result.summary(), "evals": result.evals, "corpus": corpus.describe(),
                                        "environment": env, "config": to_dict(cfg)})
     _report(result, run_dir)

@@ -13,16 +13,21 @@ LEFT = ("parameter", "role", "update")
 
 def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[Path], fmt: str,
         correct_drift: bool, tolerance: str = "1", depth: Optional[str] = None, steps: Optional[str] = None,
-        decay_rule: Optional[str] = None) -> None:
+        decay_rule: Optional[str] = None, batch_size: Optional[str] = None, tokens: Optional[str] = None,
+        tolerance_text: str = "0.01") -> None:
     from ..files import latest_run, transfer_file
     from ..transfer.target import make_transfer, write_transfer
-    from .common import console, positive_integer, positive_number
+    from .common import batch_tolerance, console, positive_integer, positive_number
 
     octaves = positive_number("--tolerance", tolerance, "1")
     blocks = positive_integer("--depth", depth, "48") if depth is not None else None
     horizon = positive_integer("--steps", steps, "100000") if steps is not None else None
+    batch = positive_integer("--batch-size", batch_size, "256") if batch_size is not None else None
+    budget = positive_integer("--tokens", tokens, "1000000000") if tokens is not None else None
     run_dir = source or latest_run()
-    result = make_transfer(run_dir, width, setup, correct_drift, octaves, blocks, horizon, decay_rule)
+    th = batch_tolerance(tolerance_text)
+    result = make_transfer(run_dir, width, setup, correct_drift, octaves, blocks, horizon, decay_rule, batch, budget,
+                           th)
     path = out or run_dir / transfer_file(width, fmt)
     write_transfer(result, path, fmt)
     screen = console()
@@ -50,7 +55,8 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
 def prediction_line(prediction: dict[str, Any]) -> str:
     """What ``transfer`` prints after the run it reads: log2 η* at the target with its 95 % range, and on the next
     line the fit's lack of fit and the between-point scatter the range carries."""
-    depth = "".join(f", {name} {prediction[name]}" for name in ("depth", "steps") if prediction.get(name) is not None)
+    depth = "".join(f", {name} {prediction[name]:,}" for name in ("depth", "steps", "batch", "tokens")
+                    if prediction.get(name) is not None)
     head = f"prediction at width {prediction['width']}{depth}: log2 η* = {prediction['log2_lr']:.2f}"
     if prediction["interval"] is None:
         return f"{head}, range unknown — {prediction['narrow']}"

@@ -17,7 +17,7 @@ EXIT_MISSED = 1
 def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span_text: str, step_text: str,
         tolerance_text: str, strict: bool, correct_drift: bool, factors_text: Optional[str], storage: Optional[str],
         workers_text: str, threads: int, dry_run: bool, overrides: Sequence[str], depth_text: Optional[str] = None,
-        steps_text: Optional[str] = None) -> int:
+        steps_text: Optional[str] = None, batch_text: Optional[str] = None, tokens_text: Optional[str] = None) -> int:
     from ..errors import UserError
     from ..files import latest_run
     from ..transfer.verify import Verification, VerifyRequest, parse_factors, parse_setups, parse_widths
@@ -31,13 +31,15 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     factors = parse_factors(factors_text) if factors_text is not None else None
     depth = positive_integer("--depth", depth_text, "8") if depth_text is not None else None
     steps = positive_integer("--steps", steps_text, "600") if steps_text is not None else None
+    batch = positive_integer("--batch-size", batch_text, "32") if batch_text is not None else None
+    tokens = positive_integer("--tokens", tokens_text, "4194304") if tokens_text is not None else None
     workers, threads = resolve_workers(workers_text, threads)
     bad = next((o for o in overrides if "=" not in o or o.startswith("-")), None)
     if bad is not None:
         raise UserError(f"override '{bad}' is not key=value", "e.g. mutransfer verify --width 512 train.device=cpu")
     run_dir = source or latest_run()
     request = VerifyRequest(widths, parse_setups(setup_text, run_dir), span, step, tolerance, correct_drift, factors,
-                            tuple(overrides), depth, steps)
+                            tuple(overrides), depth, steps, batch, tokens)
     verification = Verification(run_dir, request)
     specs = verification.specs()
     warned: set[str] = set()
@@ -74,7 +76,8 @@ def _warn_conditions(verification: Any, configs: Sequence[dict[str, Any]]) -> No
     changes = [change for t in verification.targets
                for change in condition_changes(t.config, by_setup[widths.index(t.width)][t.setup])]
     warn_conditions(changes, f"the sweep in {verification.run_dir}",
-                    "; verify --steps N or --depth L verifies at another horizon or depth with what the sweep measured")
+                    "; verify --steps N, --tokens D, --batch-size B or --depth L verifies at another horizon, budget, "
+                    "batch or depth with what the sweep measured")
 
 
 def _outputs_line(verification: Any, dry_run: bool) -> str:

@@ -7,6 +7,7 @@ A spec names the setups to compare (label → config overrides), the widths and 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ import yaml
 
 from ..errors import UserError, closest, did_you_mean
 from ..files import load_yaml
-from ..schema import LR_KEY, Axis, axis_named
+from ..schema import LR_KEY, TRANSFER_AXES, Axis, axis_named
 from ..yamldoc import YAMLBoundError, parse_yaml
 from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES, SEARCH_KEYS, SearchSpec,
                      base_searches, check_grid, parse_search, search_name, spec_number)
@@ -24,11 +25,14 @@ from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES
 __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_from_dict", "spec_dir", "shipped_specs",
            "check_grid", "SAMPLERS", "PRUNERS", "SCALES", "COMBINATIONS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
 
-SPEC_KEYS = ("name", "setups", "widths", "depths", "steps", "axes", "seeds", "search", "overrides", "coord_check",
-             "batch_trials", "model")
+SPEC_KEYS = ("name", "setups", "widths", "depths", "steps", "batch_sizes", "hold", "tokens", "axes", "seeds", "search",
+             "overrides", "coord_check", "batch_trials", "model")
 COMBINATIONS = ("one", "product")
 """``axes: one`` sweeps each axis through the base point (the first value of every axis); ``product`` the full
-grid."""
+grid; a list of axes' plurals crosses those."""
+HOLDS = ("tokens", "steps")
+"""What a batch axis holds fixed: the token budget (batch × steps × sequence length; the steps follow from it) or
+the steps (the tokens grow with the batch)."""
 @dataclass(frozen=True)
 class SetupSpec:
     label: str
@@ -37,11 +41,14 @@ class SetupSpec:
 
 
 class Point(NamedTuple):
-    """Where a study trains: its width, and its depth and horizon when the spec sweeps them (None: the config's)."""
+    """Where a study trains: its width, and its depth, horizon, batch size and token budget when the spec sets them
+    (None: the config's). The fields follow ``schema.TRANSFER_AXES``."""
 
     width: int
     depth: Optional[int] = None
     steps: Optional[int] = None
+    batch: Optional[int] = None
+    tokens: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -58,23 +65,39 @@ class SweepSpec:
     """Depths (``model.depth``) to sweep besides the widths; empty: the config's depth."""
     steps: tuple[int, ...] = ()
     """Training horizons (``train.steps``) to sweep; empty: the config's. Warm-up and decay stay fractions."""
-    axes: str = "one"
+    batch_sizes: tuple[int, ...] = ()
+    """Batch sizes (``train.batch_size``) to sweep; empty: the config's."""
+    hold: str = ""
+    """With a batch axis, what it holds fixed (``HOLDS``); empty without one."""
+    tokens: tuple[int, ...] = ()
+    """Token budgets (``train.tokens``) under ``hold: tokens``; one or more."""
+    axes: str | tuple[str, ...] = "one"
+    """``COMBINATIONS``, or the plurals of the axes crossed with each other (``(batch_sizes, tokens)``)."""
     source: str = field(default="", compare=False)
 
     def swept(self) -> tuple[str, ...]:
-        """The axes this spec varies: width always, depth and steps when it lists them."""
-        return ("width",) + (("depth",) if self.depths else ()) + (("steps",) if self.steps else ())
+        """The axes this spec varies: width always, the others when it lists two or more values."""
+        return tuple(axis.name for axis, listed in zip(TRANSFER_AXES, self._values())
+                     if axis.name == "width" or len(listed) > 1)
+
+    def _values(self) -> list[tuple[Optional[int], ...]]:
+        """Each axis's values in ``TRANSFER_AXES`` order; (None,) for an axis the spec leaves at the config's."""
+        return [self.widths, *(listed or (None,) for listed in (self.depths, self.steps, self.batch_sizes,
+                                                                 self.tokens))]
 
     def points(self) -> list[Point]:
-        """The points studied. ``axes: one``: every width at the base depth and horizon, then every other depth
-        and every other horizon through the base point (the smallest value of each axis); ``axes: product``:
-        every combination."""
-        depths, steps = self.depths or (None,), self.steps or (None,)
-        if self.axes == "product":
-            return [Point(w, d, t) for w in self.widths for d in depths for t in steps]
-        base = Point(self.widths[0], depths[0], steps[0])
-        return ([base._replace(width=w) for w in self.widths] + [base._replace(depth=d) for d in depths[1:]] +
-                [base._replace(steps=t) for t in steps[1:]])
+        """The points studied: every combination of the crossed axes' values (``axes: one``: the widths alone;
+        ``product``: every axis; a list: the axes it names) with the other axes at the base point (the smallest
+        value of each), then every other value of each axis not crossed, through the base point."""
+        values = self._values()
+        crossed = {i for i, axis in enumerate(TRANSFER_AXES) if self.axes == "product" or axis.name == "width" and
+                   self.axes == "one" or axis.plural in self.axes and not isinstance(self.axes, str)}
+        base = Point(*(listed[0] for listed in values))
+        grid = [Point(*combination) for combination in
+                itertools.product(*(listed if i in crossed else listed[:1] for i, listed in enumerate(values)))]
+        return grid + [base._replace(**{axis.name: value})
+                       for i, (axis, listed) in enumerate(zip(TRANSFER_AXES, values)) if i not in crossed
+                       for value in listed[1:]]
 
     def extra(self) -> Optional[dict[str, Any]]:
         """Config tree merged into every trial's config (a user model: ``{model: {factory, roles}}``)."""
@@ -85,10 +108,10 @@ class SweepSpec:
         anchors and stages existed keep their fingerprint."""
         data = dataclasses.asdict(self)
         data.pop("source")
-        for key in ("depths", "steps"):
+        for key in ("depths", "steps", "batch_sizes", "hold", "tokens"):
             if not data[key]:
                 data.pop(key)
-        if not (self.depths or self.steps):
+        if len(self.swept()) == 1:
             data.pop("axes")
         for setup in data["setups"]:
             for search in setup["search"]:
@@ -254,12 +277,52 @@ def _axis(data: dict[str, Any], axis: Axis, example: str) -> tuple[int, ...]:
     return values
 
 
-def _combination(data: dict[str, Any], extra: bool) -> str:
+def _batch(data: dict[str, Any]) -> tuple[tuple[int, ...], str, tuple[int, ...]]:
+    """The batch axis: its sizes, what it holds fixed (``HOLDS``; tokens by default) and the token budgets."""
+    sizes = _axis(data, axis_named("batch"), "[4, 8, 16, 32]")
+    hold = data.get("hold")
+    if hold is not None and hold not in HOLDS:
+        raise UserError(f"hold={hold!r} is not something a batch axis can hold fixed",
+                        f"use one of: {', '.join(HOLDS)}")
+    if not sizes:
+        if hold is not None or data.get("tokens") is not None:
+            what = f"hold: {hold}" if hold is not None else "tokens"
+            raise UserError(f"{what} needs a batch axis", "add batch_sizes: [4, 8, 16, 32], or remove it")
+        return (), "", ()
+    hold = hold or "tokens"
+    if hold == "steps":
+        if data.get("tokens") is not None:
+            raise UserError("tokens is the budget that hold: tokens keeps; under hold: steps the tokens follow from "
+                            "the batch", "remove tokens, or set hold: tokens")
+        return sizes, hold, ()
+    if data.get("tokens") is None:
+        raise UserError("hold: tokens (the default with batch_sizes) needs the token budget",
+                        "add tokens: [N] with N = batch × steps × train.seq_len, or set hold: steps")
+    if data.get("steps") is not None or any(o.startswith("train.steps=") for o in data.get("overrides") or []):
+        raise UserError("under hold: tokens the budget sets the steps, so steps cannot be set too",
+                        "list token budgets as tokens: [...], or set hold: steps")
+    if any(o.startswith("train.tokens=") for o in data.get("overrides") or []):
+        raise UserError("the spec names tokens and also overrides train.tokens", "remove the train.tokens override")
+    return sizes, hold, _int_list("tokens", data["tokens"], True)
+
+
+def _combination(data: dict[str, Any], swept: Sequence[str]) -> str | tuple[str, ...]:
+    """``axes``: one of ``COMBINATIONS``, or a list of two or more swept axes' plurals to cross."""
     axes = data.get("axes", "one")
-    if axes not in COMBINATIONS:
-        raise UserError(f"axes={axes!r} is not a way to combine axes", f"choose one of: {', '.join(COMBINATIONS)}")
-    if "axes" in data and not extra:
+    if "axes" in data and len(swept) < 2:
         raise UserError("axes is set but the spec names no second axis", "add depths: [2, 4, 8] or remove axes")
+    if isinstance(axes, list):
+        plurals = [axis.plural for axis in TRANSFER_AXES if axis.name in swept]
+        wrong = next((a for a in axes if a not in plurals), None)
+        if wrong is not None or len(set(axes)) < 2 or len(set(axes)) < len(axes):
+            raise UserError(f"axes={axes} must list two or more of the axes the spec sweeps, once each"
+                            + (f" ('{wrong}' is not one)" if wrong is not None else ""),
+                            f"cross some of: {', '.join(plurals)}, or use one of: {', '.join(COMBINATIONS)}")
+        return tuple(a for a in plurals if a in axes)
+    if axes not in COMBINATIONS:
+        raise UserError(f"axes={axes!r} is not a way to combine axes",
+                        f"choose one of: {', '.join(COMBINATIONS)}, or list the axes to cross, e.g. "
+                        "[batch_sizes, tokens]")
     return axes
 
 
@@ -310,7 +373,12 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     batch_trials = _batch_trials(data.get("batch_trials", "auto"), setups, model)
     depths = _axis(data, axis_named("depth"), "[2, 4, 8]")
     steps = _axis(data, axis_named("steps"), "[150, 300, 600]")
-    axes = _combination(data, bool(depths or steps))
+    batch_sizes, hold, tokens = _batch(data)
+    if batch_sizes and not any(o.startswith("train.eval_batch_size=") for o in extra):
+        extra = [*extra, f"train.eval_batch_size={max(batch_sizes)}"]  # one set of validation windows for every batch
+    swept = [name for name, listed in (("width", (1, 2)), ("depth", depths), ("steps", steps),
+                                       ("batch", batch_sizes), ("tokens", tokens)) if len(listed) > 1]
+    axes = _combination(data, swept)
     if depths and model is not None:
         raise UserError("depths: a model.factory model is built at one depth", "remove depths from the spec")
     for setup in setups:
@@ -319,7 +387,8 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     return SweepSpec(name=data["name"], setups=tuple(setups), widths=_int_list("widths", data["widths"], True),
                      seeds=_int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
-                     depths=depths, steps=steps, axes=axes, source=source)
+                     depths=depths, steps=steps, batch_sizes=batch_sizes, hold=hold, tokens=tokens, axes=axes,
+                     source=source)
 
 
 def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
@@ -331,4 +400,6 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
                      overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
                      batch_trials=data.get("batch_trials", "auto"), model=data.get("model"),
                      depths=tuple(data.get("depths", ())), steps=tuple(data.get("steps", ())),
-                     axes=data.get("axes", "one"))
+                     batch_sizes=tuple(data.get("batch_sizes", ())), hold=data.get("hold", ""),
+                     tokens=tuple(data.get("tokens", ())),
+                     axes=tuple(data["axes"]) if isinstance(data.get("axes"), list) else data.get("axes", "one"))

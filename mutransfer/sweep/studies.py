@@ -49,20 +49,24 @@ class StudyKey:
     """``model.depth`` of the study's trials when the spec sweeps depths; None: the config's depth."""
     steps: Optional[int] = None
     """``train.steps`` of the study's trials when the spec sweeps horizons; None: the config's."""
+    batch: Optional[int] = None
+    """``train.batch_size`` of the study's trials when the spec sweeps batch sizes; None: the config's."""
+    tokens: Optional[int] = None
+    """``train.tokens`` of the study's trials when the spec holds a token budget; None: none."""
 
     @property
     def point(self) -> Point:
-        return Point(self.width, self.depth, self.steps)
+        return Point(self.width, self.depth, self.steps, self.batch, self.tokens)
 
     def tags(self) -> list[str]:
-        """``w64``, ``d8``, ``t300``: the point's coordinates on the axes it sets."""
+        """``w64``, ``d8``, ``t300``, ``b16``, ``tok262144``: the point's coordinates on the axes it sets."""
         return [f"{axis.tag}{value}" for axis, value in zip(TRANSFER_AXES, self.point) if value is not None]
 
     def name(self, prefix: str) -> str:
         return ".".join([prefix, self.setup, self.search.column, *self.tags(), f"s{self.seed}"])
 
     def off_width(self) -> str:
-        """``, depth 8, steps 300`` for the axes besides width that the study sets ('' when none)."""
+        """``, depth 8, steps 300, batch 16`` for the axes besides width that the study sets ('' when none)."""
         return "".join(f", {axis.name} {value}" for axis, value in zip(TRANSFER_AXES[1:], self.point[1:])
                        if value is not None)
 
@@ -82,7 +86,7 @@ def probe_seeds(spec: SweepSpec, search: SearchSpec) -> tuple[int, ...]:
 
 def study_keys(spec: SweepSpec) -> list[StudyKey]:
     return [StudyKey(setup.label, search, point.width, seed, probe_seeds(spec, search) if seed == spec.seeds[0] else (),
-                     point.depth, point.steps)
+                     point.depth, point.steps, point.batch, point.tokens)
             for setup in spec.setups for search in setup.search for point in spec.points() for seed in spec.seeds]
 
 

@@ -9,9 +9,9 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from ..files import CURVE_COLUMNS
-from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES
+from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis
 from .spec import SweepSpec
-from .studies import live_trials, load_study, seed_of, study_keys
+from .studies import StudyKey, live_trials, load_study, seed_of, study_keys
 
 __all__ = ["TRIAL_COLUMNS", "STATE_STATUS", "collect"]
 
@@ -25,12 +25,20 @@ def _num(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
 
 
+def _coordinate(key: StudyKey, axis: Axis, attrs: dict[str, Any]) -> Any:
+    """The study's value on ``axis``; the trial's own record where the point leaves it to the config (the tokens
+    a batch axis held at fixed steps reads)."""
+    value = getattr(key.point, axis.name)
+    return attrs.get(axis.column) if value is None else value
+
+
 def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One row per finished trial (bookkeeping entries left out) and one row per recorded curve point. A sweep
-    across depth or horizon adds a ``depth`` or ``horizon`` column to the trials; its curves are those of the
-    width axis (at the base depth and horizon)."""
-    axes = [axis for axis in TRANSFER_AXES[1:] if axis.name in spec.swept()]
-    axis_columns = [axis.column for axis in axes]
+    across depth or horizon adds a ``depth`` or ``horizon`` column to the trials, one across batch sizes the
+    ``batch_size``, ``tokens`` and ``hold`` columns; its curves are those of the width axis (at the base point)."""
+    axes = [axis for axis in TRANSFER_AXES[1:] if axis.name in spec.swept() or
+            (spec.batch_sizes and axis.name == "tokens")]
+    axis_columns = [axis.column for axis in axes] + (["hold"] if spec.hold else [])
     base = spec.points()[0]
     extra_keys = sorted({s.key for setup in spec.setups for s in setup.search if s.key != LR_KEY})
     rows: list[dict[str, Any]] = []
@@ -53,9 +61,12 @@ def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, p
                    "peak_memory_mb": _num(a.get("peak_memory_mb")), "batch_trials": a.get("batch_trials"),
                    "study": study.study_name, "trial": t.number,
                    "host": a.get("host"), "pid": a.get("pid"),
-                   **{axis.column: getattr(key.point, axis.name) for axis in axes}}
+                   **{axis.column: _coordinate(key, axis, a) for axis in axes},
+                   **({"hold": spec.hold} if spec.hold else {})}
             for extra in extra_keys:
                 row[extra] = key.search.value(x) if key.search.key == extra else math.nan
+            if "noise_scale" in a:
+                row["noise_scale"] = _num(a.get("noise_scale"))
             rows.append(row)
             if key.point[1:] != base[1:]:
                 continue
@@ -64,7 +75,8 @@ def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, p
                 curves.append({"setup": key.setup, "width": key.width, "seed": seed_of(t, key), "search_key": key.search.key,
                                "x": x, "trial": t.number, "step": int(step), "train_loss": _num(loss),
                                "val_loss": _num(evals.get(int(step)))})
-    trials = pd.DataFrame(rows, columns=TRIAL_COLUMNS + axis_columns + extra_keys)
+    noise_columns = ["noise_scale"] if any("noise_scale" in row for row in rows) else []
+    trials = pd.DataFrame(rows, columns=TRIAL_COLUMNS + axis_columns + extra_keys + noise_columns)
     trials = trials.sort_values(["setup", "search_key", "width", *axis_columns, "seed", LR_COLUMN, "trial"],
                                 kind="stable")
     return trials.reset_index(drop=True), pd.DataFrame(curves, columns=CURVE_COLUMNS)

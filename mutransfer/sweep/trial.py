@@ -10,6 +10,7 @@ from typing import Any, Optional
 from ..config import compose, to_dict
 from ..errors import UserError
 from ..schema import LR_KEY, TRANSFER_AXES, Config
+from ..train.budget import tokens_read
 from ..train.device import resolve_device
 from ..table.decay import DECAY_OFF_OVERRIDES
 from .search import OFF_X
@@ -47,9 +48,11 @@ def point_overrides(point: Point) -> list[str]:
 
 
 def axis_values(cfg: Config) -> dict[str, int]:
-    """Where ``cfg`` trains on every transfer axis, by trials.csv column: ``{width, depth, horizon}`` (the
-    trial user attributes a dashboard filters and groups by, set whether or not the spec sweeps the axis)."""
-    return {axis.column: attrgetter(axis.config_key)(cfg) for axis in TRANSFER_AXES}
+    """Where ``cfg`` trains on every transfer axis, by trials.csv column: ``{width, depth, horizon, batch_size,
+    tokens}`` (the trial user attributes a dashboard filters and groups by, set whether or not the spec sweeps the
+    axis; ``tokens`` is the tokens the run reads, budget or not)."""
+    return {axis.column: tokens_read(cfg.train) if axis.name == "tokens" else attrgetter(axis.config_key)(cfg)
+            for axis in TRANSFER_AXES}
 
 
 def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:

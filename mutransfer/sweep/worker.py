@@ -313,8 +313,13 @@ def _waiting(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
 
 
+def _finite(value: float) -> Optional[float]:
+    return value if math.isfinite(value) else None
+
+
 def record_result(study: optuna.Study, trial: optuna.Trial, cfg: Config, result: TrainResult) -> None:
-    """Store a trained trial's summary, thinned curve and evaluations, and tell Optuna its state and value.
+    """Store a trained trial's summary, thinned curve and evaluations (and, when measured, its gradient noise as
+    ``noise``: [step, |G|², tr(Σ)] per evaluation), and tell Optuna its state and value.
 
     A diverged trial is COMPLETE with its last finite loss (at least the initial one), so samplers learn
     that the region is bad; a pruned one is PRUNED."""
@@ -323,8 +328,10 @@ def record_result(study: optuna.Study, trial: optuna.Trial, cfg: Config, result:
     if result.curve and curve[-1][0] != result.curve[-1]["step"]:
         curve.append([result.curve[-1]["step"], result.curve[-1]["train_loss"]])
     status = {"stopped": "pruned"}.get(result.status, result.status)
+    noise = {"noise": [[e["step"], _finite(e["noise_g2"]), _finite(e["noise_trace"])] for e in result.evals
+                       if "noise_g2" in e]} if result.noise_measured else {}
     for name, value in {**result.summary(), "status": status, "curve": curve,
-                        "evals": [[e["step"], e["val_loss"]] for e in result.evals]}.items():
+                        "evals": [[e["step"], e["val_loss"]] for e in result.evals], **noise}.items():
         trial.set_user_attr(name, value if not (isinstance(value, float) and not math.isfinite(value)) else None)
     if status == "pruned":
         study.tell(trial, state=TrialState.PRUNED)

@@ -19,9 +19,10 @@ from torch import Tensor
 
 from ..errors import UserError
 from ..schema import DataConfig, TrainConfig
+from .budget import tokens_read
 
 __all__ = ["Corpus", "load_corpus", "stdlib_files", "vocab_size", "Batches", "fixed_batches", "BYTE_VOCAB",
-           "tokens_read", "epochs_warning", "check_validation_split"]
+           "epochs_warning", "check_validation_split"]
 
 BYTE_VOCAB = 256
 
@@ -124,12 +125,6 @@ def load_corpus(cfg: DataConfig, min_tokens: int) -> Corpus:
                   size_bytes=len(raw), sha256=hashlib.sha256(raw).hexdigest())
 
 
-def tokens_read(train: TrainConfig) -> int:
-    """Training tokens one run reads: ``steps`` batches of ``batch_size`` windows of ``seq_len`` inputs (stacked
-    learning-rate trials share them)."""
-    return train.steps * train.batch_size * train.seq_len
-
-
 def epochs_warning(corpus: Corpus, train: TrainConfig) -> Optional[str]:
     """The warning for a run that reads more tokens than the training split holds (more than one epoch); None when
     it reads less."""
@@ -142,18 +137,25 @@ def epochs_warning(corpus: Corpus, train: TrainConfig) -> Optional[str]:
             "train.steps, train.batch_size or train.seq_len")
 
 
+def eval_batch_size(train: TrainConfig) -> int:
+    """Sequences per evaluation batch: ``train.eval_batch_size``, else the training batch size."""
+    return train.batch_size if train.eval_batch_size is None else train.eval_batch_size
+
+
 def check_validation_split(corpus: Corpus, data: DataConfig, train: TrainConfig) -> None:
     """Refuse a validation split smaller than one evaluation reads (``eval_batches`` × ``batch_size`` windows of
     ``seq_len`` + 1 tokens): its loss would average the same few tokens over and over."""
     held, total = len(corpus.val), len(corpus.train) + len(corpus.val)
-    need = train.eval_batches * train.batch_size * (train.seq_len + 1)
+    need = train.eval_batches * eval_batch_size(train) * (train.seq_len + 1)
     if held >= need:
         return
     fraction = (need + 1) / total  # + 1: the split is int(total × fraction) tokens
+    sequences = (f"train.batch_size={train.batch_size}" if train.eval_batch_size is None else
+                 f"train.eval_batch_size={train.eval_batch_size}")
     larger = f"raise data.val_fraction to {math.ceil(fraction * 100) / 100:g}, " if fraction <= 0.5 else ""
     raise UserError(f"the validation split of {corpus.source} holds {held:,} tokens (data.val_fraction="
                     f"{data.val_fraction:g} of {total:,}) but one evaluation reads {need:,} (train.eval_batches="
-                    f"{train.eval_batches} × train.batch_size={train.batch_size} × "
+                    f"{train.eval_batches} × {sequences} × "
                     f"(train.seq_len={train.seq_len} + 1))",
                     f"{larger}lower train.eval_batches, or give a larger corpus")
 

@@ -15,8 +15,10 @@ from ..model.build import build_model
 from ..model.gpt import next_token_loss
 from ..schema import Config
 from ..table.plan import Plan
-from .data import Batches, Corpus, fixed_batches
+from .budget import tokens_per_step
+from .data import Batches, Corpus, eval_batch_size, fixed_batches
 from .device import peak_memory_mb, prepare_device, synchronize
+from .noise import NOISE_FIELDS, NOISE_MICRO_BATCHES, measure_noise, noise_batches, noise_scale, run_noise_scale
 from .schedule import schedule_factor
 from .stacking import clip_grad_norm_per_trial_, keep_trials
 
@@ -43,10 +45,19 @@ class TrainResult:
     message: str = ""
     curve: list[dict[str, float]] = field(default_factory=list)
     evals: list[dict[str, float]] = field(default_factory=list)
+    noise_scale: Optional[float] = None
+    """The gradient noise scale in sequences (``train.noise_scale``): a ratio of averages over the evaluations
+    in the second half of the run; None when not measured or not positive."""
+
+    @property
+    def noise_measured(self) -> bool:
+        """Whether the run measured the gradient noise scale (its evaluations carry ``noise_g2``)."""
+        return any("noise_g2" in e for e in self.evals)
 
     def summary(self) -> dict[str, Any]:
+        """The run's scalars; ``noise_scale`` only when it was measured."""
         keys = ("status", "val_loss", "train_loss", "initial_loss", "steps", "seconds", "tokens_per_s",
-                "optimizer_fraction", "peak_memory_mb", "message")
+                "optimizer_fraction", "peak_memory_mb", "message") + (("noise_scale",) if self.noise_measured else ())
         return {k: getattr(self, k) for k in keys}
 
 
@@ -103,7 +114,15 @@ class _Record:
             self.status = "diverged"
             self.message = f"training loss {loss:.4g} at step {step} (initial {self.initial_loss:.4g}): diverged"
 
-    def result(self, tokens_per_step: int, peak_memory: float) -> TrainResult:
+    def add_noise(self, step: int, g2: float, trace: float) -> None:
+        """Store one evaluation's noise measurement in its evaluation record and in the curve row of its step."""
+        ratio = noise_scale([g2], [trace])
+        values = dict(zip(NOISE_FIELDS, (g2, trace, math.nan if ratio is None else ratio)))
+        self.evals[-1].update(values)
+        if self.curve and self.curve[-1]["step"] == step:
+            self.curve[-1].update(values)
+
+    def result(self, tokens_per_step: int, peak_memory: float, steps: int) -> TrainResult:
         finite = [row["train_loss"] for row in self.curve if math.isfinite(row["train_loss"])]
         return TrainResult(
             status=self.status,
@@ -118,6 +137,7 @@ class _Record:
             message=self.message,
             curve=self.curve,
             evals=self.evals,
+            noise_scale=run_noise_scale(self.evals, steps),
         )
 
 
@@ -162,8 +182,10 @@ class _Run:
         self.optimizer = build_optimizer(self.model, self.plan, trial_lrs=lrs)
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
         self.batches = Batches(corpus.train, t.batch_size, t.seq_len, t.seed, self.device)
-        self.val_batches = fixed_batches(corpus.val, t.batch_size, t.seq_len, t.eval_batches, EVAL_SEED, self.device)
-        self.tokens_per_step = t.batch_size * t.seq_len
+        self.val_batches = fixed_batches(corpus.val, eval_batch_size(t), t.seq_len, t.eval_batches, EVAL_SEED,
+                                         self.device)
+        self.noise_batches = noise_batches(corpus.train, t, self.device) if t.noise_scale else None
+        self.tokens_per_step = tokens_per_step(t.batch_size, t.seq_len)
         self.records = [_Record(eta) for eta in (lrs if lrs is not None else [self.plan.lr])]
         self.active = list(range(len(self.records)))
 
@@ -180,7 +202,7 @@ class _Run:
             if not self.active:
                 break
         peak = peak_memory_mb(self.device)
-        return [rec.result(self.tokens_per_step, peak) for rec in self.records], self.plan
+        return [rec.result(self.tokens_per_step, peak, self.t.steps) for rec in self.records], self.plan
 
     def _step(self, step: int) -> list[float]:
         """One optimizer step (``step`` counts from 1): schedule, forward, backward, clip, update, record."""
@@ -211,13 +233,25 @@ class _Run:
 
     def _evaluate(self, step: int, on_eval: Optional[TrialEvalCallback]) -> None:
         last = step == self.t.steps
-        for i, val in zip(self.active, evaluate(self.model, self.val_batches, self.device.type == "cuda")):
+        noise = self._measure_noise()
+        vals = evaluate(self.model, self.val_batches, self.device.type == "cuda")
+        for pos, (i, val) in enumerate(zip(self.active, vals)):
             rec = self.records[i]
             rec.evals.append({"step": step, "val_loss": val})
+            if noise is not None:
+                rec.add_noise(step, *noise[pos])
             if not math.isfinite(val):
                 rec.status, rec.message = "diverged", f"validation loss {val} at step {step}: diverged"
             elif on_eval is not None and on_eval(i, step, val) and not last:
                 rec.status, rec.message = "stopped", f"stopped by the caller at step {step}"
+
+    def _measure_noise(self) -> Optional[list[tuple[float, float]]]:
+        """Each active trial's (|G|², tr(Σ)) from ``NOISE_MICRO_BATCHES`` batches of the measurement's own sampler;
+        None when ``train.noise_scale`` is off."""
+        if self.noise_batches is None:
+            return None
+        batches = [self.noise_batches.next() for _ in range(NOISE_MICRO_BATCHES)]
+        return measure_noise(self.model, batches, loss_of, self.stacked, self.device.type == "cuda")
 
     def _drop_finished(self) -> None:
         """Trials that diverged or were stopped leave the stacked model and its optimizer."""

@@ -13,7 +13,7 @@ import torch
 from ..model.apply import build_optimizer
 from ..model.build import build_model
 from ..schema import Config
-from .data import vocab_size
+from .data import eval_batch_size, vocab_size
 from .device import prepare_device, synchronize
 from .loop import evaluate, loss_of
 from .stacking import clip_grad_norm_per_trial_
@@ -85,7 +85,8 @@ def measure_trial(cfg: Config, trials: int = 1, min_steps: int = 5, max_steps: i
     times: list[float] = []
     while len(times) < min_steps or (sum(times) < budget_seconds and len(times) < max_steps):
         times.append(_timed(step, device))
-    batches = [(x, x)] * cfg.train.eval_batches
+    held_out = torch.randint(0, vocab, (eval_batch_size(cfg.train), cfg.train.seq_len), device=device)
+    batches = [(held_out, held_out)] * cfg.train.eval_batches
     evaluation = _timed(lambda: evaluate(model, batches, autocast), device)
     low, median, high = statistics.quantiles(times, n=4, method="inclusive")
     return TrialCost(setup=build + max(0.0, first - median), step=median, step_low=low, step_high=high,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 
+from ..analysis.optimum import Thresholds
 from ..analysis.summary import estimated_widths, summarize_run
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
@@ -20,6 +21,8 @@ from ..schema import Config, axis_named, family_of
 from ..table.rules import depth_exponents
 from ..train.data import vocab_size
 from ..analysis.prediction import Prediction, law_prediction, predict
+from ..train.budget import tokens_read
+from .batch import batch_warnings, target_horizon
 from .decay import (DecayTransfer, decay_rule_name, decay_setups, decay_verdicts, decay_warnings, predict_decay,
                     with_decay)
 
@@ -77,18 +80,19 @@ def _choose(summary: dict[str, Any], setup: Optional[str],
 
 def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correct_drift: bool = False,
                   tolerance: float = DEFAULT_TOLERANCE, depth: Optional[int] = None,
-                  steps: Optional[int] = None, decay_rule: Optional[str] = None) -> Transfer:
-    """The transfer to ``width`` (and ``depth``, ``steps``: the swept base point's when None); a sweep that
-    searched the decay carries its prediction too, under the setup's rule (``decay_rule`` chooses among them)."""
-    for flag, value, example in (("--depth", depth, "48"), ("--steps", steps, "100000")):
-        if value is not None and value <= 0:
-            raise UserError(f"{flag} {value} must be positive", f"e.g. {flag} {example}")
+                  steps: Optional[int] = None, decay_rule: Optional[str] = None, batch_size: Optional[int] = None,
+                  tokens: Optional[int] = None, th: Thresholds = Thresholds()) -> Transfer:
+    """The transfer to ``width`` (and ``depth``, ``batch_size`` and the horizon, ``steps`` or a budget of
+    ``tokens``: the swept base point's when None); a sweep that searched the decay carries its prediction too,
+    under the setup's rule (``decay_rule`` chooses among them); ``th`` carries the critical batch's tolerance."""
+    if depth is not None and depth <= 0:
+        raise UserError(f"--depth {depth} must be positive", "e.g. --depth 48")
     if width <= 0:
         raise UserError(f"--width {width} must be positive", "give the target width, e.g. --width 4096")
     if not math.isfinite(tolerance) or tolerance <= 0:
         raise UserError(f"--tolerance {tolerance} must be a positive number of octaves", "e.g. --tolerance 1")
     record = read_sweep_record(run_dir)
-    summary = summarize_run(run_dir)
+    summary = summarize_run(run_dir, th)
     allowed = _decay_rule_setups(record, decay_rule, run_dir) if decay_rule is not None else None
     label, info, warnings = _choose(summary, setup, allowed)
     resolved = record.get("setups")
@@ -101,9 +105,11 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     if depth is not None and base.model.factory is not None and depth != base.model.depth:
         raise UserError(f"--depth {depth}: setup '{label}' is a model.factory model, which is built at one depth",
                         "leave out --depth (the factory's module fixes its depth)")
+    horizon = target_horizon(base, batch_size, tokens, steps)
     target = {"width": width, "depth": base.model.depth if depth is None else depth,
-              "steps": base.train.steps if steps is None else steps}
-    swept = {"depth": base.model.depth, "steps": base.train.steps}
+              **horizon.point(base.train.seq_len)}
+    swept = {"depth": base.model.depth, "steps": base.train.steps, "batch": base.train.batch_size,
+             "tokens": tokens_read(base.train)}
     law = info.get("law")
     if law and "width" in law["axes"] and len(law["axes"]) > 1:
         prediction = law_prediction(info, target, correct_drift, tolerance)
@@ -111,7 +117,7 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         law = None
         prediction = predict(info, width, correct_drift, tolerance)
     cfg = replace(base, model=replace(base.model, width=width, depth=target["depth"]),
-                  train=replace(base.train, steps=target["steps"]),
+                  train=replace(base.train, steps=horizon.steps, batch_size=horizon.batch, tokens=horizon.tokens),
                   optimizer=replace(base.optimizer, lr=2.0**prediction.log2_lr))
     decay = predict_decay(summary, record, label, target, tolerance)
     if decay is not None:
@@ -120,14 +126,16 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     slope = info.get("slope")
     implied = abs(slope * prediction.doublings) if slope is not None else math.nan
     warnings += _warnings(label, info, prediction, implied, correct_drift)
-    for name in ("depth", "steps"):
+    measured = law["axes"] if law is not None else []
+    for name in ("depth", "tokens" if base.train.tokens is not None else "steps", "batch"):
         if target[name] == swept[name]:
             continue
-        if law is not None and name in law["axes"]:
+        if name in measured:
             warnings += _axis_warnings(label, info, name, target[name], swept[name], name in prediction.applied)
-        else:
+        elif name != "batch":
             warnings.append(_assumed_depth_rule(cfg, swept["depth"]) if name == "depth" else
-                            _assumed_horizon(target["steps"], swept["steps"]))
+                            _assumed_horizon(name, target[name], swept[name]))
+    warnings += batch_warnings(label, info, target["batch"], swept["batch"], target["tokens"], "batch" in measured)
     sections = derived_sections(cfg)
     document = {
         "mutransfer_transfer": 1,
@@ -261,11 +269,11 @@ def _axis_warnings(label: str, info: dict[str, Any], name: str, value: int, swep
     return warnings
 
 
-def _assumed_horizon(steps: int, swept: int) -> str:
-    """The warning for a horizon the sweep did not measure."""
-    return (f"steps {steps} differs from the swept horizon {swept}: the LR is kept — assumed, not measured; the "
-            "optimum usually falls as training gets longer (sweep steps: [...] to measure it), and the predicted "
-            "range has no steps term")
+def _assumed_horizon(name: str, value: int, swept: int) -> str:
+    """The warning for a horizon (``steps``, or a budget of ``tokens``) the sweep did not measure."""
+    return (f"{name} {value} differs from the swept horizon {swept}: the LR is kept — assumed, not measured; the "
+            f"optimum usually falls as training gets longer (sweep {name}: [...] to measure it), and the predicted "
+            f"range has no {name} term")
 
 
 def _assumed_depth_rule(cfg: Config, swept: int) -> str:

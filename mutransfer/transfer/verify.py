@@ -55,8 +55,11 @@ class VerifyRequest:
     factors: Optional[tuple[float, ...]] = None
     overrides: tuple[str, ...] = ()
     depth: Optional[int] = None
-    """The target depth and horizon (None: the sweep's base point), as ``transfer --depth --steps`` take them."""
+    """The target depth, horizon, batch and budget (None: the sweep's base point), as ``transfer --depth --steps
+    --batch-size --tokens`` take them."""
     steps: Optional[int] = None
+    batch_size: Optional[int] = None
+    tokens: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -153,8 +156,9 @@ class Verification:
                         for setup in (request.setups if request.setups is not None else (None,))]
 
     def _target(self, width: int, setup: Optional[str]) -> Target:
-        transfer = make_transfer(self.run_dir, width, setup, self.request.correct_drift, depth=self.request.depth,
-                                 steps=self.request.steps)
+        r = self.request
+        transfer = make_transfer(self.run_dir, width, setup, r.correct_drift, depth=r.depth, steps=r.steps,
+                                 batch_size=r.batch_size, tokens=r.tokens)
         label = transfer.document["source"]["setup"]
         base = next((s for s in self._setup(label).search if s.key == LR_KEY), SearchSpec())
         search = verify_search(base, transfer.prediction.log2_lr, self.request)
@@ -172,11 +176,16 @@ class Verification:
         return next(s for s in self.sweep.setups if s.label == label)
 
     def point_overrides(self) -> tuple[str, ...]:
-        """``model.depth`` and ``train.steps`` of the target: set when the sweep swept that axis or the request
-        names it (a width-only verify keeps the sweep's overrides, and its study names, as they were)."""
+        """``model.depth``, ``train.batch_size`` and the horizon (``train.steps``, or ``train.tokens`` for a budget)
+        of the target: set when the sweep swept that axis or the request names it (a width-only verify keeps the
+        sweep's overrides, and its study names, as they were)."""
+        r, sweep = self.request, self.sweep
+        budget = r.tokens is not None or (sweep.hold == "tokens" and r.steps is None)
         out = []
-        for name, key, values, wanted in (("depth", "model.depth", self.sweep.depths, self.request.depth),
-                                          ("steps", "train.steps", self.sweep.steps, self.request.steps)):
+        for key, values, wanted in (("model.depth", sweep.depths, r.depth),
+                                    ("train.batch_size", sweep.batch_sizes, r.batch_size),
+                                    ("train.tokens", sweep.tokens if budget else (), r.tokens),
+                                    ("train.steps", sweep.steps, r.steps)):
             if wanted is not None or values:
                 out.append(f"{key}={wanted if wanted is not None else values[0]}")
         return tuple(out)

@@ -17,22 +17,17 @@ import yaml
 
 from ..errors import UserError, closest, did_you_mean
 from ..files import load_yaml
-from ..schema import LR_KEY, TRANSFER_AXES, Axis, axis_named
+from ..schema import LR_KEY, TRANSFER_AXES, axis_named
 from ..yamldoc import YAMLBoundError, parse_yaml
 from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES, SEARCH_KEYS, SearchSpec,
-                     base_searches, check_grid, parse_search, search_name, spec_number)
+                     base_searches, check_grid, parse_search, search_name)
+from .spec_axes import COMBINATIONS, axis_list, batch_axis, combination, int_list
 
 __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_from_dict", "spec_dir", "shipped_specs",
            "check_grid", "SAMPLERS", "PRUNERS", "SCALES", "COMBINATIONS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
 
 SPEC_KEYS = ("name", "setups", "widths", "depths", "steps", "batch_sizes", "hold", "tokens", "axes", "seeds", "search",
              "overrides", "coord_check", "batch_trials", "model")
-COMBINATIONS = ("one", "product")
-"""``axes: one`` sweeps each axis through the base point (the first value of every axis); ``product`` the full
-grid; a list of axes' plurals crosses those."""
-HOLDS = ("tokens", "steps")
-"""What a batch axis holds fixed: the token budget (batch × steps × sequence length; the steps follow from it) or
-the steps (the tokens grow with the batch)."""
 @dataclass(frozen=True)
 class SetupSpec:
     label: str
@@ -68,7 +63,7 @@ class SweepSpec:
     batch_sizes: tuple[int, ...] = ()
     """Batch sizes (``train.batch_size``) to sweep; empty: the config's."""
     hold: str = ""
-    """With a batch axis, what it holds fixed (``HOLDS``); empty without one."""
+    """With a batch axis, what it holds fixed (``spec_axes.HOLDS``); empty without one."""
     tokens: tuple[int, ...] = ()
     """Token budgets (``train.tokens``) under ``hold: tokens``; one or more."""
     axes: str | tuple[str, ...] = "one"
@@ -206,20 +201,6 @@ def _refuse_near_spec_key(head: str) -> None:
         raise UserError(f"unknown key '{head}'", f"did you mean the spec key '{match}'?")
 
 
-def _int_list(where: str, value: Any, positive: bool) -> tuple[int, ...]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list) or not value:
-        raise UserError(f"{where} must be a non-empty list of integers", f"e.g. {where}: [32, 64, 128]")
-    for item in value:
-        spec_number(where, item, integer=True, positive=positive)
-        if not positive and item < 0:
-            raise UserError(f"{where} has {item}; seeds must be >= 0", "fix the spec")
-    if len(set(value)) != len(value):
-        raise UserError(f"{where} lists a value twice: {value}", "remove the duplicate")
-    return tuple(sorted(value)) if positive else tuple(value)
-
-
 def _setups(raw: Any, base: tuple[SearchSpec, ...]) -> list[SetupSpec]:
     """Each setup's overrides, and its own searches where it narrows the spec's: a mapping narrows the learning
     rate's, a list of mappings with ``key`` narrows each key it names."""
@@ -260,70 +241,6 @@ def _narrowed(where: str, raw: Any, base: tuple[SearchSpec, ...]) -> tuple[Searc
             raise UserError(f"{where} narrows '{key}', which the spec's search does not list",
                             f"{did_you_mean(key, searched)}narrow one of: {', '.join(searched)}")
     return tuple(parse_search(where, by_key[s.key], s) if s.key in by_key else s for s in base)
-
-
-def _axis(data: dict[str, Any], axis: Axis, example: str) -> tuple[int, ...]:
-    """A second axis's values (``depths``, ``steps``): each ≥ 1, at least two to fit a slope, and not also set
-    by an override."""
-    if data.get(axis.plural) is None:
-        return ()
-    values = _int_list(axis.plural, data[axis.plural], True)
-    if len(values) < 2:
-        raise UserError(f"{axis.plural}={list(values)} names one value; an axis needs at least two",
-                        f"e.g. {axis.plural}: {example}, or set it with overrides: [{axis.config_key}={values[0]}]")
-    if any(o.startswith(f"{axis.config_key}=") for o in data.get("overrides") or []):
-        raise UserError(f"the spec names {axis.plural} and also overrides {axis.config_key}",
-                        f"remove the {axis.config_key} override")
-    return values
-
-
-def _batch(data: dict[str, Any]) -> tuple[tuple[int, ...], str, tuple[int, ...]]:
-    """The batch axis: its sizes, what it holds fixed (``HOLDS``; tokens by default) and the token budgets."""
-    sizes = _axis(data, axis_named("batch"), "[4, 8, 16, 32]")
-    hold = data.get("hold")
-    if hold is not None and hold not in HOLDS:
-        raise UserError(f"hold={hold!r} is not something a batch axis can hold fixed",
-                        f"use one of: {', '.join(HOLDS)}")
-    if not sizes:
-        if hold is not None or data.get("tokens") is not None:
-            what = f"hold: {hold}" if hold is not None else "tokens"
-            raise UserError(f"{what} needs a batch axis", "add batch_sizes: [4, 8, 16, 32], or remove it")
-        return (), "", ()
-    hold = hold or "tokens"
-    if hold == "steps":
-        if data.get("tokens") is not None:
-            raise UserError("tokens is the budget that hold: tokens keeps; under hold: steps the tokens follow from "
-                            "the batch", "remove tokens, or set hold: tokens")
-        return sizes, hold, ()
-    if data.get("tokens") is None:
-        raise UserError("hold: tokens (the default with batch_sizes) needs the token budget",
-                        "add tokens: [N] with N = batch × steps × train.seq_len, or set hold: steps")
-    if data.get("steps") is not None or any(o.startswith("train.steps=") for o in data.get("overrides") or []):
-        raise UserError("under hold: tokens the budget sets the steps, so steps cannot be set too",
-                        "list token budgets as tokens: [...], or set hold: steps")
-    if any(o.startswith("train.tokens=") for o in data.get("overrides") or []):
-        raise UserError("the spec names tokens and also overrides train.tokens", "remove the train.tokens override")
-    return sizes, hold, _int_list("tokens", data["tokens"], True)
-
-
-def _combination(data: dict[str, Any], swept: Sequence[str]) -> str | tuple[str, ...]:
-    """``axes``: one of ``COMBINATIONS``, or a list of two or more swept axes' plurals to cross."""
-    axes = data.get("axes", "one")
-    if "axes" in data and len(swept) < 2:
-        raise UserError("axes is set but the spec names no second axis", "add depths: [2, 4, 8] or remove axes")
-    if isinstance(axes, list):
-        plurals = [axis.plural for axis in TRANSFER_AXES if axis.name in swept]
-        wrong = next((a for a in axes if a not in plurals), None)
-        if wrong is not None or len(set(axes)) < 2 or len(set(axes)) < len(axes):
-            raise UserError(f"axes={axes} must list two or more of the axes the spec sweeps, once each"
-                            + (f" ('{wrong}' is not one)" if wrong is not None else ""),
-                            f"cross some of: {', '.join(plurals)}, or use one of: {', '.join(COMBINATIONS)}")
-        return tuple(a for a in plurals if a in axes)
-    if axes not in COMBINATIONS:
-        raise UserError(f"axes={axes!r} is not a way to combine axes",
-                        f"choose one of: {', '.join(COMBINATIONS)}, or list the axes to cross, e.g. "
-                        "[batch_sizes, tokens]")
-    return axes
 
 
 def _model(model: Any) -> Optional[dict[str, Any]]:
@@ -371,21 +288,21 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
         raise UserError("overrides must be a list of key=value strings", "e.g. overrides: [train.steps=100]")
     model = _model(data.get("model"))
     batch_trials = _batch_trials(data.get("batch_trials", "auto"), setups, model)
-    depths = _axis(data, axis_named("depth"), "[2, 4, 8]")
-    steps = _axis(data, axis_named("steps"), "[150, 300, 600]")
-    batch_sizes, hold, tokens = _batch(data)
+    depths = axis_list(data, axis_named("depth"), "[2, 4, 8]")
+    steps = axis_list(data, axis_named("steps"), "[150, 300, 600]")
+    batch_sizes, hold, tokens = batch_axis(data)
     if batch_sizes and not any(o.startswith("train.eval_batch_size=") for o in extra):
         extra = [*extra, f"train.eval_batch_size={max(batch_sizes)}"]  # one set of validation windows for every batch
     swept = [name for name, listed in (("width", (1, 2)), ("depth", depths), ("steps", steps),
                                        ("batch", batch_sizes), ("tokens", tokens)) if len(listed) > 1]
-    axes = _combination(data, swept)
+    axes = combination(data, swept)
     if depths and model is not None:
         raise UserError("depths: a model.factory model is built at one depth", "remove depths from the spec")
     for setup in setups:
         for i, (search, shared) in enumerate(zip(setup.search, base)):
             check_grid(search_name(i, len(base)) if search is shared else f"setups.{setup.label}.search", search)
-    return SweepSpec(name=data["name"], setups=tuple(setups), widths=_int_list("widths", data["widths"], True),
-                     seeds=_int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
+    return SweepSpec(name=data["name"], setups=tuple(setups), widths=int_list("widths", data["widths"], True),
+                     seeds=int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
                      depths=depths, steps=steps, batch_sizes=batch_sizes, hold=hold, tokens=tokens, axes=axes,
                      source=source)

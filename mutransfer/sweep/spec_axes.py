@@ -1,0 +1,100 @@
+"""A spec's axes: lists of integer values (``widths``, ``depths``, ``steps``, ``batch_sizes``, ``tokens``, and
+seeds), the batch axis with what it holds fixed, and how the axes combine (``axes``). Plain data in, validated
+tuples out; every refusal is one ``UserError`` line."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..errors import UserError
+from ..schema import TRANSFER_AXES, Axis, axis_named
+from .search import spec_number
+
+__all__ = ["COMBINATIONS", "HOLDS", "int_list", "axis_list", "batch_axis", "combination"]
+
+COMBINATIONS = ("one", "product")
+"""``axes: one`` sweeps each axis through the base point (the first value of every axis); ``product`` the full
+grid; a list of axes' plurals crosses those."""
+HOLDS = ("tokens", "steps")
+"""What a batch axis holds fixed: the token budget (batch × steps × sequence length; the steps follow from it) or
+the steps (the tokens grow with the batch)."""
+
+
+def int_list(where: str, value: Any, positive: bool) -> tuple[int, ...]:
+    """A spec list of distinct integers (one integer is a list of one): sorted when ``positive`` (an axis), in
+    the given order and ≥ 0 otherwise (seeds)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise UserError(f"{where} must be a non-empty list of integers", f"e.g. {where}: [32, 64, 128]")
+    for item in value:
+        spec_number(where, item, integer=True, positive=positive)
+        if not positive and item < 0:
+            raise UserError(f"{where} has {item}; seeds must be >= 0", "fix the spec")
+    if len(set(value)) != len(value):
+        raise UserError(f"{where} lists a value twice: {value}", "remove the duplicate")
+    return tuple(sorted(value)) if positive else tuple(value)
+
+
+def axis_list(data: dict[str, Any], axis: Axis, example: str) -> tuple[int, ...]:
+    """A second axis's values (``depths``, ``steps``): each ≥ 1, at least two to fit a slope, and not also set
+    by an override."""
+    if data.get(axis.plural) is None:
+        return ()
+    values = int_list(axis.plural, data[axis.plural], True)
+    if len(values) < 2:
+        raise UserError(f"{axis.plural}={list(values)} names one value; an axis needs at least two",
+                        f"e.g. {axis.plural}: {example}, or set it with overrides: [{axis.config_key}={values[0]}]")
+    if any(o.startswith(f"{axis.config_key}=") for o in data.get("overrides") or []):
+        raise UserError(f"the spec names {axis.plural} and also overrides {axis.config_key}",
+                        f"remove the {axis.config_key} override")
+    return values
+
+
+def batch_axis(data: dict[str, Any]) -> tuple[tuple[int, ...], str, tuple[int, ...]]:
+    """The batch axis: its sizes, what it holds fixed (``HOLDS``; tokens by default) and the token budgets."""
+    sizes = axis_list(data, axis_named("batch"), "[4, 8, 16, 32]")
+    hold = data.get("hold")
+    if hold is not None and hold not in HOLDS:
+        raise UserError(f"hold={hold!r} is not something a batch axis can hold fixed",
+                        f"use one of: {', '.join(HOLDS)}")
+    if not sizes:
+        if hold is not None or data.get("tokens") is not None:
+            what = f"hold: {hold}" if hold is not None else "tokens"
+            raise UserError(f"{what} needs a batch axis", "add batch_sizes: [4, 8, 16, 32], or remove it")
+        return (), "", ()
+    hold = hold or "tokens"
+    if hold == "steps":
+        if data.get("tokens") is not None:
+            raise UserError("tokens is the budget that hold: tokens keeps; under hold: steps the tokens follow from "
+                            "the batch", "remove tokens, or set hold: tokens")
+        return sizes, hold, ()
+    if data.get("tokens") is None:
+        raise UserError("hold: tokens (the default with batch_sizes) needs the token budget",
+                        "add tokens: [N] with N = batch × steps × train.seq_len, or set hold: steps")
+    if data.get("steps") is not None or any(o.startswith("train.steps=") for o in data.get("overrides") or []):
+        raise UserError("under hold: tokens the budget sets the steps, so steps cannot be set too",
+                        "list token budgets as tokens: [...], or set hold: steps")
+    if any(o.startswith("train.tokens=") for o in data.get("overrides") or []):
+        raise UserError("the spec names tokens and also overrides train.tokens", "remove the train.tokens override")
+    return sizes, hold, int_list("tokens", data["tokens"], True)
+
+
+def combination(data: dict[str, Any], swept: Sequence[str]) -> str | tuple[str, ...]:
+    """``axes``: one of ``COMBINATIONS``, or a list of two or more swept axes' plurals to cross."""
+    axes = data.get("axes", "one")
+    if "axes" in data and len(swept) < 2:
+        raise UserError("axes is set but the spec names no second axis", "add depths: [2, 4, 8] or remove axes")
+    if isinstance(axes, list):
+        plurals = [axis.plural for axis in TRANSFER_AXES if axis.name in swept]
+        wrong = next((a for a in axes if a not in plurals), None)
+        if wrong is not None or len(set(axes)) < 2 or len(set(axes)) < len(axes):
+            raise UserError(f"axes={axes} must list two or more of the axes the spec sweeps, once each"
+                            + (f" ('{wrong}' is not one)" if wrong is not None else ""),
+                            f"cross some of: {', '.join(plurals)}, or use one of: {', '.join(COMBINATIONS)}")
+        return tuple(a for a in plurals if a in axes)
+    if axes not in COMBINATIONS:
+        raise UserError(f"axes={axes!r} is not a way to combine axes",
+                        f"choose one of: {', '.join(COMBINATIONS)}, or list the axes to cross, e.g. "
+                        "[batch_sizes, tokens]")
+    return axes

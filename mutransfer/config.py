@@ -24,7 +24,7 @@ VERSION_BASE = "1.3"
 SCHEMA_NAME = "mutransfer_schema"
 DATA_KINDS = ("stdlib", "text", "tokens")
 DEVICES = ("auto", "cpu", "cuda")
-SCHEDULES = ("linear", "cosine", "constant")
+SCHEDULES = ("linear", "cosine", "constant", "wsd")
 NS_DTYPES = ("auto", "float32", "bfloat16")
 SCALE_SHAPES = ("base", "actual")
 OPEN_KEYS = ("model.hf.config.",)
@@ -227,7 +227,8 @@ def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
 
 LATER_KEYS: dict[str, Any] = {"model.in_block": [], "parametrization.base_depth": 2,
                               "parametrization.depth_alpha": 0.0, "model.hf": None,
-                              "train.eval_batch_size": None, "train.tokens": None, "train.noise_scale": False}
+                              "train.eval_batch_size": None, "train.tokens": None, "train.noise_scale": False,
+                              "train.warmup_steps": None, "train.cooldown_frac": 0.2}
 """Keys added after run directories and transfer files existed, with the default that reproduces the model
 those files describe: ``to_dict`` leaves them out at that value, so older fingerprints and files stay valid.
 The weight-decay keys (``table.decay.later_decay_keys``) join them only while decay is off: files from before

@@ -242,6 +242,10 @@ class TrainConfig:
     threads: int = field(default=0, metadata=rng(0))
     warmup_frac: float = field(default=0.1, metadata=rng(0.0, 1.0))
     schedule: str = "linear"
+    warmup_steps: Optional[int] = field(default=None, metadata=rng(0))
+    """Warm-up in steps, whatever the horizon; None: ``warmup_frac`` of the steps."""
+    cooldown_frac: float = field(default=0.2, metadata=rng(0.0, 1.0))
+    """``schedule: wsd``: the share of the steps the final decay takes (warm-up, then constant, then this)."""
     min_lr_frac: float = field(default=0.0, metadata=rng(0.0, 1.0))
     grad_clip: float = field(default=0.0, metadata=rng(0.0))
     eval_every: int = field(default=50, metadata=rng(0))

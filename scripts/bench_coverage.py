@@ -1,7 +1,7 @@
 """Coverage and verdict error rates of the analysis, by simulation from a known truth (pure numpy).
 
     python scripts/bench_coverage.py [--sims 1000] [--seed 0]
-    python scripts/bench_coverage.py --real [--sims 400] [--seed 0]
+    python scripts/bench_coverage.py --real [--sims 400] [--seed 0] [--spec docs/data/default_0.6/spec.yaml]
 
 Without ``--real``: a Markdown table per truth (curvature a in nats/octave², loss noise, slope, symmetric or
 asymmetric bowl) and sweep design (1-octave or quarter-octave grid; one seed + 2 noise probes, three seeds, or
@@ -10,7 +10,8 @@ comes out, and how often the predicted 95 % range at width 4096 (drift-corrected
 the true optimum there. Every simulated seed also shifts its optimum by N(0, 0.1²) octaves.
 
 With ``--real``: the same checks on curves calibrated to this project's sweeps (``sweep.calibration``), for the
-designs of ``sweeps/default.yaml`` and ``sweeps/axes.yaml`` and the bowls of their two setups (μP + Muon's, and
+designs of ``--spec`` (default: the design ``sweeps/default.yaml`` had up to 0.6, kept with its run table, on which
+docs/analysis.md's tables are computed) and ``sweeps/axes.yaml`` and the bowls of their two setups (μP + Muon's, and
 SP + AdamW's flatter one, the true optimum mid-grid): the ideal simulator, each departure alone and all of them
 at once (true slope 0), then the verdict rates at true slopes 0 … −1. The range is the one a user acts on:
 plain when the verdict is ``transfers``, drift-corrected otherwise.
@@ -21,11 +22,14 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from mutransfer.sweep.calibration import CALIBRATED, FLAT_CURVATURE, departures, one_departure, real_truth
 from mutransfer.sweep.simulate import Design, Truth
 from mutransfer.sweep.simulated_rates import coverage, real_coverage, real_law_coverage
 from mutransfer.sweep.spec import SweepSpec, load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DESIGNS = {"1 oct, 1 seed + 2 probes": Design(), "1 oct, 3 seeds": Design(seeds=3, noise_seeds=0),
            "¼ oct, 1 seed + 2 probes": Design(step=0.25), "1 oct, 1 seed (resolution)": Design(noise_seeds=0)}
@@ -166,21 +170,21 @@ def three_widths_table(spec: SweepSpec, sims: int, seed: int) -> None:
                   f"{r['inconclusive']:.2f} |", flush=True)
 
 
-def real_tables(sims: int, seed: int) -> None:
+def real_tables(sims: int, seed: int, spec: Path) -> None:
     start = time.perf_counter()
-    default, axes = load_spec("default"), load_spec("axes")
+    default, axes = load_spec(str(spec)), load_spec("axes")
     values = ", ".join(f"{k}={v:g}" for k, v in CALIBRATED.items())
     print(f"CALIBRATED: {values}; FLAT_CURVATURE={FLAT_CURVATURE:g}")
-    print("\nsweeps/default.yaml's design, true slope 0:\n")
+    print(f"\n{spec}'s design, true slope 0:\n")
     default_table(default, sims, seed)
     print("\nsweeps/axes.yaml's design, true slopes " + ", ".join(f"{k} {v:+g}" for k, v in AXES_SLOPES.items()) +
           " (the law's slope intervals, the ranges `transfer` gives):\n")
     axes_table(axes, sims, seed)
-    print("\nVerdict rates (transfers / drifts / inconclusive) and the range at 4096, sweeps/default.yaml's design:\n")
+    print(f"\nVerdict rates (transfers / drifts / inconclusive) and the range at 4096, {spec}'s design:\n")
     verdict_table(default, sims, seed)
     print("\nThe same for the width slope of sweeps/axes.yaml's design (its law), calibrated curves:\n")
     axes_verdict_table(axes, sims, seed)
-    print("\nμP + Muon, calibrated curves, sweeps/default.yaml's design with three widths and with four:\n")
+    print(f"\nμP + Muon, calibrated curves, {spec}'s design with three widths and with four:\n")
     three_widths_table(default, sims, seed)
     print(f"\n{sims} simulated sweeps per cell, seed {seed}, {time.perf_counter() - start:.0f} s")
 
@@ -190,9 +194,11 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="curves calibrated to this project's sweeps")
     parser.add_argument("--sims", type=int, default=None, help="simulated sweeps per row (1000; 400 with --real)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--spec", type=Path, default=ROOT / "docs" / "data" / "default_0.6" / "spec.yaml",
+                        help="with --real: the default design's spec (default: the 0.6 default, kept with its table)")
     args = parser.parse_args()
     if args.real:
-        real_tables(args.sims or 400, args.seed)
+        real_tables(args.sims or 400, args.seed, args.spec)
     else:
         ideal_table(args.sims or 1000, args.seed)
 

@@ -1,4 +1,4 @@
-"""Regenerate docs/transfer.png, the README's picture: run the default sweep (`mutransfer sweep`, 16–32
+"""Regenerate docs/transfer.png, the README's picture: run the default sweep (`mutransfer sweep`, 9–17
 minutes on 2 cores), then draw its loss-vs-learning-rate figure small enough to commit.
 
     python scripts/make_readme_figure.py [--run-dir runs/default] [--skip-sweep]

@@ -68,7 +68,7 @@ def test_specs_without_a_batch_axis_keep_their_names_and_records() -> None:
         assert all(".b" not in key.name("p").split("log2_lr")[-1] and ".tok" not in key.name("p")
                    for key in study_keys(spec))
     data = to_dict(compose([]))["train"]
-    assert not {"tokens", "eval_batch_size", "noise_scale"} & set(data)
+    assert not {"tokens", "eval_batch_size", "noise_scale", "warmup_steps", "cooldown_frac"} & set(data)
 
 
 def test_a_token_budget_sets_the_steps() -> None:

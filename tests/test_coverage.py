@@ -5,7 +5,7 @@ Each cell simulates 1000 sweeps through the real policies (grid, extension, nois
 analysis; ``python -m pytest -m slow`` runs the wider table, ``scripts/bench_coverage.py`` prints it.
 
 The targets on real curves (``real_truth()``: μP + Muon's calibrated bowl with every departure at its measured
-value, on ``sweeps/default.yaml``'s design) are checked from 150 sweeps per true slope in the default run and
+value, on the 0.6 default design) are checked from 150 sweeps per true slope in the default run and
 from 1000 per slope over the whole grid of slopes under ``-m slow``; each threshold is the target moved by about
 two Monte-Carlo standard deviations of its cell (the seeds are fixed, so a run is deterministic)."""
 
@@ -108,8 +108,8 @@ def test_the_law_covers_every_slope_and_its_prediction_far_from_the_points(noise
 
 
 DEFAULT = Design(low=-8.0, high=-1.0)
-"""``sweeps/default.yaml``'s μP + Muon design: widths 16–128, its 1-octave grid extending up to 4 octaves past an
-edge, one seed + 2 noise seeds; the true optimum mid-grid."""
+"""The μP + Muon design ``sweeps/default.yaml`` had up to 0.6: widths 32–256, its 1-octave grid extending up to 4
+octaves past an edge, one seed + 2 noise seeds; the true optimum mid-grid."""
 QUICK = 150
 FULL = 1000
 

@@ -35,12 +35,12 @@ def _estimate(spec_name: str, overrides: tuple[str, ...] = (), workers: int = 1)
 
 def test_trial_count_is_what_a_finished_sweep_holds() -> None:
     """The smoke baseline (no point past its grid's edge) holds exactly the trials the estimate counts
-    before extension; the default sweep's 68 grid trials and 48 noise probes (four widths) are both counted (the
+    before extension; the default sweep's 40 grid trials and 24 noise probes (four widths) are both counted (the
     old estimate counted the grid only)."""
     assert _estimate("smoke").trials("low") == len(pd.read_csv(BASELINE))
     default = _estimate("default")
-    assert default.trials("low") == 116
-    assert _estimate("default", ("search.noise_seeds=0",)).trials("low") == 68
+    assert default.trials("low") == 64
+    assert _estimate("default", ("search.noise_seeds=0",)).trials("low") == 40
 
 
 def test_expected_extension_follows_the_edge_rule() -> None:
@@ -51,7 +51,7 @@ def test_expected_extension_follows_the_edge_rule() -> None:
     assert extension_trials(GridPolicy(SearchSpec(min=-8, max=-1, extend=False), 0)) == (0.0, 0)
     linear = GridPolicy(SearchSpec(key="optimizer.weight_decay", scale="linear", min=0, max=0.3, step=0.1), 0)
     assert extension_trials(linear) == (0.0, 0)
-    assert _estimate("default").trials() == pytest.approx(116 + 4 * 2 / 9 * 1.5 + 4 * 2 / 8 * 1.5)
+    assert _estimate("default").trials() == pytest.approx(64 + 8 * 2 / 5 * 1.5)
 
 
 def test_wall_time_is_the_sum_of_measured_parts_over_workers() -> None:

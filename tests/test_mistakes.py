@@ -128,7 +128,7 @@ def test_verify_refuses_a_span_that_leaves_fewer_than_three_points(tmp_path: Pat
     (["optimizer.init.hiden=0.1"], "unknown config key 'optimizer.init.hiden'; did you mean 'optimizer.init.hidden'?"),
     (["data=txt"], "unknown data 'txt'; did you mean 'text'? choose one of: stdlib, text, tokens"),
     (["train.schedule=cosin"], "unknown train.schedule 'cosin'; did you mean 'cosine'? choose one of: linear, "
-                               "cosine, constant"),
+                               "cosine, constant, wsd"),
 ])
 def test_an_unknown_key_or_option_names_the_closest_valid_one(overrides: list[str], expected: str) -> None:
     assert refusal(lambda: compose(overrides)) == expected

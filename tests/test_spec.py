@@ -15,15 +15,15 @@ def test_shipped_specs_load(name: str) -> None:
     labels = ["sp_adamw", "mup_adamw", "sp_muon", "mup_muon"] if name == "factorial" else ["sp_adamw", "mup_muon"]
     assert [s.label for s in spec.setups] == labels
     assert all(s.search[0].key == LR_KEY and s.search[0].sampler == "grid" for s in spec.setups)
-    assert len(spec.setups[0].search[0].grid()) >= (7 if name in ("default", "factorial") else 3)
+    assert len(spec.setups[0].search[0].grid()) >= (5 if name in ("default", "factorial") else 3)
 
 
 def test_default_spec_grids_are_per_setup() -> None:
     spec = load_spec("default")
     sp, mup = (s.search[0] for s in spec.setups)
-    assert sp.grid() == [float(x) for x in range(-13, -4)]
-    assert mup.grid() == [float(x) for x in range(-8, 0)]
-    assert spec.widths == (32, 64, 128, 256)
+    assert sp.grid() == [float(x) for x in range(-11, -6)]
+    assert mup.grid() == [float(x) for x in range(-6, -1)]
+    assert spec.widths == (32, 64, 128, 256) and sp.noise_seeds == mup.noise_seeds == 1
 
 
 def test_overrides_split_between_spec_and_config() -> None:

@@ -17,6 +17,7 @@ from ..sweep.trial import trial_config, trials_per_batch
 from ..train.budget import tokens_read
 from ..train.data import load_corpus, vocab_size
 from ..train.timing import measure_trial
+from ..train.trunk import trained_steps
 
 __all__ = ["dry_run_table", "estimate_sweep"]
 
@@ -47,8 +48,14 @@ def estimate_sweep(spec: SweepSpec, workers: int, threads: int) -> SweepEstimate
         shape = repr((replace(cfg, train=replace(cfg.train, steps=1, seed=0, eval_every=0, tokens=None)), batch))
         if shape not in costs:
             costs[shape] = measure_trial(cfg, trials=batch)
-        points.append(PointEstimate.of(keys, batch, cfg.train.steps, cfg.train.eval_every, costs[shape]))
+        steps = trained_steps(cfg.train, spec.steps) if _branches(spec, cfg, batch) else cfg.train.steps
+        points.append(PointEstimate.of(keys, batch, steps, cfg.train.eval_every, costs[shape]))
     return SweepEstimate(tuple(points), workers)
+
+
+def _branches(spec: SweepSpec, cfg: Config, batch: int) -> bool:
+    """Whether the point's trials branch off trunks (``trunks``: a WSD horizon axis, trials one by one)."""
+    return spec.trunks and cfg.train.schedule == "wsd" and len(spec.steps) > 1 and batch == 1
 
 
 def _minutes(seconds: float) -> str:

@@ -56,6 +56,7 @@ def validate_trials(spec: Any, warned: Optional[set[str]] = None) -> dict[str, A
     from ..sweep.studies import study_keys
     from ..sweep.trial import setup_configs, trial_config
     from ..train.data import check_validation_split, epochs_warning, load_corpus
+    from ..train.trunk import trunk_problem
 
     corpora: dict[str, Any] = {}
     warned = set() if warned is None else warned
@@ -64,6 +65,9 @@ def validate_trials(spec: Any, warned: Optional[set[str]] = None) -> dict[str, A
         if cfg.model.hf is not None and spec.batch_trials not in ("auto", 1):
             raise UserError(f"batch_trials={spec.batch_trials} stacks learning-rate trials of the built-in GPT, not "
                             f"model=hf (setup {key.setup})", "set batch_trials=1 (or auto)")
+        problem = trunk_problem(cfg.train, spec.steps) if spec.trunks and len(spec.steps) > 1 else None
+        if problem is not None:
+            raise UserError(*problem)
         tag = repr((cfg.data, cfg.train.seq_len))
         if tag not in corpora:
             corpora[tag] = load_corpus(cfg.data, cfg.train.seq_len)

@@ -84,7 +84,8 @@ simulator): what a simulated verify is handed where its own grid cannot measure 
 
 @dataclass(frozen=True)
 class Design:
-    """A simulated sweep's design; the widths, step, seeds and extension are ``sweeps/default.yaml``'s."""
+    """A simulated sweep's design; the defaults are the design ``sweeps/default.yaml`` had up to 0.6 (four widths,
+    a 7-point grid around the optimum, two noise seeds), on which docs/analysis.md's tables are computed."""
 
     widths: tuple[int, ...] = (32, 64, 128, 256)
     low: float = -8.0
@@ -101,6 +102,8 @@ class Outcome:
     optima: list[WidthOptimum]
     fit: Drift
     truth: dict[int, float] = field(default_factory=dict)
+    trained: dict[int, int] = field(default_factory=dict)
+    """Points trained per width: what the simulated sweep cost."""
 
 
 class SharedSeeds:
@@ -193,7 +196,7 @@ def simulate(truth: Truth, design: Design, rng: np.random.Generator, th: Thresho
     """One simulated sweep of one setup, analysed as ``mutransfer`` analyses a real one; ``optima`` gives each
     width's true optimum (default: drawn as ``true_optima`` draws them) — two runs of one model share theirs."""
     halfwidth = fit_halfwidth(design.step, True, th)
-    points, truths = {}, {}
+    points, truths, trained = {}, {}, {}
     seeds = SharedSeeds(rng)
     for w in design.widths:
         x_true = truth.departed(truth.optimum(w, design.widths[0]), rng) if optima is None else optima[w]
@@ -202,11 +205,11 @@ def simulate(truth: Truth, design: Design, rng: np.random.Generator, th: Thresho
         x, seed, loss, status = (np.array(col) for col in zip(*width.points))
         points[w] = PointTrials(x.astype(float), seed.astype(int), loss.astype(float), status == "ok",
                                 status == "diverged")
-        truths[w] = width.x_true
+        truths[w], trained[w] = width.x_true, len(width.points)
     optima, missing, bowl = setup_optima(points, design.step, halfwidth, th)
     fit = drift(optima, th, missing)
     fit.asymmetry, fit.asymmetry_se_log = bowl.ratio, bowl.se_log
-    return Outcome(optima, fit, truths)
+    return Outcome(optima, fit, truths, trained)
 
 
 def summary_entry(out: Outcome) -> dict[str, Any]:

@@ -27,7 +27,7 @@ __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_f
            "check_grid", "SAMPLERS", "PRUNERS", "SCALES", "COMBINATIONS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
 
 SPEC_KEYS = ("name", "setups", "widths", "depths", "steps", "batch_sizes", "hold", "tokens", "axes", "seeds", "search",
-             "overrides", "coord_check", "batch_trials", "model")
+             "overrides", "coord_check", "batch_trials", "trunks", "model")
 @dataclass(frozen=True)
 class SetupSpec:
     label: str
@@ -56,6 +56,9 @@ class SweepSpec:
     coord_check: bool = False
     batch_trials: int | str = "auto"
     model: Optional[dict[str, Any]] = None
+    trunks: bool = True
+    """Under ``train.schedule: wsd``, one trunk per (learning rate, seed) for a ``steps`` axis, every horizon's decay
+    branched off it (``train.trunk``); False: every horizon from scratch. How a sweep runs, not what it computes."""
     depths: tuple[int, ...] = ()
     """Depths (``model.depth``) to sweep besides the widths; empty: the config's depth."""
     steps: tuple[int, ...] = ()
@@ -100,7 +103,7 @@ class SweepSpec:
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data; a search without anchors, or at the base LR, leaves the key out, so sweeps recorded before
-        anchors and stages existed keep their fingerprint."""
+        anchors, stages and trunks existed keep their fingerprint."""
         data = dataclasses.asdict(self)
         data.pop("source")
         for key in ("depths", "steps", "batch_sizes", "hold", "tokens"):
@@ -108,6 +111,8 @@ class SweepSpec:
                 data.pop(key)
         if len(self.swept()) == 1:
             data.pop("axes")
+        if self.trunks:
+            data.pop("trunks")
         for setup in data["setups"]:
             for search in setup["search"]:
                 if not search["anchors"]:
@@ -288,6 +293,9 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
         raise UserError("overrides must be a list of key=value strings", "e.g. overrides: [train.steps=100]")
     model = _model(data.get("model"))
     batch_trials = _batch_trials(data.get("batch_trials", "auto"), setups, model)
+    trunks = data.get("trunks", True)
+    if not isinstance(trunks, bool):
+        raise UserError(f"trunks={trunks!r} is not true or false", "set trunks=true (the default) or trunks=false")
     depths = axis_list(data, axis_named("depth"), "[2, 4, 8]")
     steps = axis_list(data, axis_named("steps"), "[150, 300, 600]")
     batch_sizes, hold, tokens = batch_axis(data)
@@ -304,6 +312,7 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     return SweepSpec(name=data["name"], setups=tuple(setups), widths=int_list("widths", data["widths"], True),
                      seeds=int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
+                     trunks=trunks,
                      depths=depths, steps=steps, batch_sizes=batch_sizes, hold=hold, tokens=tokens, axes=axes,
                      source=source)
 
@@ -316,6 +325,7 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
     return SweepSpec(name=data["name"], setups=setups, widths=tuple(data["widths"]), seeds=tuple(data["seeds"]),
                      overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
                      batch_trials=data.get("batch_trials", "auto"), model=data.get("model"),
+                     trunks=data.get("trunks", True),
                      depths=tuple(data.get("depths", ())), steps=tuple(data.get("steps", ())),
                      batch_sizes=tuple(data.get("batch_sizes", ())), hold=data.get("hold", ""),
                      tokens=tuple(data.get("tokens", ())),

@@ -13,11 +13,14 @@ from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis
 from .spec import SweepSpec
 from .studies import StudyKey, live_trials, load_study, seed_of, study_keys
 
-__all__ = ["TRIAL_COLUMNS", "STATE_STATUS", "collect"]
+__all__ = ["TRIAL_COLUMNS", "OPTIONAL_COLUMNS", "STATE_STATUS", "collect"]
 
 TRIAL_COLUMNS = ["setup", "parametrization", "optimizer", "width", "seed", "search_key", LR_COLUMN, "lr", "val_loss",
                  "train_loss", "status", "steps", "seconds", "tokens_per_s", "optimizer_fraction", "peak_memory_mb",
                  "batch_trials", "study", "trial", "host", "pid"]
+OPTIONAL_COLUMNS = ("noise_scale", "branched_at")
+"""Columns a sweep's trials.csv has only when some trial recorded them: the gradient noise scale
+(``train.noise_scale``) and the trunk step a horizon branched off (``trunks``)."""
 STATE_STATUS = {TrialState.COMPLETE: "ok", TrialState.PRUNED: "pruned", TrialState.FAIL: "failed"}
 
 
@@ -65,8 +68,9 @@ def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, p
                    **({"hold": spec.hold} if spec.hold else {})}
             for extra in extra_keys:
                 row[extra] = key.search.value(x) if key.search.key == extra else math.nan
-            if "noise_scale" in a:
-                row["noise_scale"] = _num(a.get("noise_scale"))
+            for name in OPTIONAL_COLUMNS:
+                if name in a:
+                    row[name] = _num(a.get(name))
             rows.append(row)
             if key.point[1:] != base[1:]:
                 continue
@@ -75,8 +79,8 @@ def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, p
                 curves.append({"setup": key.setup, "width": key.width, "seed": seed_of(t, key), "search_key": key.search.key,
                                "x": x, "trial": t.number, "step": int(step), "train_loss": _num(loss),
                                "val_loss": _num(evals.get(int(step)))})
-    noise_columns = ["noise_scale"] if any("noise_scale" in row for row in rows) else []
-    trials = pd.DataFrame(rows, columns=TRIAL_COLUMNS + axis_columns + extra_keys + noise_columns)
+    optional = [name for name in OPTIONAL_COLUMNS if any(name in row for row in rows)]
+    trials = pd.DataFrame(rows, columns=TRIAL_COLUMNS + axis_columns + extra_keys + optional)
     trials = trials.sort_values(["setup", "search_key", "width", *axis_columns, "seed", LR_COLUMN, "trial"],
                                 kind="stable")
     return trials.reset_index(drop=True), pd.DataFrame(curves, columns=CURVE_COLUMNS)

@@ -17,8 +17,12 @@ from .search import OFF_X
 from .spec import Point, SweepSpec
 from .studies import StudyKey
 
-__all__ = ["trial_config", "setup_config", "point_overrides", "axis_values", "setup_configs", "sweep_record",
-           "auto_trials", "trials_per_batch"]
+EXECUTION_KEYS = ("batch_trials", "trunks")
+"""Spec keys that say how a sweep runs, not what it computes: left out of its fingerprint, so changing them resumes
+the same sweep."""
+
+__all__ = ["EXECUTION_KEYS", "trial_config", "setup_config", "point_overrides", "axis_values", "setup_configs",
+           "sweep_record", "auto_trials", "trials_per_batch"]
 
 
 def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...] = (),
@@ -68,9 +72,9 @@ def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:
 def sweep_record(spec: SweepSpec, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """What a sweep computes (its run directory's config.yaml and its studies' record), with a fingerprint.
 
-    The batch size is left out: changing ``batch_trials`` resumes the same sweep.
+    How it runs is left out: changing ``batch_trials`` or ``trunks`` resumes the same sweep.
     """
-    record = {"kind": "sweep", "spec": {k: v for k, v in spec.as_dict().items() if k != "batch_trials"},
+    record = {"kind": "sweep", "spec": {k: v for k, v in spec.as_dict().items() if k not in EXECUTION_KEYS},
               "setups": configs}
     fingerprint = hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return {"fingerprint": fingerprint, **record}

@@ -18,6 +18,7 @@ from optuna.trial import TrialState
 from ..schema import Config
 from ..train.data import Corpus, load_corpus, vocab_size
 from ..train.loop import TrainResult, train_model, train_trials
+from ..train.trunk import TRUNK_DIR, Trunk, trunk_for
 from .liveness import process_identity
 from .policy import SearchPolicy
 from .spec import SweepSpec
@@ -299,8 +300,16 @@ class Worker:
     def _fit(self, cfgs: list[Config], on_eval: Callable[[int, int, float], bool]) -> list[TrainResult]:
         corpus = self._corpus(cfgs[0])
         if len(cfgs) == 1:
-            return [train_model(cfgs[0], corpus, on_eval=lambda step, val: on_eval(0, step, val))[0]]
+            return [train_model(cfgs[0], corpus, on_eval=lambda step, val: on_eval(0, step, val),
+                                trunk=self._trunk(cfgs[0]))[0]]
         return train_trials(cfgs[0], corpus, [cfg.optimizer.lr for cfg in cfgs], on_eval=on_eval)[0]
+
+    def _trunk(self, cfg: Config) -> Optional[Trunk]:
+        """The trunk a trial trained on its own branches off (``train.trunk``): under ``schedule: wsd`` with a
+        horizon axis, unless the spec turns trunks off. Stacked trials (``batch_trials`` > 1) train from scratch."""
+        if not self.spec.trunks or cfg.train.schedule != "wsd" or len(self.spec.steps) < 2:
+            return None
+        return trunk_for(cfg, self.opts.run_dir / TRUNK_DIR, self.spec.steps)
 
     def _corpus(self, cfg: Config) -> Corpus:
         tag = f"{cfg.data.kind}:{cfg.data.path}:{cfg.data.val_fraction}:{cfg.train.seq_len}"

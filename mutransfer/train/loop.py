@@ -19,8 +19,9 @@ from .budget import tokens_per_step
 from .data import Batches, Corpus, eval_batch_size, fixed_batches
 from .device import peak_memory_mb, prepare_device, synchronize
 from .noise import NOISE_FIELDS, NOISE_MICRO_BATCHES, measure_noise, noise_batches, noise_scale, run_noise_scale
-from .schedule import schedule_factor
+from .schedule import cooldown_start, progress, schedule_factor
 from .stacking import clip_grad_norm_per_trial_, keep_trials
+from .trunk import Trunk
 
 __all__ = ["TrainResult", "train_model", "train_trials", "loss_of", "logits_of", "evaluate", "EVAL_SEED"]
 
@@ -48,6 +49,9 @@ class TrainResult:
     noise_scale: Optional[float] = None
     """The gradient noise scale in sequences (``train.noise_scale``): a ratio of averages over the evaluations
     in the second half of the run; None when not measured or not positive."""
+    branched_at: int = 0
+    """The trunk step this run started from (``train.trunk``); 0: from scratch. ``seconds`` and ``tokens_per_s``
+    count only the steps it trained itself."""
 
     @property
     def noise_measured(self) -> bool:
@@ -55,9 +59,10 @@ class TrainResult:
         return any("noise_g2" in e for e in self.evals)
 
     def summary(self) -> dict[str, Any]:
-        """The run's scalars; ``noise_scale`` only when it was measured."""
+        """The run's scalars; ``noise_scale`` only when it was measured, ``branched_at`` only for a branch."""
         keys = ("status", "val_loss", "train_loss", "initial_loss", "steps", "seconds", "tokens_per_s",
-                "optimizer_fraction", "peak_memory_mb", "message") + (("noise_scale",) if self.noise_measured else ())
+                "optimizer_fraction", "peak_memory_mb", "message")
+        keys += ("noise_scale",) * self.noise_measured + ("branched_at",) * bool(self.branched_at)
         return {k: getattr(self, k) for k in keys}
 
 
@@ -100,6 +105,9 @@ class _Record:
     opt_seconds: float = 0.0
     curve: list[dict[str, float]] = field(default_factory=list)
     evals: list[dict[str, float]] = field(default_factory=list)
+    branched_at: int = 0
+    offset: float = 0.0
+    """Seconds the trunk had trained before ``branched_at``: where this run's curve picks up the time."""
 
     def add_step(self, step: int, loss: float, factor: float, tokens: int, seconds: float, opt_seconds: float,
                  diverge_factor: float) -> None:
@@ -109,7 +117,7 @@ class _Record:
         if step == 1:
             self.initial_loss = loss
         self.curve.append({"step": step, "train_loss": loss, "lr": self.eta * factor, "tokens": step * tokens,
-                           "seconds": self.seconds})
+                           "seconds": self.offset + self.seconds})
         if not math.isfinite(loss) or loss > diverge_factor * self.initial_loss:
             self.status = "diverged"
             self.message = f"training loss {loss:.4g} at step {step} (initial {self.initial_loss:.4g}): diverged"
@@ -131,13 +139,14 @@ class _Record:
             initial_loss=self.initial_loss,
             steps=self.steps,
             seconds=self.seconds,
-            tokens_per_s=self.steps * tokens_per_step / self.seconds if self.seconds > 0 else 0.0,
+            tokens_per_s=(self.steps - self.branched_at) * tokens_per_step / self.seconds if self.seconds > 0 else 0.0,
             optimizer_fraction=self.opt_seconds / self.seconds if self.seconds > 0 else 0.0,
             peak_memory_mb=peak_memory,
             message=self.message,
             curve=self.curve,
             evals=self.evals,
             noise_scale=run_noise_scale(self.evals, steps),
+            branched_at=self.branched_at,
         )
 
 
@@ -146,9 +155,12 @@ def train_model(
     corpus: Corpus,
     on_step: Optional[StepCallback] = None,
     on_eval: Optional[EvalCallback] = None,
+    trunk: Optional[Trunk] = None,
 ) -> tuple[TrainResult, Plan]:
-    """Train the configured model. ``on_eval(step, val_loss)`` returning True stops the run (status 'stopped')."""
-    results, plan = _Run(cfg, corpus, None).train(
+    """Train the configured model. ``on_eval(step, val_loss)`` returning True stops the run (status 'stopped').
+    With a ``trunk`` (``schedule: wsd``) the run starts from the trunk's last checkpoint before its decay and
+    checkpoints the trunk's branch points it passes (``train.trunk``)."""
+    results, plan = _Run(cfg, corpus, None, trunk).train(
         (lambda step, losses: on_step(step, losses[0])) if on_step else None,
         (lambda _, step, val: on_eval(step, val)) if on_eval else None)
     return results[0], plan
@@ -174,9 +186,11 @@ def train_trials(
 class _Run:
     """The one training loop: the ordinary model (``lrs`` None) or one stacked trial per η in ``lrs``."""
 
-    def __init__(self, cfg: Config, corpus: Corpus, lrs: Optional[list[float]]) -> None:
+    def __init__(self, cfg: Config, corpus: Corpus, lrs: Optional[list[float]], trunk: Optional[Trunk] = None) -> None:
         t = self.t = cfg.train
         self.stacked = lrs is not None
+        self.trunk = trunk
+        self.branch = cooldown_start(t)
         self.device = prepare_device(t.device, t.threads)
         self.model, self.plan = build_model(cfg, corpus.vocab_size, self.device, trials=None if lrs is None else len(lrs))
         self.optimizer = build_optimizer(self.model, self.plan, trial_lrs=lrs)
@@ -191,7 +205,10 @@ class _Run:
 
     def train(self, on_step: Optional[TrialsStepCallback],
               on_eval: Optional[TrialEvalCallback]) -> tuple[list[TrainResult], Plan]:
-        for step in range(1, self.t.steps + 1):
+        start = self._resume(on_eval) if self.trunk is not None else 0
+        for step in range(start + 1, self.t.steps + 1):
+            if not self.active:
+                break
             losses = self._step(step)
             if on_step is not None:
                 on_step(step, dict(zip(self.active, losses)))
@@ -199,10 +216,42 @@ class _Run:
             if self.active and (step == self.t.steps or (self.t.eval_every and step % self.t.eval_every == 0)):
                 self._evaluate(step, on_eval)
                 self._drop_finished()
-            if not self.active:
-                break
+            if self.trunk is not None and self.active and step in self.trunk.branches and step <= self.branch:
+                self._checkpoint(step)
         peak = peak_memory_mb(self.device)
         return [rec.result(self.tokens_per_step, peak, self.t.steps) for rec in self.records], self.plan
+
+    def _resume(self, on_eval: Optional[TrialEvalCallback]) -> int:
+        """Load the trunk's last checkpoint at or before this run's decay and replay its evaluations to
+        ``on_eval``; the step it holds (0: none written yet, train from scratch)."""
+        assert self.trunk is not None and not self.stacked
+        found = self.trunk.latest(self.branch)
+        if found is None:
+            return 0
+        step, path = found
+        state = self.trunk.load(path)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.batches.generator.set_state(state["batches"])
+        torch.set_rng_state(state["rng"])
+        rec = self.records[0]
+        rec.initial_loss, rec.curve, rec.evals = state["initial_loss"], state["curve"], state["evals"]
+        rec.steps = rec.branched_at = step
+        rec.offset = rec.curve[-1]["seconds"] if rec.curve else 0.0
+        for e in rec.evals:
+            if on_eval is not None and on_eval(0, int(e["step"]), e["val_loss"]):
+                rec.status, rec.message = "stopped", f"stopped by the caller at step {int(e['step'])}"
+                self.active = []
+                break
+        return step
+
+    def _checkpoint(self, step: int) -> None:
+        """Write the trunk's state after ``step``: what the next step reads, and the record so far."""
+        assert self.trunk is not None
+        rec = self.records[0]
+        self.trunk.save(step, {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                               "batches": self.batches.generator.get_state(), "rng": torch.get_rng_state(),
+                               "initial_loss": rec.initial_loss, "curve": rec.curve, "evals": rec.evals})
 
     def _step(self, step: int) -> list[float]:
         """One optimizer step (``step`` counts from 1): schedule, forward, backward, clip, update, record."""
@@ -211,7 +260,7 @@ class _Run:
         for group, base in zip(self.optimizer.param_groups, self.base_lrs):
             group["lr"] = base * factor
         if hasattr(self.optimizer, "set_progress"):
-            self.optimizer.set_progress((step - 1) / self.t.steps)
+            self.optimizer.set_progress(progress(step - 1, self.t))
         x, y = self.batches.next()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
             losses = loss_of(self.model, x, y).reshape(-1)

@@ -1,0 +1,124 @@
+"""What a sweep's answer cost and how precise it is: precision per training second, per setup.
+
+    python scripts/bench_cost.py SPEC [--run DIR] [--target 4096] [--workers 1]
+
+Without ``--run`` it runs ``mutransfer sweep SPEC`` in a fresh directory first (and prints its wall time); with it,
+it reads that finished sweep's (or a kept table's) trials.csv. Per setup it prints the trials and the training
+seconds spent (the trials' step time summed from trials.csv) and what they bought: per swept axis the slope's
+95 % interval and its half-width, the median half-width of the per-point intervals along that axis, the half-width
+of the range ``transfer`` gives at width ``--target`` where a width axis exists, and the precision per training
+second, 1 / (slope half-width² · seconds), in 1/(octave² · 1000 s). The analysis is the one ``mutransfer export``
+writes (``summarize_run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import pandas as pd
+
+from mutransfer.analysis.prediction import law_prediction, predict
+from mutransfer.analysis.summary import read_tables, summarize_run, swept_axes
+
+COLUMNS = ("setup", "trials", "training s", "axis", "slope [95 %]", "half-width", "point half-width (median)",
+           "range half-width at target", "precision per 1000 s")
+
+
+def run_sweep(spec: str, workers: int) -> tuple[Path, float]:
+    """Runs the sweep in a fresh directory; its directory and wall seconds."""
+    out = Path(tempfile.mkdtemp(prefix="bench-cost-")) / spec
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mutransfer", "sweep", spec, "--out", str(out), "--workers", str(workers)],
+                   check=True, stdout=subprocess.DEVNULL)
+    return out, time.perf_counter() - start
+
+
+def half(interval: Optional[list[float]]) -> Optional[float]:
+    return None if not interval else (interval[1] - interval[0]) / 2
+
+
+def axis_entry(info: Mapping[str, Any], axis: str) -> Mapping[str, Any]:
+    """The setup's line along ``axis`` (the width line is the setup's own entry)."""
+    return info if axis == "width" else (info.get("axes") or {}).get(axis) or {}
+
+
+def point_half_width(entry: Mapping[str, Any], plural: str) -> Optional[float]:
+    """The median half-width of the measured points' 95 % intervals along one line."""
+    halves = [half(p["ci"]) for p in (entry.get(plural) or {}).values() if p.get("ci") and not p.get("censored")]
+    return float(pd.Series(halves).median()) if halves else None
+
+
+def target_half_width(info: Mapping[str, Any], base: Mapping[str, int], target: int) -> Optional[float]:
+    """The half-width of the range ``transfer`` gives at width ``target`` (at the base of the other axes), drift
+    corrected unless the width verdict is ``transfers``; None without a width axis."""
+    correct = info.get("verdict") != "transfers"
+    if info.get("law") and len(info["law"]["axes"]) > 1:
+        forecast = law_prediction(info, {**base, "width": target}, correct, 1.0)
+    else:
+        forecast = predict(info, target, correct, 1.0)
+    return forecast.half_width
+
+
+def cost_rows(run_dir: Path, target: int) -> list[dict[str, Any]]:
+    """One row per (setup, swept axis) of the cost table."""
+    trials, _ = read_tables(run_dir, all_axes=True)
+    summary = summarize_run(run_dir)
+    axes = [a for a in swept_axes(trials) if trials[a.column].nunique() > 1]
+    base = {a.name: int(trials[a.column].min()) for a in axes}
+    rows = []
+    for label, info in summary["setups"].items():
+        own = trials[trials["setup"] == label]
+        seconds = float(own["seconds"].sum())
+        at_target = target_half_width(info, base, target) if "width" in base else None
+        for axis in axes:
+            entry = axis_entry(info, axis.name)
+            width = half(entry.get("slope_ci"))
+            rows.append({"setup": label, "trials": len(own), "training s": round(seconds), "axis": axis.name,
+                         "slope [95 %]": _interval(entry.get("slope"), entry.get("slope_ci")),
+                         "half-width": _round(width),
+                         "point half-width (median)": _round(point_half_width(entry, axis.plural)),
+                         "range half-width at target": _round(at_target) if axis.name == "width" else "",
+                         "precision per 1000 s": _round(1000.0 / (width**2 * seconds), 1) if width else ""})
+    return rows
+
+
+def _round(value: Optional[float], digits: int = 2) -> Any:
+    return "" if value is None or not math.isfinite(value) else round(value, digits)
+
+
+def _interval(slope: Optional[float], ci: Optional[list[float]]) -> str:
+    return "" if slope is None or not ci else f"{slope:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}]"
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    return "\n".join(lines + ["| " + " | ".join(str(row[c]) for c in COLUMNS) + " |" for row in rows])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("spec", help="the sweep spec (a name under sweeps/ or a path)")
+    parser.add_argument("--run", type=Path, default=None, help="a finished sweep's directory (default: run one)")
+    parser.add_argument("--target", type=int, default=4096, help="the width whose predicted range is reported")
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    run_dir = args.run
+    if run_dir is None:
+        run_dir, wall = run_sweep(args.spec, args.workers)
+        print(f"spec {args.spec}: wall time {wall:.0f} s ({wall / 60:.1f} min), run directory {run_dir}")
+    rows = cost_rows(run_dir, args.target)
+    setups = {row["setup"]: row for row in rows}.values()
+    print(f"spec {args.spec}: {sum(r['trials'] for r in setups)} trials, "
+          f"{sum(r['training s'] for r in setups)} training s, target width {args.target}")
+    print(markdown(rows).replace("range half-width at target", f"range half-width at {args.target}"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Horizons from one trunk against every horizon from scratch, both under WSD: the training time saved and whether
+the optimum per horizon agrees.
+
+    python scripts/bench_trunk.py [--scratch DIR --trunk DIR] [--spec horizon] [OVERRIDE ...]
+
+Without run directories it runs ``mutransfer sweep SPEC train.schedule=wsd train.warmup_steps=10 trunks=false``
+and the same with trunks (the default), one after the other in fresh directories, and prints each one's wall
+time; extra words are passed to both. Then, per setup and horizon: the trials, the training seconds (the trials'
+``seconds`` summed: a branch counts only the steps it trained), log2 LR* with its 95 % interval from each run, and
+their difference with the 95 % interval of a difference (the two intervals' standard errors added in quadrature,
+Student's t at the smaller degrees of freedom); then the totals, and how many trials trained at the same point
+gave the same validation loss to the bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import pandas as pd
+
+from mutransfer.analysis.stats import t_quantile
+from mutransfer.analysis.summary import summarize_run
+
+WSD = ["train.schedule=wsd", "train.warmup_steps=10"]
+POINT = ["setup", "horizon", "seed", "log2_lr"]
+
+
+def run(spec: str, words: list[str], out: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mutransfer", "sweep", spec, *words, "--out", str(out), "--workers", "1"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def optimum(info: dict[str, Any], horizon: int) -> Optional[dict[str, Any]]:
+    point = ((info.get("axes") or {}).get("steps") or {}).get("steps", {}).get(str(horizon))
+    return point if point and point.get("log2_lr_star") is not None and not point.get("censored") else None
+
+
+def difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    d = b["log2_lr_star"] - a["log2_lr_star"]
+    dof = min(x for x in (a.get("dof"), b.get("dof"), 10**6) if x)
+    half = t_quantile(0.975, dof) * math.hypot(a["se"], b["se"])
+    return f"{d:+.2f} [{d - half:+.2f}, {d + half:+.2f}]"
+
+
+def side_by_side(scratch: Path, trunk: Path) -> str:
+    tables = {name: pd.read_csv(path / "trials.csv") for name, path in (("scratch", scratch), ("trunk", trunk))}
+    summaries = {name: summarize_run(path)["setups"] for name, path in (("scratch", scratch), ("trunk", trunk))}
+    lines = ["| setup | horizon | trials (scratch / trunk) | training s (scratch / trunk) | of scratch | "
+             "log2 LR* from scratch | log2 LR* from the trunk | difference, 95 % |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (setup, horizon), part in tables["scratch"].groupby(["setup", "horizon"]):
+        other = tables["trunk"][(tables["trunk"]["setup"] == setup) & (tables["trunk"]["horizon"] == horizon)]
+        a, b = (optimum(summaries[name][setup], int(horizon)) for name in ("scratch", "trunk"))
+        cells = [f"{x['log2_lr_star']:.2f} [{x['ci'][0]:.2f}, {x['ci'][1]:.2f}]" if x else "—" for x in (a, b)]
+        lines.append(f"| {setup} | {horizon} | {len(part)} / {len(other)} | {part['seconds'].sum():.0f} / "
+                     f"{other['seconds'].sum():.0f} | {other['seconds'].sum() / part['seconds'].sum():.0%} | "
+                     f"{cells[0]} | {cells[1]} | {difference(a, b) if a and b else '—'} |")
+    merged = tables["scratch"].merge(tables["trunk"], on=POINT, suffixes=("_scratch", "_trunk"))
+    both_missing = merged["val_loss_scratch"].isna() & merged["val_loss_trunk"].isna()
+    same = (merged["val_loss_scratch"] == merged["val_loss_trunk"]) | both_missing
+    total = {name: t["seconds"].sum() for name, t in tables.items()}
+    lines += ["", f"training seconds: {total['scratch']:.0f} from scratch, {total['trunk']:.0f} from trunks "
+                  f"({total['trunk'] / total['scratch']:.0%}); trials {len(tables['scratch'])} / "
+                  f"{len(tables['trunk'])}; {int(same.sum())} of the {len(merged)} points both trained gave the same "
+                  "validation loss to the bit"]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scratch", type=Path, default=None)
+    parser.add_argument("--trunk", type=Path, default=None)
+    parser.add_argument("--spec", default="horizon")
+    parser.add_argument("words", nargs="*", help="spec keys or config overrides for both runs")
+    args = parser.parse_args()
+    scratch, trunk = args.scratch, args.trunk
+    if scratch is None or trunk is None:
+        root = Path(tempfile.mkdtemp(prefix="bench-trunk-"))
+        scratch, trunk = root / "scratch", root / "trunk"
+        walls = {name: run(args.spec, [*WSD, *args.words, *extra], path)
+                 for name, path, extra in (("scratch", scratch, ["trunks=false"]), ("trunk", trunk, []))}
+        print(f"wall time: {walls['scratch']:.0f} s from scratch, {walls['trunk']:.0f} s from trunks "
+              f"({walls['trunk'] / walls['scratch']:.0%}); run directories {scratch}, {trunk}")
+    print(side_by_side(scratch, trunk))
+
+
+if __name__ == "__main__":
+    main()

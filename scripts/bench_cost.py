@@ -25,7 +25,7 @@ from typing import Any, Mapping, Optional
 import pandas as pd
 
 from mutransfer.analysis.prediction import law_prediction, predict
-from mutransfer.analysis.summary import read_tables, summarize_run, swept_axes
+from mutransfer.analysis.summary import axis_entry, read_tables, summarize_run, swept_axes
 
 COLUMNS = ("setup", "trials", "training s", "axis", "slope [95 %]", "half-width", "point half-width (median)",
            "range half-width at target", "precision per 1000 s")
@@ -42,11 +42,6 @@ def run_sweep(spec: str, workers: int) -> tuple[Path, float]:
 
 def half(interval: Optional[list[float]]) -> Optional[float]:
     return None if not interval else (interval[1] - interval[0]) / 2
-
-
-def axis_entry(info: Mapping[str, Any], axis: str) -> Mapping[str, Any]:
-    """The setup's line along ``axis`` (the width line is the setup's own entry)."""
-    return info if axis == "width" else (info.get("axes") or {}).get(axis) or {}
 
 
 def point_half_width(entry: Mapping[str, Any], plural: str) -> Optional[float]:

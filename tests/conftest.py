@@ -3,10 +3,13 @@ test server's URL, and the tally of what a fault cost."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import sysconfig
 from collections import Counter
 from pathlib import Path
+from types import ModuleType
 from typing import Callable, Hashable, Iterable
 
 import pandas as pd
@@ -15,6 +18,18 @@ import yaml
 from typer.testing import CliRunner
 
 from mutransfer.cli import app
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def load_script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` imported as a module (registered, since dataclasses look up their defining module)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

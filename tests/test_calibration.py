@@ -3,9 +3,7 @@ reproduce ``CALIBRATED`` and ``FLAT_CURVATURE``, and its estimators recover a kn
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -13,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import load_script
 from mutransfer.analysis.drift import SearchSettings
 from mutransfer.schema import LR_KEY
 from mutransfer.sweep.calibration import CALIBRATED, FLAT_CURVATURE
@@ -23,12 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def calibration() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("calibrate_simulator", ROOT / "scripts" / "calibrate_simulator.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look up their defining module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("calibrate_simulator")
 
 
 def test_the_committed_tables_reproduce_the_defaults(calibration: ModuleType) -> None:

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pandas as pd
 import pytest
 
+from conftest import load_script
 from mutransfer.analysis.prediction import predict
 from mutransfer.analysis.summary import summarize_run
 from mutransfer.sweep.spec import load_spec
@@ -19,17 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BEFORE = ROOT / "docs" / "data" / "default_0.6"
 
 
-def script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look up their defining module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_cost_rows_are_the_summarys_intervals_per_training_second() -> None:
-    cost = script("bench_cost")
+    cost = load_script("bench_cost")
     rows = cost.cost_rows(BEFORE, 4096)
     trials = pd.read_csv(BEFORE / "trials.csv")
     summary = summarize_run(BEFORE)["setups"]
@@ -48,7 +38,7 @@ def test_cost_rows_are_the_summarys_intervals_per_training_second() -> None:
 
 
 def test_the_design_study_reads_both_designs_from_their_specs_and_prices_what_it_trained() -> None:
-    design = script("bench_design")
+    design = load_script("bench_design")
     before, shipped, *others = design.candidates()
     spec = load_spec("default")
     assert shipped.widths == spec.widths and before.widths == (32, 64, 128, 256) and others
@@ -72,7 +62,7 @@ def test_the_shipped_default_meets_the_design_goal(capsys: pytest.CaptureFixture
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Over 500 simulated sweeps per setup: ≤ 60 % of the 0.6 default's training seconds, the slope's median
     half-width ≤ 1.05× its, and the verdicts right as often (``scripts/bench_design.py``'s goal)."""
-    design = script("bench_design")
+    design = load_script("bench_design")
     monkeypatch.setattr(sys, "argv", ["bench_design.py", "--sims", "500", "--design", design.SHIPPED_NAME])
     design.main()
     verdicts = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"| {design.SHIPPED_NAME} |")]

@@ -11,6 +11,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
+from conftest import load_script
 from mutransfer.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,12 +113,7 @@ def test_ci_runs_the_readme_test_command_verbatim_and_the_slow_tests() -> None:
                                                        ("batch.md", "batch_doc.py", "batch")])
 def test_a_study_page_holds_the_tables_its_script_computes(page: str, script: str, data: str) -> None:
     """A study's page holds the tables its script (``scripts/<study>_doc.py``) computes from the kept run."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(script.removesuffix(".py"), ROOT / "scripts" / script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(script.removesuffix(".py"))
     text = (ROOT / "docs" / page).read_text()
     lines = module.tables(ROOT / "docs" / "data" / data).splitlines()
     assert len(lines) > 15 and all(line in text for line in lines if line)

@@ -3,16 +3,14 @@ kill, a horizon sweep with and without trunks, and bad input."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pandas as pd
 import pytest
 import yaml
 
-from conftest import invoke, refused_in_one_line
+from conftest import invoke, load_script, refused_in_one_line
 from mutransfer.config import compose
 from mutransfer.schema import Config, TrainConfig
 from mutransfer.train.data import load_corpus
@@ -21,15 +19,6 @@ from mutransfer.train.schedule import cooldown_start, progress, schedule_factor
 from mutransfer.train.trunk import TRUNK_DIR, branch_points, trunk_for
 
 HORIZONS = (12, 24)
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def bench_trunk() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_trunk", ROOT / "scripts" / "bench_trunk.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def wsd(tiny: list[str], steps: int, *extra: str) -> Config:
@@ -114,7 +103,7 @@ def test_a_horizon_sweep_branches_off_trunks_and_computes_what_from_scratch_does
     branched = trunk[trunk["branched_at"] > 0]
     assert set(branched["horizon"]) == {8} or set(branched["horizon"]) == {16}
     assert len(list((tmp_path / "trunk" / TRUNK_DIR).iterdir())) == len(set(zip(trunk["log2_lr"], trunk["seed"])))
-    report = bench_trunk().side_by_side(tmp_path / "scratch", tmp_path / "trunk").splitlines()
+    report = load_script("bench_trunk").side_by_side(tmp_path / "scratch", tmp_path / "trunk").splitlines()
     assert len(report) == 6 and report[-1].endswith(f"{len(trunk)} of the {len(trunk)} points both trained gave the "
                                                     "same validation loss to the bit")
     assert int(report[3].split(" | ")[4].rstrip("%")) < 90  # 16 steps: 10 trained past the 8-step branch point

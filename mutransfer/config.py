@@ -25,6 +25,7 @@ SCHEMA_NAME = "mutransfer_schema"
 DATA_KINDS = ("stdlib", "text", "tokens")
 DEVICES = ("auto", "cpu", "cuda")
 SCHEDULES = ("linear", "cosine", "constant", "wsd")
+COMPILE_MODES = ("auto", "on", "off")
 NS_DTYPES = ("auto", "float32", "bfloat16")
 SCALE_SHAPES = ("base", "actual")
 OPEN_KEYS = ("model.hf.config.",)
@@ -228,7 +229,7 @@ def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
 LATER_KEYS: dict[str, Any] = {"model.in_block": [], "parametrization.base_depth": 2,
                               "parametrization.depth_alpha": 0.0, "model.hf": None,
                               "train.eval_batch_size": None, "train.tokens": None, "train.noise_scale": False,
-                              "train.warmup_steps": None, "train.cooldown_frac": 0.2}
+                              "train.warmup_steps": None, "train.cooldown_frac": 0.2, "train.compile": "auto"}
 """Keys added after run directories and transfer files existed, with the default that reproduces the model
 those files describe: ``to_dict`` leaves them out at that value, so older fingerprints and files stay valid.
 The weight-decay keys (``table.decay.later_decay_keys``) join them only while decay is off: files from before
@@ -309,6 +310,7 @@ def validate(cfg: Config) -> None:
     if not re.fullmatch(r"cuda:\d+", t.device):
         _check_choice("train.device", t.device, DEVICES)
     _check_choice("train.schedule", t.schedule, SCHEDULES)
+    _check_choice("train.compile", t.compile, COMPILE_MODES)
     _check_choice("optimizer.ns_dtype", o.ns_dtype, NS_DTYPES)
     _check_choice("optimizer.muon_scale", o.muon_scale, MUON_SCALES)
     _check_choice("parametrization.muon_scale_shapes", p.muon_scale_shapes, SCALE_SHAPES)

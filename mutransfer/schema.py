@@ -258,6 +258,9 @@ class TrainConfig:
     noise_scale: bool = False
     """Measure the gradient noise scale at every evaluation (``mutransfer.train.noise``); training is unchanged."""
     diverge_factor: float = field(default=1.5, metadata=rng(1.0, low_open=True))
+    compile: str = "auto"
+    """``torch.compile`` the training step's model: ``on``, ``off``, or ``auto`` where it was measured to pay
+    (``mutransfer.train.compiled``). How a run computes, not what: a sweep's fingerprint leaves it out."""
 
 
 @dataclass

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU check (≤ 10 minutes on one CUDA GPU): the GPU spec's dry run, a short real sweep, the trial
-# batching benchmark and the GPU-marked tests. Run from the repository root with the project installed:
+# The GPU check (≤ 13 minutes on one CUDA GPU): the GPU spec's dry run, a short real sweep, the trial
+# batching benchmark, what torch.compile buys and the GPU-marked tests. Run from the repository root with the
+# project installed:
 #     bash scripts/gpu_check.sh [OUT_DIR]
 # Every step's output goes to stdout and to OUT_DIR (default runs/gpu-check); record the figures in the README.
 set -uo pipefail
@@ -24,5 +25,6 @@ step dry_run 90 mutransfer sweep gpu --dry-run
 step batching 180 python scripts/bench_batch.py --device cuda --widths 64 128 256 --ks 1 2 4 8 --steps 60
 step sweep 210 mutransfer sweep gpu --out "$out/sweep" "widths=[256,512]" search.step=2 train.steps=200 \
     train.eval_every=100 --workers 1
+step compile 150 python scripts/bench_compile.py --device cuda --widths 256 --variants eager,model --steps 40
 step gpu_tests 60 python -m pytest -q -m gpu
 cat "$out/status.txt"

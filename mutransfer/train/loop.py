@@ -16,6 +16,7 @@ from ..model.gpt import next_token_loss
 from ..schema import Config
 from ..table.plan import Plan
 from .budget import tokens_per_step
+from .compiled import TrainingForward, compile_wanted
 from .data import Batches, Corpus, eval_batch_size, fixed_batches
 from .device import peak_memory_mb, prepare_device, synchronize
 from .noise import NOISE_FIELDS, NOISE_MICRO_BATCHES, measure_noise, noise_batches, noise_scale, run_noise_scale
@@ -52,6 +53,8 @@ class TrainResult:
     branched_at: int = 0
     """The trunk step this run started from (``train.trunk``); 0: from scratch. ``seconds`` and ``tokens_per_s``
     count only the steps it trained itself."""
+    compiled: bool = False
+    """Whether the training steps ran through ``torch.compile`` (``train.compile``)."""
 
     @property
     def noise_measured(self) -> bool:
@@ -61,7 +64,7 @@ class TrainResult:
     def summary(self) -> dict[str, Any]:
         """The run's scalars; ``noise_scale`` only when it was measured, ``branched_at`` only for a branch."""
         keys = ("status", "val_loss", "train_loss", "initial_loss", "steps", "seconds", "tokens_per_s",
-                "optimizer_fraction", "peak_memory_mb", "message")
+                "optimizer_fraction", "peak_memory_mb", "compiled", "message")
         keys += ("noise_scale",) * self.noise_measured + ("branched_at",) * bool(self.branched_at)
         return {k: getattr(self, k) for k in keys}
 
@@ -74,7 +77,7 @@ def logits_of(out: Any) -> torch.Tensor:
     return out.logits if hasattr(out, "logits") else out[0]
 
 
-def loss_of(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def loss_of(model: Callable[[torch.Tensor], Any], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Mean next-token cross-entropy; the model returns logits (B, T, V), a tuple starting with them or a
     ``transformers`` output. For a stacked model (logits (K, B, T, V)) one loss per trial, shape (K,)."""
     return next_token_loss(logits_of(model(x)), y)
@@ -130,7 +133,7 @@ class _Record:
         if self.curve and self.curve[-1]["step"] == step:
             self.curve[-1].update(values)
 
-    def result(self, tokens_per_step: int, peak_memory: float, steps: int) -> TrainResult:
+    def result(self, tokens_per_step: int, peak_memory: float, steps: int, compiled: bool) -> TrainResult:
         finite = [row["train_loss"] for row in self.curve if math.isfinite(row["train_loss"])]
         return TrainResult(
             status=self.status,
@@ -147,6 +150,7 @@ class _Record:
             evals=self.evals,
             noise_scale=run_noise_scale(self.evals, steps),
             branched_at=self.branched_at,
+            compiled=compiled,
         )
 
 
@@ -194,6 +198,7 @@ class _Run:
         self.device = prepare_device(t.device, t.threads)
         self.model, self.plan = build_model(cfg, corpus.vocab_size, self.device, trials=None if lrs is None else len(lrs))
         self.optimizer = build_optimizer(self.model, self.plan, trial_lrs=lrs)
+        self.forward = TrainingForward(self.model, compile_wanted(t, cfg.model.width, self.device), self.device)
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
         self.batches = Batches(corpus.train, t.batch_size, t.seq_len, t.seed, self.device)
         self.val_batches = fixed_batches(corpus.val, eval_batch_size(t), t.seq_len, t.eval_batches, EVAL_SEED,
@@ -219,7 +224,8 @@ class _Run:
             if self.trunk is not None and self.active and step in self.trunk.branches and step <= self.branch:
                 self._checkpoint(step)
         peak = peak_memory_mb(self.device)
-        return [rec.result(self.tokens_per_step, peak, self.t.steps) for rec in self.records], self.plan
+        return [rec.result(self.tokens_per_step, peak, self.t.steps, self.forward.compiled)
+                for rec in self.records], self.plan
 
     def _resume(self, on_eval: Optional[TrialEvalCallback]) -> int:
         """Load the trunk's last checkpoint at or before this run's decay and replay its evaluations to
@@ -263,7 +269,7 @@ class _Run:
             self.optimizer.set_progress(progress(step - 1, self.t))
         x, y = self.batches.next()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
-            losses = loss_of(self.model, x, y).reshape(-1)
+            losses = loss_of(self.forward, x, y).reshape(-1)
         losses.sum().backward()
         if self.t.grad_clip > 0:
             clip = clip_grad_norm_per_trial_ if self.stacked else torch.nn.utils.clip_grad_norm_

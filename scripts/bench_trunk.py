@@ -8,8 +8,10 @@ and the same with trunks (the default), one after the other in fresh directories
 time; extra words are passed to both. Then, per setup and horizon: the trials, the training seconds (the trials'
 ``seconds`` summed: a branch counts only the steps it trained), log2 LR* with its 95 % interval from each run, and
 their difference with the 95 % interval of a difference (the two intervals' standard errors added in quadrature,
-Student's t at the smaller degrees of freedom); then the totals, and how many trials trained at the same point
-gave the same validation loss to the bit.
+Student's t at the smaller degrees of freedom); then the totals, how many trials trained at the same point gave the
+same validation loss to the bit, the steps each run trained, and the trunk run's seconds at the scratch run's speed
+per step (the median ratio of seconds per trained step over the points both trained: machines of this kind drift
+by several per cent between two runs).
 """
 
 from __future__ import annotations
@@ -72,6 +74,15 @@ def side_by_side(scratch: Path, trunk: Path) -> str:
                   f"({total['trunk'] / total['scratch']:.0%}); trials {len(tables['scratch'])} / "
                   f"{len(tables['trunk'])}; {int(same.sum())} of the {len(merged)} points both trained gave the same "
                   "validation loss to the bit"]
+    trained = {name: t["steps"] - t.get("branched_at", pd.Series(0, index=t.index)).fillna(0)
+               for name, t in tables.items()}
+    merged_steps = merged["steps_trunk"] - merged.get("branched_at", pd.Series(0, index=merged.index)).fillna(0)
+    speed = ((merged["seconds_trunk"] / merged_steps) / (merged["seconds_scratch"] / merged["steps_scratch"])).median()
+    steps = {name: int(t.sum()) for name, t in trained.items()}
+    lines.append(f"per step, the trunk run's trials took {speed:.2f}× as long as the same points from scratch "
+                 f"(median); steps trained: {steps['trunk']:,} of {steps['scratch']:,} "
+                 f"({steps['trunk'] / steps['scratch']:.1%}); at equal speed the trunks cost "
+                 f"{total['trunk'] / speed / total['scratch']:.1%} of the training seconds")
     return "\n".join(lines)
 
 

@@ -104,8 +104,11 @@ def test_a_horizon_sweep_branches_off_trunks_and_computes_what_from_scratch_does
     assert set(branched["horizon"]) == {8} or set(branched["horizon"]) == {16}
     assert len(list((tmp_path / "trunk" / TRUNK_DIR).iterdir())) == len(set(zip(trunk["log2_lr"], trunk["seed"])))
     report = load_script("bench_trunk").side_by_side(tmp_path / "scratch", tmp_path / "trunk").splitlines()
-    assert len(report) == 6 and report[-1].endswith(f"{len(trunk)} of the {len(trunk)} points both trained gave the "
+    assert len(report) == 7 and report[-2].endswith(f"{len(trunk)} of the {len(trunk)} points both trained gave the "
                                                     "same validation loss to the bit")
+    steps = int((trunk["steps"] - trunk["branched_at"].fillna(0)).sum()), int(scratch["steps"].sum())
+    assert f"steps trained: {steps[0]:,} of {steps[1]:,} ({steps[0] / steps[1]:.1%})" in report[-1]
+    assert steps[0] < steps[1]
     assert int(report[3].split(" | ")[4].rstrip("%")) < 90  # 16 steps: 10 trained past the 8-step branch point
     again = invoke(runner, "sweep", str(spec), "trunks=false", "--out", str(tmp_path / "trunk"), "--workers", "1")
     assert again.exit_code == 0, again.output

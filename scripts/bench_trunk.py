@@ -53,6 +53,11 @@ def difference(a: dict[str, Any], b: dict[str, Any]) -> str:
     return f"{d:+.2f} [{d - half:+.2f}, {d + half:+.2f}]"
 
 
+def trained_steps(trials: pd.DataFrame) -> pd.Series:
+    """The steps each trial trained itself: all of them, less the trunk's where it branched."""
+    return trials["steps"] - trials["branched_at"].fillna(0) if "branched_at" in trials else trials["steps"]
+
+
 def side_by_side(scratch: Path, trunk: Path) -> str:
     tables = {name: pd.read_csv(path / "trials.csv") for name, path in (("scratch", scratch), ("trunk", trunk))}
     summaries = {name: summarize_run(path)["setups"] for name, path in (("scratch", scratch), ("trunk", trunk))}
@@ -74,11 +79,9 @@ def side_by_side(scratch: Path, trunk: Path) -> str:
                   f"({total['trunk'] / total['scratch']:.0%}); trials {len(tables['scratch'])} / "
                   f"{len(tables['trunk'])}; {int(same.sum())} of the {len(merged)} points both trained gave the same "
                   "validation loss to the bit"]
-    trained = {name: t["steps"] - t.get("branched_at", pd.Series(0, index=t.index)).fillna(0)
-               for name, t in tables.items()}
-    merged_steps = merged["steps_trunk"] - merged.get("branched_at", pd.Series(0, index=merged.index)).fillna(0)
-    speed = ((merged["seconds_trunk"] / merged_steps) / (merged["seconds_scratch"] / merged["steps_scratch"])).median()
-    steps = {name: int(t.sum()) for name, t in trained.items()}
+    steps = {name: int(trained_steps(t).sum()) for name, t in tables.items()}
+    trunk_steps = trained_steps(merged.rename(columns={"steps_trunk": "steps"}))
+    speed = ((merged["seconds_trunk"] / trunk_steps) / (merged["seconds_scratch"] / merged["steps_scratch"])).median()
     lines.append(f"per step, the trunk run's trials took {speed:.2f}× as long as the same points from scratch "
                  f"(median); steps trained: {steps['trunk']:,} of {steps['scratch']:,} "
                  f"({steps['trunk'] / steps['scratch']:.1%}); at equal speed the trunks cost "

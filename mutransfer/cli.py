@@ -30,6 +30,8 @@ BATCH_TOLERANCE = typer.Option("0.01", "--batch-tolerance", help="The critical b
                                "is within this fraction of the best batch's (a sweep across batch sizes).")
 TOKENS = typer.Option(None, "--tokens", help="Target token budget (batch × steps × seq_len; default: the swept "
                       "one); the steps follow from it. Give --tokens or --steps.")
+PARTIAL = typer.Option(False, "--partial", help="Answer from an unfinished sweep (refused otherwise); every output is "
+                       "marked partial.")
 STORAGE_ENV = "MUTRANSFER_STORAGE"
 """The environment variable ``--storage`` falls back to, so a database password need not sit in shell history."""
 T = TypeVar("T")
@@ -149,12 +151,13 @@ def compare(
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when some setup's verdict is 'moved'."),
     tolerance: str = typer.Option("0.25", "--tolerance", help="Octaves: a pooled shift whose 90 % interval lies "
                                   "inside ±this is 'same'."),
+    partial: bool = PARTIAL,
 ) -> None:
     """Did a change move the optimum? The pooled shift B − A with its interval, per-width differences (Holm),
     same / moved / inconclusive; overlaid curves and compare.md for a PR."""
     from .commands import compare as command
 
-    _guarded(lambda: command.run(run_a, run_b, out, strict, tolerance))
+    _guarded(lambda: command.run(run_a, run_b, out, strict, tolerance, partial))
 
 
 @app.command()
@@ -176,13 +179,14 @@ def transfer(
     batch_size: Optional[str] = BATCH_SIZE,
     tokens: Optional[str] = TOKENS,
     batch_tolerance: str = BATCH_TOLERANCE,
+    partial: bool = PARTIAL,
 ) -> None:
     """Write the config for width N (and depth L, batch B, horizon S or budget D): η* with its predicted range,
     the searched weight decay at N with its range, and every parameter's init std, multiplier, LR and decay."""
     from .commands import transfer as command
 
     _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift, tolerance, depth, steps, decay_rule,
-                                 batch_size, tokens, batch_tolerance))
+                                 batch_size, tokens, batch_tolerance, partial))
 
 
 @app.command()
@@ -211,13 +215,15 @@ def verify(
     batch_size: Optional[str] = typer.Option(None, "--batch-size", help="Target batch size, as transfer takes it."),
     tokens: Optional[str] = typer.Option(None, "--tokens", help="Target token budget, as transfer takes it."),
     overrides: Optional[List[str]] = typer.Argument(None, help="Plain key=value overrides, e.g. train.device=cpu"),
+    partial: bool = PARTIAL,
 ) -> None:
     """Measure LR* at width N (depth L, batch B, horizon S or budget D) around the predicted η*; report the
     prediction's error and the loss regret."""
     from .commands import verify as command
 
     _guarded(lambda: command.run(width, source, setup, span, step, tolerance, strict, correct_drift, factors, storage,
-                                 workers, threads, dry_run, overrides or [], depth, steps, batch_size, tokens))
+                                 workers, threads, dry_run, overrides or [], depth, steps, batch_size, tokens,
+                                 partial))
 
 
 @app.command("coord-check")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from .errors import UserError, closest, did_you_mean
-from .schema import FAMILIES, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, family_of
+from .schema import FAMILIES, LR_KEY, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, family_of
 from .table.decay import decay_on, decay_problem, later_decay_keys, omit_at_defaults
 from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
 from .train.budget import budget_problem, budget_steps
@@ -270,7 +270,9 @@ def _check_ranges(node: Any, prefix: str) -> None:
             left = "(" if low_open else "["
             right = ")" if high_open else "]"
             hi = "inf" if high == math.inf else f"{high:g}"
-            raise UserError(f"{key}={value} is out of range", f"it must lie in {left}{low:g}, {hi}{right}")
+            hint = (f"; {key} is the learning rate itself, not its log2: for 2^{value:g} write {key}="
+                    f"{2.0 ** value:.4g}" if key == LR_KEY and -64 < value < 0 else "")
+            raise UserError(f"{key}={value} is out of range", f"it must lie in {left}{low:g}, {hi}{right}{hint}")
 
 
 def _check_choice(key: str, value: str, options: Sequence[str]) -> None:

@@ -39,6 +39,8 @@ __all__ = [
     "VERIFY_PLOT",
     "COORD_CHECK_FILES",
     "transfer_file",
+    "remove_partial_outputs",
+    "PARTIAL_TAG",
     "atomic_write_text",
     "atomic_path",
     "read_user_text",
@@ -88,20 +90,40 @@ VERIFY_PLOT = "verify.png"
 COORD_CHECK_FILES = {"table": "coord_check.csv", "summary": "coord_check.json", "plot": "coord_check.png"}
 
 
-def transfer_file(width: int, fmt: str) -> str:
-    """The default name of a transfer file: ``transfer_w<width>.yaml`` (or ``.json``)."""
-    return f"transfer_w{width}.{'json' if fmt == 'json' else 'yaml'}"
+PARTIAL_TAG = "partial"
+"""The name part that marks an output made from an unfinished sweep (``transfer_w4096.partial.yaml``)."""
+
+
+def transfer_file(width: int, fmt: str, partial: bool = False) -> str:
+    """The default name of a transfer file: ``transfer_w<width>.yaml`` (or ``.json``), ``.partial`` before the
+    suffix when made from an unfinished sweep."""
+    return f"transfer_w{width}{'.' + PARTIAL_TAG if partial else ''}.{'json' if fmt == 'json' else 'yaml'}"
+
+
+def remove_partial_outputs(run_dir: Path) -> list[Path]:
+    """Delete the files in ``run_dir`` made from it while its sweep was unfinished (``*.partial.*``), once it is
+    finished, so none is taken for the finished run's answer. Returns what it removed."""
+    removed = sorted(p for p in run_dir.glob(f"*.{PARTIAL_TAG}.*") if p.is_file())
+    for path in removed:
+        path.unlink()
+    return removed
+
+
+YAML_DIGITS = 12
+"""Significant digits a float keeps in YAML a person reads: arithmetic noise past them (``-2.3900000000000055``)
+is dropped; the value read back is within 5e-13 relative of the one written."""
 
 
 def dump_yaml(data: Any) -> str:
-    """YAML whose floats read back as floats under YAML 1.1 too (PyYAML reads ``1e-08`` as a string)."""
+    """YAML a person reads: Unicode kept as written (``±``, ``σ``), floats at ``YAML_DIGITS`` significant digits,
+    read back as floats under YAML 1.1 too (PyYAML reads ``1e-08`` as a string)."""
     import yaml
 
     class Dumper(yaml.SafeDumper):
         pass
 
     def represent_float(dumper: yaml.SafeDumper, value: float) -> Any:
-        text = repr(value)
+        text = min(repr(value), repr(float(f"{value:.{YAML_DIGITS}g}")), key=len)
         if "e" in text and "." not in text.split("e")[0]:
             mantissa, exponent = text.split("e")
             text = f"{mantissa}.0e{exponent}"
@@ -110,7 +132,7 @@ def dump_yaml(data: Any) -> str:
         return dumper.represent_scalar("tag:yaml.org,2002:float", text)
 
     Dumper.add_representer(float, represent_float)
-    return yaml.dump(data, Dumper=Dumper, sort_keys=False)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -53,6 +53,11 @@ def tiny(text_file: Path) -> list[str]:
 @pytest.fixture()
 def spec_file(tmp_path: Path, text_file: Path) -> Path:
     """2 setups × 2 widths × 3 LRs of a tiny model on a small real corpus."""
+    return write_tiny_spec(tmp_path, text_file)
+
+
+def write_tiny_spec(folder: Path, text_file: Path) -> Path:
+    """The ``spec_file`` fixture's spec, written into ``folder`` (for module-scoped fixtures)."""
     spec = {
         "name": "tiny",
         "setups": {"sp_adamw": {"overrides": ["parametrization=sp", "optimizer=adamw"],
@@ -66,7 +71,7 @@ def spec_file(tmp_path: Path, text_file: Path) -> Path:
                       "train.seq_len=32", "train.eval_every=4", "train.eval_batches=2", "data=text",
                       f"data.path={text_file}"],
     }
-    path = tmp_path / "tiny.yaml"
+    path = folder / "tiny.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path
 

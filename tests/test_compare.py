@@ -170,9 +170,9 @@ def test_config_changes_cover_the_spec_grid_range_step_seeds_and_axes() -> None:
     for setup in ("sp_adamw", "mup_muon"):
         assert changes[(setup, "spec.search.optimizer.lr.step")] == (2.0, 1.0)
         assert changes[(setup, "spec.search.optimizer.lr.noise_seeds")] == (2, 3)
-    wider = recorded(["setups.mup_muon.search.log2_max=0"])
+    wider = recorded(["setups.mup_muon.search.log2_max=-0.5"])
     changes = {(c["where"], c["key"]): (c["a"], c["b"]) for c in config_changes(a, wider)}
-    assert changes == {("mup_muon", "spec.search.optimizer.lr.max"): (-1.0, 0.0)}
+    assert changes == {("mup_muon", "spec.search.optimizer.lr.max"): (-1.0, -0.5)}
 
 
 @pytest.mark.slow

@@ -77,8 +77,8 @@ def test_lr_values_written_as_log2_bounds_are_refused_with_the_exponents(tmp_pat
     """The reported mistake: one grid point per width and a sweep that "finished"."""
     path = write_spec(tmp_path, search={"log2_min": 0.001, "log2_max": 0.5})
     line = refusal(lambda: load_spec(str(path)))
-    assert line == ("search: log2_min=0.001, log2_max=0.5 with step 1 gives 1 grid point (LR 1 … 1.41); log2 bounds "
-                    "are exponents: for LR 0.001 … 0.5 write log2_min: -9.97, log2_max: -1")
+    assert line == ("search: log2_min=0.001, log2_max=0.5 are log2 of the LR (LRs 1 … 1.41); log2 bounds are "
+                    "exponents: for LR 0.001 … 0.5 write log2_min: -9.97, log2_max: -1")
     out = tmp_path / "run"
     assert cli(["sweep", str(path), "--out", str(out)]) == f"error: {line}"
     assert not out.exists()

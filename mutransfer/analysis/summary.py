@@ -275,8 +275,13 @@ def summarize_run(run_dir: Path, th: Thresholds = Thresholds()) -> dict[str, Any
     return summarize(trials, search_settings(run_dir, trials), th)
 
 
-def write_summary(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Thresholds()) -> dict[str, Any]:
+def write_summary(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Thresholds(),
+                  status: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+    """The summary of ``trials`` written to summary.json, with the sweep's ``status`` (``SweepStatus.as_dict``:
+    complete, or how many trials and which setups are missing) when given."""
     summary = summarize(trials, search_settings(run_dir, trials), th)
+    if status is not None:
+        summary = {"status": dict(status), **summary}
     write_json(run_dir / SUMMARY_FILE, summary)
     return summary
 

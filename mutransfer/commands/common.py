@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 __all__ = ["console", "format_number", "positive_number", "positive_integer", "warn_model", "condition_changes",
-           "warn_conditions", "CONDITION_KEYS"]
+           "warn_conditions", "CONDITION_KEYS", "unfinished_run"]
 
 CONDITION_KEYS = ("train.steps", "train.batch_size", "train.seq_len", "model.depth", "data.kind", "data.path",
                   "data.vocab_size", "data.val_fraction")
@@ -95,3 +95,30 @@ def warn_conditions(changes: list[str], against: str, fix: str = "") -> None:
         print(f"warning: {', '.join(dict.fromkeys(changes))} against {against}; learning rates are not known to "
               f"transfer across training horizon, batch size, depth or data without further evidence{fix}",
               file=sys.stderr)
+
+
+def unfinished_run(run_dir: Any, partial: bool, command: str) -> Any:
+    """The status of an unfinished sweep that ``command`` may answer from (``--partial``), None for a finished one
+    (or one whose summary predates the status). Without ``--partial`` an unfinished sweep is refused with one
+    line naming what is missing and how to finish it."""
+    import json
+    from pathlib import Path
+
+    from ..errors import UserError
+    from ..files import SUMMARY_FILE
+    from ..sweep.completion import SweepStatus
+
+    path = Path(run_dir) / SUMMARY_FILE
+    try:
+        status = SweepStatus.from_dict(json.loads(path.read_text()).get("status"))
+    except (OSError, ValueError, AttributeError):
+        return None
+    if status is None or status.complete:
+        return None
+    if not partial:
+        finish = f"finish it with `{status.resume}`" if status.resume else "run its sweep again to finish it"
+        raise UserError(f"{command}: sweep {run_dir} is {status.line()}",
+                        f"{finish}, or pass --partial to answer from what it has (every output marked partial)")
+    print(f"warning: {command} --partial: sweep {run_dir} is {status.line()}; every output is marked partial",
+          file=sys.stderr)
+    return status

@@ -27,14 +27,15 @@ READING = ("LR* is log2 of the base learning rate η at the optimum with its 95 
            "mean curve; its difference's interval comes from each seed's own fitted minimum.")
 
 
-def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool, tolerance: str = "0.25") -> int:
+def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool, tolerance: str = "0.25",
+        partial: bool = False) -> int:
     from ..analysis.compare import compare, config_changes
     from ..analysis.compare_plot import compare_figure
     from ..analysis.plots import save
     from ..analysis.summary import read_tables
     from ..errors import UserError
     from ..files import COMPARE_PLOT, COMPARE_REPORT, COMPARE_TABLE, atomic_write_text, write_json
-    from .common import console, positive_number
+    from .common import console, positive_number, unfinished_run
 
     margin = positive_number("--tolerance", tolerance, "0.25")
     if run_b is None:
@@ -43,6 +44,9 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool, t
     target = out or run_b
     if target.exists() and not target.is_dir():
         raise UserError(f"--out {target} is an existing file", "give a directory for compare.json, .md and .png")
+    unfinished = {label: status.as_dict() for label, status in
+                  (("A", unfinished_run(run_a, partial, "compare")), ("B", unfinished_run(run_b, partial, "compare")))
+                  if status is not None}
     trials_a, trials_b = read_tables(run_a)[0], read_tables(run_b)[0]
     keys_a, keys_b = sorted(set(trials_a["search_key"])), sorted(set(trials_b["search_key"]))
     if keys_a != keys_b:
@@ -61,16 +65,22 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool, t
                         f"{', '.join(shared)}", "sweep a width both runs have")
     changes = config_changes(a["record"], b["record"])
     target.mkdir(parents=True, exist_ok=True)
-    write_json(target / COMPARE_REPORT, {**comparison.as_dict(), "config_changes": changes})
+    report = {**({"partial": unfinished} if unfinished else {}), **comparison.as_dict(), "config_changes": changes}
+    write_json(target / COMPARE_REPORT, report)
+    warning = _partial_line(unfinished)
     text = markdown(comparison, changes)
-    atomic_write_text(target / COMPARE_TABLE, text)
-    save(compare_figure(a["points"], b["points"], comparison.widths, comparison.setups, names, margin),
-         target / COMPARE_PLOT)
+    atomic_write_text(target / COMPARE_TABLE, f"**{warning}**\n\n{text}" if warning else text)
+    figure = compare_figure(a["points"], b["points"], comparison.widths, comparison.setups, names, margin)
+    if warning:
+        figure.text(0.01, 0.995, warning, color="#b00020", va="top", fontsize=9)
+    save(figure, target / COMPARE_PLOT)
     screen = console()
     for table in _tables(comparison):
         screen.print(table)
-    for line in _verdict_lines(comparison) + _only_lines(comparison):
-        screen.print(line, markup=False)
+    for line in _verdict_lines(comparison) + _only_lines(comparison) + _change_lines(changes):
+        screen.print(line, markup=False, highlight=False)
+    if warning:
+        screen.print(warning, markup=False, highlight=False)
     screen.print(f"wrote {target / COMPARE_TABLE}, {COMPARE_REPORT}, {COMPARE_PLOT}")
     return EXIT_MOVED if strict and comparison.moved else 0
 
@@ -168,12 +178,26 @@ def markdown(comparison: Any, changes: list[dict[str, Any]]) -> str:
     lines += [f"- {line}" for line in only] + ([""] if only else [])
     if changes:
         lines += ["Config differences (B vs A):", ""]
-        lines += [f"- {c['where']}: `{c['key']}`: {_change(c['a'], c['b'])}" for c in changes[:MAX_CHANGES]]
-        if len(changes) > MAX_CHANGES:
-            lines.append(f"- … and {len(changes) - MAX_CHANGES} more (compare.json lists them all)")
+        lines += [f"- {line}" for line in _change_lines(changes)[1:]]
         lines.append("")
     lines.append(READING.format(tolerance=comparison.tolerance))
     return "\n".join(lines) + "\n"
+
+
+def _change_lines(changes: list[dict[str, Any]]) -> list[str]:
+    """A heading and one line per config difference (the first ``MAX_CHANGES``), as the terminal and compare.md
+    show them."""
+    if not changes:
+        return []
+    lines = [f"{c['where']}: `{c['key']}`: {_change(c['a'], c['b'])}" for c in changes[:MAX_CHANGES]]
+    if len(changes) > MAX_CHANGES:
+        lines.append(f"… and {len(changes) - MAX_CHANGES} more (compare.json lists them all)")
+    return ["Config differences (B vs A):", *lines]
+
+
+def _partial_line(unfinished: dict[str, dict[str, Any]]) -> str:
+    """``PARTIAL: run A is incomplete: …`` for each unfinished run compared under ``--partial``; empty otherwise."""
+    return "; ".join(f"PARTIAL: run {label} is {status['line']}" for label, status in unfinished.items())
 
 
 def _change(a: Any, b: Any) -> str:

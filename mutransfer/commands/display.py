@@ -121,7 +121,10 @@ def summary_table(summary: dict[str, Any], title: str = "", axis: str = "width",
     name = "LR" if key == LR_KEY else DECAY_SYMBOLS.get(key, key.rsplit(".", 1)[-1])
     setups = summary.get("setups", {}) if key == LR_KEY else summary.get("keys", {}).get(key, {}).get("setups", {})
     decay = key in DECAY_OFF_VALUES
-    table = Table(title=title or f"optimal {'learning rate' if key == LR_KEY else key} per {axis}")
+    status = summary.get("status") or {}
+    partial = status.get("complete") is False
+    table = Table(title=(title or f"optimal {'learning rate' if key == LR_KEY else key} per {axis}")
+                  + (f" — partial: {status.get('line')}" if partial else ""))
     columns = ("setup", axis, f"log2 {name}*", "interval", "best loss", *(("vs decay off",) if decay else ()),
                "flags", "slope / doubling", "verdict")
     for column in columns:
@@ -143,7 +146,8 @@ def summary_table(summary: dict[str, Any], title: str = "", axis: str = "width",
             table.add_row(setup if i == 0 else "", width, _number(opt.get("log2_lr_star"), 2),
                           format_interval(opt.get("ci")) + kind, _number(opt.get("best_loss"), 4), *effect,
                           ", ".join(opt.get("flags", [])) or "-", slope_text if i == 0 else "",
-                          f"[{colors.get(verdict, 'white')}]{verdict}[/]" if i == 0 else "")
+                          f"[{colors.get(verdict, 'white')}]{verdict}[/]" + (" (partial)" if partial else "")
+                          if i == 0 else "")
         table.add_section()
     table.caption = ("interval: 95 % confidence from the seeds' spread; (res.): one seed, a grid-resolution bound, "
                      "not a confidence interval" + ("; vs decay off: the best decay's loss minus decay off's, with "

@@ -9,8 +9,9 @@ from rich.console import Group
 from rich.table import Table
 
 from ..model.build import model_plan
-from ..schema import Config
+from ..schema import LR_KEY, Config
 from ..sweep.estimate import PointEstimate, SweepEstimate
+from ..sweep.search import SearchSpec
 from ..sweep.spec import Point, SweepSpec
 from ..sweep.studies import StudyKey, study_keys
 from ..sweep.trial import trial_config, trials_per_batch
@@ -19,7 +20,7 @@ from ..train.data import load_corpus, vocab_size
 from ..train.timing import measure_trial
 from ..train.trunk import trained_steps
 
-__all__ = ["dry_run_table", "estimate_sweep"]
+__all__ = ["dry_run_table", "estimate_sweep", "search_range"]
 
 
 def _flops(cfg: Config, tokens: int) -> float:
@@ -58,6 +59,15 @@ def _branches(spec: SweepSpec, cfg: Config, batch: int) -> bool:
     return spec.trunks and cfg.train.schedule == "wsd" and len(spec.steps) > 1 and batch == 1
 
 
+def search_range(search: SearchSpec) -> str:
+    """A study's searched range as the spec writes it and as values: ``LR 2^-10 … 2^-4 = 0.000977 … 0.0625``."""
+    name = "LR" if search.key == LR_KEY else search.key.rsplit(".", 1)[-1]
+    if search.scale != "log2":
+        return f"{name} {search.min:g} … {search.max:g}"
+    return (f"{name} 2^{search.min:g} … 2^{search.max:g} = {search.value(search.min):.3g} … "
+            f"{search.value(search.max):.3g}")
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:,.1f} min"
 
@@ -87,4 +97,5 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
                      f"expected from grid extension; estimated wall time {_minutes(estimate.wall_seconds())} "
                      f"(range {_minutes(low)} – {_minutes(high)}) with {workers} worker(s), measured on this machine "
                      "now: a busy machine measures slow steps and runs slower")
-    return Group(*corpora.values(), table)
+    ranges = {f"{point.key.setup}: searched {search_range(point.key.search)}": None for point in estimate.points}
+    return Group(*corpora.values(), table, *ranges)

@@ -32,7 +32,8 @@ def export_run(storage_url: str, prefix: str, out: Path) -> dict[str, Any]:
     spec = spec_from_dict(record["spec"])
     out.mkdir(parents=True, exist_ok=True)
     claim_run_dir(out, record["fingerprint"], dump_yaml(record))
-    return finalize(spec, out, storage_url, prefix)
+    return finalize(spec, out, storage_url, prefix, resume=f"mutransfer sweep {spec.name} --storage "
+                    f"$MUTRANSFER_STORAGE --study {prefix}, then mutransfer export again")
 
 
 def run(storage_url: str, prefix: str, out: Path) -> str:

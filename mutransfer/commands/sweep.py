@@ -5,13 +5,14 @@ the next command."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..errors import UserError
 
 __all__ = ["run", "split_spec", "resolve_workers", "validate_trials", "finalize", "precheck", "next_step",
-           "corpus_lines", "EXIT_INTERRUPTED",
+           "corpus_lines", "resume_command", "EXIT_INTERRUPTED",
            "EXIT_TERMINATED", "interrupt_code",
            "DEFAULT_SPEC"]
 
@@ -98,23 +99,43 @@ def precheck(spec: Any, steps: int = 3) -> dict[str, list[str]]:
     return unstable
 
 
-def finalize(spec: Any, run_dir: Path, storage_url: Optional[str], prefix: str, th: Any = None) -> dict[str, Any]:
-    """Storage → trials.csv, curves.csv → summary.json → plots (``th``: the analysis thresholds, default ones
-    when None). Returns the summary."""
+def finalize(spec: Any, run_dir: Path, storage_url: Optional[str], prefix: str, th: Any = None,
+             resume: str = "") -> dict[str, Any]:
+    """Storage → trials.csv, curves.csv → summary.json (with the sweep's status: complete, or what is missing and
+    ``resume``, the command that finishes it) → plots (``th``: the analysis thresholds, default ones when None).
+    A complete sweep removes the transfer files made from it while it was partial. Returns the summary."""
     from ..analysis.draw import draw
     from ..analysis.optimum import Thresholds
     from ..analysis.summary import write_summary, write_tables
+    from ..files import remove_partial_outputs
+    from ..sweep.completion import sweep_status
     from ..sweep.storage import open_storage
     from ..sweep.tables import collect
 
-    trials, curves = collect(spec, open_storage(storage_url, run_dir), prefix)
+    storage = open_storage(storage_url, run_dir)
+    trials, curves = collect(spec, storage, prefix)
+    status = sweep_status(spec, storage, prefix, resume)
     write_tables(run_dir, trials, curves)
+    if status.complete:
+        for path in remove_partial_outputs(run_dir):
+            print(f"removed {path}: it was made while the sweep was unfinished (run transfer again)", file=sys.stderr)
     if trials.empty:
-        return {"setups": {}, "keys": {}}
+        return {"status": status.as_dict(), "setups": {}, "keys": {}}
     th = th if th is not None else Thresholds()
-    summary = write_summary(run_dir, trials, th)
+    summary = write_summary(run_dir, trials, th, status.as_dict())
     draw([run_dir], th=th)
     return summary
+
+
+def resume_command(spec_name: str, overrides: Sequence[str], run_dir: Path, storage: Optional[str]) -> str:
+    """The command that resumes this sweep (a database storage named by the environment variable, never by its
+    URL, which may hold a password)."""
+    import shlex
+
+    words = ["mutransfer", "sweep", spec_name, *overrides, "--out", str(run_dir)]
+    if storage is not None:
+        words += ["--storage", "$MUTRANSFER_STORAGE"]
+    return " ".join(w if w == "$MUTRANSFER_STORAGE" else shlex.quote(w) for w in words)
 
 
 def _report_precheck(out: Any, spec: Any) -> None:
@@ -175,7 +196,7 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
                  f"batch_trials={spec.batch_trials} · {run_dir}", soft_wrap=True)
     for line in corpus_lines(configs):
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
-    return _execute(screen, spec, opts, th)
+    return _execute(screen, spec, opts, th, resume_command(name, overrides, run_dir, storage))
 
 
 def corpus_lines(configs: dict[str, dict[str, Any]]) -> list[str]:
@@ -214,7 +235,7 @@ class _Progress:
         return self.first is not None and self.last is not None and self.first.done == self.last.done > 0
 
 
-def _execute(screen: Any, spec: Any, opts: Any, th: Any) -> int:
+def _execute(screen: Any, spec: Any, opts: Any, th: Any, resume: str = "") -> int:
     """Run the workers under a live display on a terminal, one line per finished trial otherwise; then write
     the outputs. Ctrl-C still writes them."""
     from ..sweep.interrupts import Interrupts
@@ -234,7 +255,12 @@ def _execute(screen: Any, spec: Any, opts: Any, th: Any) -> int:
         screen.print(f"sweep {spec.name}: {progress.last.done}/{progress.last.total} trials already done; "
                      "rewriting the tables")
     screen.print()
-    summary = finalize(spec, opts.run_dir, opts.storage, opts.prefix, th)
+    summary = finalize(spec, opts.run_dir, opts.storage, opts.prefix, th, resume)
+    status = summary["status"]
+    screen.print(f"sweep {spec.name}: {status['line']}" + ("" if status["complete"] else
+                 " — every verdict below is partial; transfer, verify and compare refuse this run until it is "
+                 "finished (or pass --partial)"), highlight=False, soft_wrap=True)
+    screen.print()
     if summary["setups"]:
         for axis in spec.swept():
             screen.print(summary_table(summary, axis=axis))

@@ -14,10 +14,10 @@ LEFT = ("parameter", "role", "update")
 def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[Path], fmt: str,
         correct_drift: bool, tolerance: str = "1", depth: Optional[str] = None, steps: Optional[str] = None,
         decay_rule: Optional[str] = None, batch_size: Optional[str] = None, tokens: Optional[str] = None,
-        tolerance_text: str = "0.01") -> None:
+        tolerance_text: str = "0.01", partial: bool = False) -> None:
     from ..files import latest_run, transfer_file
     from ..transfer.target import make_transfer, write_transfer
-    from .common import batch_tolerance, console, positive_integer, positive_number
+    from .common import batch_tolerance, console, positive_integer, positive_number, unfinished_run
 
     octaves = positive_number("--tolerance", tolerance, "1")
     blocks = positive_integer("--depth", depth, "48") if depth is not None else None
@@ -26,9 +26,12 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
     budget = positive_integer("--tokens", tokens, "1000000000") if tokens is not None else None
     run_dir = source or latest_run()
     th = batch_tolerance(tolerance_text)
+    unfinished = unfinished_run(run_dir, partial, "transfer")
     result = make_transfer(run_dir, width, setup, correct_drift, octaves, blocks, horizon, decay_rule, batch, budget,
                            th)
-    path = out or run_dir / transfer_file(width, fmt)
+    if unfinished is not None:
+        result.document = {"partial": unfinished.as_dict(), **result.document}
+    path = out or run_dir / transfer_file(width, fmt, partial=unfinished is not None)
     write_transfer(result, path, fmt)
     screen = console()
     screen.print(f"transfer from {run_dir}" + (" (the latest sweep in runs/; --from RUN_DIR for another)"
@@ -49,7 +52,8 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
                                                                               else ""))
     for warning in result.warnings:
         screen.print(f"[bold red]warning:[/] {warning}")
-    screen.print(f"wrote {path}")
+    screen.print(f"wrote {path}" + (f" (PARTIAL: made from an unfinished sweep, {unfinished.line()})"
+                                    if unfinished is not None else ""), highlight=False)
 
 
 def prediction_line(prediction: dict[str, Any]) -> str:

@@ -17,11 +17,12 @@ EXIT_MISSED = 1
 def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span_text: str, step_text: str,
         tolerance_text: str, strict: bool, correct_drift: bool, factors_text: Optional[str], storage: Optional[str],
         workers_text: str, threads: int, dry_run: bool, overrides: Sequence[str], depth_text: Optional[str] = None,
-        steps_text: Optional[str] = None, batch_text: Optional[str] = None, tokens_text: Optional[str] = None) -> int:
+        steps_text: Optional[str] = None, batch_text: Optional[str] = None, tokens_text: Optional[str] = None,
+        partial: bool = False) -> int:
     from ..errors import UserError
     from ..files import latest_run
     from ..transfer.verify import Verification, VerifyRequest, parse_factors, parse_setups, parse_widths
-    from .common import console, positive_integer, positive_number
+    from .common import console, positive_integer, positive_number, unfinished_run
     from .sweep import resolve_workers, validate_trials
 
     widths = parse_widths(width_text)
@@ -38,6 +39,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     if bad is not None:
         raise UserError(f"override '{bad}' is not key=value", "e.g. mutransfer verify --width 512 train.device=cpu")
     run_dir = source or latest_run()
+    unfinished = unfinished_run(run_dir, partial, "verify")
     request = VerifyRequest(widths, parse_setups(setup_text, run_dir), span, step, tolerance, correct_drift, factors,
                             tuple(overrides), depth, steps, batch, tokens)
     verification = Verification(run_dir, request)
@@ -59,7 +61,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
             screen.print(dry_run_table(spec, workers, threads))
         return 0
     rows, interrupted = _execute(screen, verification, specs, storage, workers, threads)
-    document = _finish(screen, verification, rows)
+    document = _finish(screen, verification, rows, unfinished)
     if interrupted:
         return interrupted
     return EXIT_MISSED if strict and not document["passed"] else 0
@@ -123,8 +125,9 @@ def _execute(screen: Any, verification: Any, specs: Sequence[Any], storage: Opti
     return pd.concat(tables, ignore_index=True), interrupted
 
 
-def _finish(screen: Any, verification: Any, rows: Any) -> dict[str, Any]:
-    """verify.csv, verify.json, verify.png, and the report on screen."""
+def _finish(screen: Any, verification: Any, rows: Any, unfinished: Any = None) -> dict[str, Any]:
+    """verify.csv, verify.json, verify.png, and the report on screen; each marked partial when the sweep it
+    verifies is unfinished (``unfinished``: its status)."""
     from ..analysis.plots import save, verify_figure
     from ..analysis.summary import read_tables
     from ..files import VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT
@@ -132,9 +135,15 @@ def _finish(screen: Any, verification: Any, rows: Any) -> dict[str, Any]:
 
     run_dir = verification.run_dir
     document = verification.report(rows)
+    if unfinished is not None:
+        document = {"partial": unfinished.as_dict(), **document}
     write_outputs(run_dir, rows, document)
     swept, _ = read_tables(run_dir)
-    save(verify_figure(swept, rows, document), run_dir / VERIFY_PLOT)
+    figure = verify_figure(swept, rows, document)
+    if unfinished is not None:
+        figure.text(0.01, 0.995, f"PARTIAL: the sweep is {unfinished.line()}", color="#b00020", va="top",
+                    fontsize=9)
+    save(figure, run_dir / VERIFY_PLOT)
     screen.print(_factors_table(document) if document["mode"] == "factors" else _results_table(document))
     for target in document["targets"]:
         if target.get("decay"):
@@ -143,7 +152,8 @@ def _finish(screen: Any, verification: Any, rows: Any) -> dict[str, Any]:
         for note in [target.get("note"), *target["warnings"]]:
             if note:
                 screen.print(f"[yellow]{target['setup']} at width {target['width']}:[/] {note}")
-    screen.print(f"wrote {', '.join(str(run_dir / f) for f in (VERIFY_REPORT, VERIFY_FILE, VERIFY_PLOT))}")
+    screen.print(f"wrote {', '.join(str(run_dir / f) for f in (VERIFY_REPORT, VERIFY_FILE, VERIFY_PLOT))}"
+                 + (" (PARTIAL: the sweep is unfinished)" if unfinished is not None else ""), highlight=False)
     return document
 
 

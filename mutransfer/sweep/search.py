@@ -165,6 +165,8 @@ def check_grid(where: str, search: SearchSpec) -> None:
     """Refuse a search whose grid has fewer than ``MIN_GRID_POINTS`` points, naming its bounds and the values they
     stand for; a positive log2 bound below 1 (LR values written where exponents belong) gets the exponents. Steps
     are counted before a grid is built (a tiny step makes a huge one)."""
+    if search.key == LR_KEY and search.scale == "log2" and (search.min >= 0 or 0 < search.max < 1):
+        _refuse_learning_rate_values(where, search)
     steps = (search.max - search.min) / search.step + 1e-9
     if steps >= MAX_GRID_POINTS:
         raise UserError(f"{where}: step {search.step:g} from {search.min:g} to {search.max:g} gives more than "
@@ -184,6 +186,18 @@ def check_grid(where: str, search: SearchSpec) -> None:
                f"{high}: {search.min + (MIN_GRID_POINTS - 1) * search.step:g}")
     raise UserError(message, f"a grid needs at least {MIN_GRID_POINTS} points to place an optimum: widen the bounds "
                              f"or lower the step, e.g. {example}")
+
+
+def _refuse_learning_rate_values(where: str, search: SearchSpec) -> None:
+    """A log2 LR range wholly at or above 0 (LRs ≥ 1), or a bound strictly between 0 and 1, is LR values written
+    where exponents belong. Refused with the exponents those values would be, or an example range. (A range that
+    only reaches above 0 from below, as SGD's and Muon's may, is allowed.)"""
+    message = (f"{where}: log2_min={search.min:g}, log2_max={search.max:g} are log2 of the LR (LRs "
+               f"{search.value(search.min):.3g} … {search.value(search.max):.3g})")
+    if search.min > 0 and search.max > 0 and min(search.min, search.max) < 1:
+        raise UserError(message, f"log2 bounds are exponents: for LR {search.min:g} … {search.max:g} write "
+                                 f"log2_min: {math.log2(search.min):.3g}, log2_max: {math.log2(search.max):.3g}")
+    raise UserError(message, "give exponents, e.g. log2_min: -10, log2_max: -4 (LR 2^-10 … 2^-4)")
 
 
 def search_name(index: int, count: int) -> str:

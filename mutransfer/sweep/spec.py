@@ -269,6 +269,24 @@ def _batch_trials(value: Any, setups: list[SetupSpec], model: Optional[dict[str,
     return value
 
 
+def _refuse_shadowed(setups: Any, overrides: Sequence[str]) -> None:
+    """A ``search.<bound>=`` override that every setup's own search sets again would change nothing: refused,
+    naming the setups' keys to override instead."""
+    if not isinstance(setups, dict) or not setups:
+        return
+    for word in overrides:
+        key = word.split("=", 1)[0]
+        if not key.startswith("search.") or key.count(".") != 1:
+            continue
+        name = key.split(".", 1)[1]
+        owners = [label for label, body in setups.items() if isinstance(body, dict)
+                  and isinstance(body.get("search"), dict) and name in body["search"]]
+        if owners and len(owners) == len(setups):
+            raise UserError(f"{word} changes nothing: every setup sets its own {name} "
+                            f"({', '.join(f'setups.{label}.search.{name}' for label in owners)})",
+                            f"override those instead, e.g. setups.{owners[0]}.search.{name}={word.split('=', 1)[-1]}")
+
+
 def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     """Read a spec by path or shipped name, apply CLI overrides and validate the result."""
     raw, source = _read(spec)
@@ -287,6 +305,7 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
         if search.at == "optimum" and all(s.key != LR_KEY for s in base):
             raise UserError(f"{search_name(i, len(base))}: at: optimum needs the learning rate searched too",
                             f"add {{key: {LR_KEY}}} to search")
+    _refuse_shadowed(data["setups"], overrides)
     setups = _setups(data["setups"], base)
     extra = data.get("overrides") or []
     if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):

@@ -74,6 +74,10 @@ def _choose(summary: dict[str, Any], setup: Optional[str],
                 if decays and not both else [])
         return label, setups[label], note
     label = min(setups, key=lambda k: abs(setups[k]["slope"]) if setups[k].get("slope") is not None else math.inf)
+    if len(setups) == 1:
+        return label, setups[label], [f"'{label}' is the only setup with results and its LR is not shown to transfer "
+                                      f"across widths (verdict {setups[label].get('verdict')}): treat the result "
+                                      "with care"]
     return label, setups[label], [f"no setup's LR transfers across widths; using '{label}', whose optimum moves "
                                   "least (|slope| smallest): treat the result with care"]
 

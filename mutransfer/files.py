@@ -39,6 +39,7 @@ __all__ = [
     "VERIFY_PLOT",
     "COORD_CHECK_FILES",
     "transfer_file",
+    "YAML_DIGITS",
     "remove_partial_outputs",
     "PARTIAL_TAG",
     "atomic_write_text",

@@ -111,8 +111,8 @@ def unfinished_run(run_dir: Any, partial: bool, command: str) -> Any:
     path = Path(run_dir) / SUMMARY_FILE
     try:
         status = SweepStatus.from_dict(json.loads(path.read_text()).get("status"))
-    except (OSError, ValueError, AttributeError):
-        return None
+    except (OSError, ValueError, AttributeError, TypeError, KeyError, OverflowError):
+        return None  # a damaged summary: the analysis reads trials.csv and says what is wrong with it
     if status is None or status.complete:
         return None
     if not partial:

@@ -15,7 +15,7 @@ from ..analysis.optimum import Thresholds
 from ..analysis.summary import estimated_widths, summarize_run
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
-from ..files import CONFIG_FILE, atomic_write_text, dump_yaml, load_yaml
+from ..files import CONFIG_FILE, YAML_DIGITS, atomic_write_text, dump_yaml, load_yaml
 from ..model.build import model_plan
 from ..schema import Config, axis_named, family_of
 from ..table.rules import depth_exponents
@@ -192,8 +192,20 @@ def derived_sections(cfg: Config) -> dict[str, Any]:
         "train": to_dict(cfg)["train"]}))
 
 
-def _digest(sections: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(sections, sort_keys=True).encode()).hexdigest()[:16]
+def _digest(sections: dict[str, Any], rounded: bool = True) -> str:
+    """A digest of the computed sections as a transfer file holds them: floats at the ``YAML_DIGITS`` the YAML
+    keeps, so the file as written and as read back digest alike (``rounded=False``: every digit, as files
+    written before YAML rounded its floats were digested)."""
+    def written(value: Any) -> Any:
+        if isinstance(value, float) and rounded:
+            return float(f"{value:.{YAML_DIGITS}g}")
+        if isinstance(value, dict):
+            return {k: written(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [written(v) for v in value]
+        return value
+
+    return hashlib.sha256(json.dumps(written(sections), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def check_derived_sections(document: dict[str, Any], cfg: Config, path: Path) -> None:
@@ -203,7 +215,7 @@ def check_derived_sections(document: dict[str, Any], cfg: Config, path: Path) ->
     expected = derived_sections(cfg)
     found = {k: document.get(k) for k in expected}
     where = _first_difference(found, expected, "")
-    if where is not None and document.get("computed_digest") != _digest(found):
+    if where is not None and document.get("computed_digest") not in (_digest(found), _digest(found, rounded=False)):
         key, found, wanted = where
         raise UserError(f"{path}: {key} is {found!r} but its config gives {wanted!r}; train reads only the file's "
                         "config section", "edit the config keys instead (e.g. train --config FILE optimizer.lr=0.01 "

@@ -111,20 +111,20 @@ def remove_partial_outputs(run_dir: Path) -> list[Path]:
 
 
 YAML_DIGITS = 12
-"""Significant digits a float keeps in YAML a person reads: arithmetic noise past them (``-2.3900000000000055``)
-is dropped; the value read back is within 5e-13 relative of the one written."""
+"""Significant digits at which a transfer file's computed sections are digested (``transfer.target``), so a
+digest does not hang on arithmetic noise past them."""
 
 
 def dump_yaml(data: Any) -> str:
-    """YAML a person reads: Unicode kept as written (``±``, ``σ``), floats at ``YAML_DIGITS`` significant digits,
-    read back as floats under YAML 1.1 too (PyYAML reads ``1e-08`` as a string)."""
+    """YAML a person reads: Unicode kept as written (``±``, ``σ``); floats as their shortest exact repr, read
+    back as floats under YAML 1.1 too (PyYAML reads ``1e-08`` as a string)."""
     import yaml
 
     class Dumper(yaml.SafeDumper):
         pass
 
     def represent_float(dumper: yaml.SafeDumper, value: float) -> Any:
-        text = min(repr(value), repr(float(f"{value:.{YAML_DIGITS}g}")), key=len)
+        text = repr(value)
         if "e" in text and "." not in text.split("e")[0]:
             mantissa, exponent = text.split("e")
             text = f"{mantissa}.0e{exponent}"

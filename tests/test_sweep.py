@@ -108,7 +108,7 @@ def test_interrupted_sweep_resumes_without_retraining(runner: CliRunner, spec_fi
 def test_huge_lr_is_recorded_as_diverged(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = invoke(runner, "sweep", str(spec_file), "--out", str(out), "setups.mup_muon.search.log2_max=12",
-                    "setups.mup_muon.search.log2_min=8", "widths=[32]", "train.warmup_frac=0")
+                    "setups.mup_muon.search.log2_min=-2", "widths=[32]", "train.warmup_frac=0")
     assert result.exit_code == 0, result.output
     trials = pd.read_csv(out / "trials.csv")
     mup = trials[trials["setup"] == "mup_muon"]

@@ -359,6 +359,8 @@ def validate(cfg: Config) -> None:
             raise UserError(f"model.tie_embeddings=true is refused under preset '{p.name}' with optimizer '{o.name}': "
                             "the embedding and readout roles scale and step differently",
                             "set model.tie_embeddings=false")
+    if m.factory_path is not None:
+        m.factory_path = str(Path(m.factory_path).resolve())
     if m.factory is not None and (":" not in m.factory or not m.roles):
         raise UserError(f"model.factory='{m.factory}' needs the form 'package.module:function' and model.roles",
                         "e.g. model: {factory: 'mypkg.models:make', roles: {'*': hidden}}")

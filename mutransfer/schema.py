@@ -178,6 +178,9 @@ class ModelConfig:
     rope_base: float = field(default=10000.0, metadata=rng(1.0, low_open=True))
     norm_eps: float = field(default=1e-6, metadata=rng(0.0, 1.0, low_open=True))
     factory: Optional[str] = None
+    """A user's model, "package.module:function" called with the width (``model.build``)."""
+    factory_path: Optional[str] = None
+    """The folder searched first for ``factory``'s module (besides PYTHONPATH); made absolute when read."""
     roles: Dict[str, str] = field(default_factory=dict)
     in_block: List[str] = field(default_factory=list)
     """``model.factory`` models: glob patterns of the parameters inside residual blocks (the depth rules')."""

@@ -10,7 +10,6 @@ The model below is plain PyTorch: nothing about it knows mutransfer. The tool on
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -51,8 +50,7 @@ def make_model(width: int) -> nn.Module:
 
 
 def cli(*args: str) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
-    subprocess.run([sys.executable, "-m", "mutransfer", *args], check=True, env=env)
+    subprocess.run([sys.executable, "-m", "mutransfer", *args], check=True)
 
 
 def main() -> None:
@@ -70,7 +68,8 @@ def main() -> None:
                                 "search": {"log2_min": -8, "log2_max": 0}}},
         "widths": widths,
         "search": {"step": 2 if args.tiny else 1},
-        "model": {"factory": "own_model_example:make_model", "roles": ROLES},
+        "model": {"factory": "own_model_example:make_model", "roles": ROLES,
+                  "factory_path": str(Path(__file__).resolve().parent)},
         "overrides": ["parametrization.base_width=32", f"train.steps={steps}", "train.batch_size=16",
                       "train.seq_len=64", "train.eval_every=0", "train.eval_batches=4"],
     }

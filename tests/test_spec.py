@@ -4,7 +4,7 @@ import pytest
 
 from mutransfer.errors import UserError
 from mutransfer.schema import LR_KEY
-from mutransfer.sweep.spec import load_spec, shipped_specs
+from mutransfer.sweep.spec import load_spec, shipped_specs, spec_dir
 from mutransfer.sweep.trial import sweep_record
 
 
@@ -83,7 +83,8 @@ def test_missing_spec_names_the_shipped_ones(tmp_path: Path) -> None:
 def test_model_config_overrides_stay_config_overrides() -> None:
     spec = load_spec("smoke", ["model.depth=3", "model.factory=pkg.mod:make", "model.roles={'*': hidden}"])
     assert "model.depth=3" in spec.overrides
-    assert spec.model == {"factory": "pkg.mod:make", "roles": {"*": "hidden"}}
+    assert spec.model == {"factory": "pkg.mod:make", "roles": {"*": "hidden"},
+                          "factory_path": str(spec_dir().resolve())}
     assert spec.extra() == {"model": spec.model}
 
 

@@ -84,7 +84,10 @@ def decay_line(decay: dict[str, Any]) -> str:
 def _table(doc: dict[str, Any], width: int) -> Any:
     from rich.table import Table
 
-    table = Table(title=f"{doc['source']['setup']} at width {width}, depth {doc['model']['depth']}: η* = 2^{doc['log2_lr']:.2f} = {doc['lr']:.4g}")
+    model = doc["model"]
+    shape = f"model.factory {model['factory']}" if model.get("factory") else f"depth {model['depth']}"
+    table = Table(title=f"{doc['source']['setup']} at width {width}, {shape}: η* = 2^{doc['log2_lr']:.2f} = "
+                        f"{doc['lr']:.4g}")
     for column in COLUMNS:
         table.add_column(column, justify="left" if column in LEFT else "right")
     for row in doc["param_groups"]:

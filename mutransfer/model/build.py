@@ -2,13 +2,15 @@
 
 The model is the built-in GPT, a Hugging Face causal LM (``model=hf``: roles, blocks and fused weights from
 the shipped architecture), or a user's module from ``model.factory`` ("package.module:function", called with
-the width) whose parameters get roles from ``model.roles`` (glob pattern → role).
+the width, its module looked for in ``model.factory_path`` first) whose parameters get roles from
+``model.roles`` (glob pattern → role).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import importlib
+import sys
 from dataclasses import replace
 from typing import Callable, Mapping, Optional, Sequence
 
@@ -37,14 +39,25 @@ def gpt_plan(cfg: Config, vocab_size: int) -> Plan:
                      depth=cfg.model.depth, in_block=model.in_block, steps=cfg.train.steps)
 
 
-def load_factory(path: str) -> Callable[[int], nn.Module]:
-    """``package.module:function`` → the function (it must take the width and return an ``nn.Module``)."""
+def load_factory(path: str, folder: Optional[str] = None) -> Callable[[int], nn.Module]:
+    """``package.module:function`` → the function (it must take the width and return an ``nn.Module``); the
+    module is looked for in ``folder`` first, then on PYTHONPATH. The folder is on ``sys.path`` only while the
+    module is imported."""
     module_name, _, attr = path.partition(":")
+    added = folder is not None and folder not in sys.path
+    if added:
+        sys.path.insert(0, str(folder))
     try:
         fn = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
-        raise UserError(f"cannot import model.factory '{path}': {exc}",
-                        "give package.module:function importable from PYTHONPATH") from None
+        where = f" (looked in {folder} and on PYTHONPATH)" if folder else " (looked on PYTHONPATH)"
+        raise UserError(f"cannot import model.factory '{path}'{where}: {exc}",
+                        "set model.factory_path=FOLDER to the folder that holds the module (in a spec: "
+                        "model: {factory_path: FOLDER}, relative to the spec), or add that folder to PYTHONPATH"
+                        ) from None
+    finally:
+        if added:
+            sys.path.remove(str(folder))
     if not callable(fn):
         raise UserError(f"model.factory '{path}' is not callable", "give a function width -> nn.Module")
     return fn
@@ -90,7 +103,7 @@ def module_plan(model: nn.Module, base_model: nn.Module, roles: Mapping[str, str
 
 def _factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
     assert cfg.model.factory is not None
-    fn = load_factory(cfg.model.factory)
+    fn = load_factory(cfg.model.factory, cfg.model.factory_path)
     model = fn(cfg.model.width)
     with torch.device("meta"):
         base = fn(cfg.parametrization.base_width)

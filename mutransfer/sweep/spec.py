@@ -98,7 +98,7 @@ class SweepSpec:
                        for value in listed[1:]]
 
     def extra(self) -> Optional[dict[str, Any]]:
-        """Config tree merged into every trial's config (a user model: ``{model: {factory, roles}}``)."""
+        """Config tree merged into every trial's config (a user model: ``{model: {factory, roles, factory_path}}``)."""
         return {"model": self.model} if self.model else None
 
     def as_dict(self) -> dict[str, Any]:
@@ -248,12 +248,20 @@ def _narrowed(where: str, raw: Any, base: tuple[SearchSpec, ...]) -> tuple[Searc
     return tuple(parse_search(where, by_key[s.key], s) if s.key in by_key else s for s in base)
 
 
-def _model(model: Any) -> Optional[dict[str, Any]]:
-    if model is not None and (not isinstance(model, dict) or set(model) - {"factory", "roles"} or
-                              not isinstance(model.get("roles"), dict) or ":" not in str(model.get("factory", ""))):
-        raise UserError("model must be {factory: 'package.module:function', roles: {pattern: role}}",
-                        "see scripts/own_model_example.py")
-    return model
+def _model(model: Any, source: str) -> Optional[dict[str, Any]]:
+    """The spec's ``model`` section with ``factory_path`` made absolute: relative to the spec's folder, which is
+    also where the factory's module is looked for when the spec names no folder."""
+    if model is None:
+        return None
+    if (not isinstance(model, dict) or set(model) - {"factory", "roles", "factory_path"} or
+            not isinstance(model.get("roles"), dict) or ":" not in str(model.get("factory", ""))):
+        raise UserError("model must be {factory: 'package.module:function', roles: {pattern: role}} "
+                        "(and optionally factory_path: FOLDER)", "see scripts/own_model_example.py")
+    folder = model.get("factory_path", ".")
+    if not isinstance(folder, str) or not folder:
+        raise UserError(f"model.factory_path={folder!r} is not a folder", "give a folder, relative to the spec's")
+    here = Path(source).resolve().parent
+    return {**model, "factory_path": str((here / folder).resolve())}
 
 
 def _batch_trials(value: Any, setups: list[SetupSpec], model: Optional[dict[str, Any]]) -> int | str:
@@ -310,7 +318,7 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     extra = data.get("overrides") or []
     if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
         raise UserError("overrides must be a list of key=value strings", "e.g. overrides: [train.steps=100]")
-    model = _model(data.get("model"))
+    model = _model(data.get("model"), source)
     batch_trials = _batch_trials(data.get("batch_trials", "auto"), setups, model)
     trunks = data.get("trunks", True)
     if not isinstance(trunks, bool):

@@ -166,6 +166,8 @@ def test_verify_resumes_and_strict_fails_a_tight_tolerance(runner: CliRunner, ve
                     "--tolerance", "1e-9")
     after = pd.read_csv(verified / "verify.csv")
     assert result.exit_code == 1, result.output
+    assert "mutransfer verify" not in result.output, "verify never advises running itself"
+    assert "verify's --tolerance 1e-09" in result.output
     assert sorted(after["trial"]) == sorted(before["trial"]) and len(after) == len(before)
     assert json.loads((verified / "verify.json").read_text())["passed"] is False
 
@@ -235,22 +237,26 @@ def test_plot_on_empty_directory_is_refused(runner: CliRunner, tmp_path: Path) -
 
 
 def test_transfer_prints_and_writes_a_predicted_range(runner: CliRunner, sweep_dir: Path, tmp_path: Path) -> None:
-    docs = {}
-    for width, tolerance in ((4096, "0.01"), (256, "100")):
+    docs, nexts = {}, {}
+    for width, tolerance in ((4096, "0.01"), (256, "100"), (2**20, "1")):
         out = tmp_path / f"t{width}.yaml"
         result = invoke(runner, "transfer", "--width", str(width), "--from", str(sweep_dir), "--setup", "mup_muon",
                         "--out", str(out), "--tolerance", tolerance)
         assert result.exit_code == 0, result.output
         first, second = result.output.splitlines()[:2]
         assert first == f"transfer from {sweep_dir}" and second.startswith(f"prediction at width {width}: log2 η* =")
-        docs[width] = yaml.safe_load(out.read_text())
+        assert "transfer's --tolerance" in second
+        docs[width], nexts[width] = yaml.safe_load(out.read_text()), result.output.splitlines()[-1]
+    assert nexts[256].startswith(f"next: mutransfer verify --width 256 --from {sweep_dir} measures η* there")
+    assert nexts[2**20].startswith(f"next: verifying at width {2**20} takes about") and "where width" in nexts[2**20]
+    assert f"verify --width {2**20} --from {sweep_dir} measures" not in nexts[2**20]
     far, near = docs[4096]["prediction"], docs[256]["prediction"]
     lo, hi = far["interval"]
     assert lo < far["log2_lr"] < hi
     assert far["half_width"] == pytest.approx(max(far["log2_lr"] - lo, hi - far["log2_lr"])), "its farthest reach"
     assert far["log2_lr"] == pytest.approx(docs[4096]["log2_lr"])
     assert far["within_tolerance"] is False and near["within_tolerance"] is True
-    assert any("wider than --tolerance" in w for w in docs[4096]["warnings"])
+    assert any("wider than transfer's --tolerance" in w for w in docs[4096]["warnings"])
     assert far["half_width"] > near["half_width"], "the slope's uncertainty grows with the distance extrapolated"
     rows = {g["name"]: g for g in docs[4096]["param_groups"]}
     up = rows["blocks.0.mlp.up.weight"]

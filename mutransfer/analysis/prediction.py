@@ -111,7 +111,7 @@ def narrowing_advice(info: Mapping[str, Any], width: int, tolerance: float) -> s
     q = quantile(0.975, info.get("dof"))
     if q * between >= tolerance:
         return (f"no sweep can: the optima's scatter about the line (σ_b {between:.2f} octave) alone gives "
-                f"±{q * between:.2f} at any width; verify at width {width} (mutransfer verify) to measure it there")
+                f"±{q * between:.2f} at any width; only a measurement at width {width} narrows it")
     if len(used) < 2:
         return "sweep at least two widths whose optimum is inside the grid"
     logs = [math.log2(w) for w in used]
@@ -130,8 +130,8 @@ def narrowing_advice(info: Mapping[str, Any], width: int, tolerance: float) -> s
         half = _design_half(logs + [math.log2(added)], se_now + [float(np.median(se_now))], between, common, target, q)
         if half <= tolerance:
             return f"sweep width {added} as well (the slope is then carried over fewer doublings)"
-    return (f"neither {MAX_EXTRA_SEEDS} more noise seeds nor a wider width brings it inside ±{tolerance:g}; verify at "
-            f"width {width} (mutransfer verify)")
+    return (f"neither {MAX_EXTRA_SEEDS} more noise seeds nor a wider width brings it inside ±{tolerance:g}; only a "
+            f"measurement at width {width} narrows it")
 
 
 def predict(info: Mapping[str, Any], width: int, correct_drift: bool, tolerance: float) -> Prediction:
@@ -170,7 +170,7 @@ def law_prediction(info: Mapping[str, Any], target: Mapping[str, int], correct_d
         narrow = "measure seed noise (search.noise_seeds ≥ 1): with one seed the range is a resolution bound"
     elif quantile(0.975, law.get("dof")) * float(law.get("between_sd") or 0.0) >= tolerance:
         narrow = (f"no sweep can: the points' scatter about the law (σ_b {law['between_sd']:.2f} octave) alone "
-                  f"exceeds ±{tolerance:g}; verify at the target (mutransfer verify)")
+                  f"exceeds ±{tolerance:g}; only a measurement at the target narrows it")
     else:
         narrow = "sweep points nearer the target on the axes it extrapolates, or more noise seeds"
     return Prediction(width, log2_lr, (lo, hi), reach, reach <= tolerance, tolerance, doublings,

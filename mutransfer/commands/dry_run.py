@@ -8,7 +8,7 @@ from dataclasses import replace
 from rich.console import Group
 from rich.table import Table
 
-from ..model.build import model_plan
+from ..model.flops import training_flops
 from ..schema import LR_KEY, Config
 from ..sweep.estimate import PointEstimate, SweepEstimate
 from ..sweep.search import SearchSpec
@@ -16,17 +16,11 @@ from ..sweep.spec import Point, SweepSpec
 from ..sweep.studies import StudyKey, study_keys
 from ..sweep.trial import trial_config, trials_per_batch
 from ..train.budget import tokens_read
-from ..train.data import load_corpus, vocab_size
+from ..train.data import load_corpus
 from ..train.timing import measure_trial
 from ..train.trunk import trained_steps
 
 __all__ = ["dry_run_table", "estimate_sweep", "search_range"]
-
-
-def _flops(cfg: Config, tokens: int) -> float:
-    plan = model_plan(cfg, vocab_size(cfg.data))
-    matmul = sum(p.shape[0] * p.shape[1] for p in plan.params if p.role in ("hidden", "readout"))
-    return 6 * matmul * tokens + 12 * cfg.model.depth * cfg.train.seq_len * cfg.model.width * tokens
 
 
 def _middle_config(spec: SweepSpec, key: StudyKey, threads: int) -> Config:
@@ -90,7 +84,7 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
         coordinates = [str(getattr(point.key.point, axis)) for axis in extra]
         table.add_row(point.key.setup, str(point.key.width), *coordinates, str(point.studies), str(point.trials),
                       f"{point.extension:.1f}", str(cfg.train.steps), f"{tokens:,}",
-                      f"{_flops(cfg, tokens) / 1e9:,.1f}", str(point.batch), f"{point.cost.step:.3f}",
+                      f"{training_flops(cfg, tokens) / 1e9:,.1f}", str(point.batch), f"{point.cost.step:.3f}",
                       f"{point.seconds_per_trial():,.1f}")
     low, high = estimate.wall_seconds("low"), estimate.wall_seconds("high")
     table.caption = (f"{estimate.trials('low'):.0f} trials (grid, noise probes, anchors) + {estimate.trials() - estimate.trials('low'):.1f} "

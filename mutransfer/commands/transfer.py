@@ -54,6 +54,17 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
         screen.print(f"[bold red]warning:[/] {warning}")
     screen.print(f"wrote {path}" + (f" (PARTIAL: made from an unfinished sweep, {unfinished.line()})"
                                     if unfinished is not None else ""), highlight=False)
+    screen.print(_next_check(run_dir, result), highlight=False, soft_wrap=True)
+
+
+def _next_check(run_dir: Path, result: Any) -> str:
+    from ..config import config_from_dict
+    from ..transfer.next_check import next_check
+    from ..transfer.target import read_sweep_record
+
+    label = result.document["source"]["setup"]
+    swept = config_from_dict(read_sweep_record(run_dir)["setups"][label], where=str(run_dir))
+    return next_check(run_dir, label, swept, result.config)
 
 
 def prediction_line(prediction: dict[str, Any]) -> str:
@@ -66,7 +77,8 @@ def prediction_line(prediction: dict[str, Any]) -> str:
         return f"{head}, range unknown — {prediction['narrow']}"
     lo, hi = prediction["interval"]
     line = (f"{head}, 95 % range [{lo:.2f}, {hi:.2f}] (up to {prediction['half_width']:.2f} octaves from it, "
-            f"{'within' if prediction['within_tolerance'] else 'wider than'} --tolerance {prediction['tolerance']:g})")
+            f"{'within' if prediction['within_tolerance'] else 'wider than'} transfer's --tolerance "
+            f"{prediction['tolerance']:g})")
     return line + (f"\n  {prediction['lack_of_fit']}" if prediction.get("lack_of_fit") else "")
 
 

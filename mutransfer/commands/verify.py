@@ -195,7 +195,7 @@ def _results_table(document: dict[str, Any]) -> Any:
     from rich.table import Table
 
     tol = document["tolerance"]
-    table = Table(title=f"measured at the target: error = measured − predicted log2 η* (--tolerance {tol:g})")
+    table = Table(title=f"measured at the target: error = measured − predicted log2 η* (verify's --tolerance {tol:g})")
     for column in ("setup", "width", "predicted", "measured", "interval", "error (octaves)", "regret (nats)",
                    "regret (%)", "result"):
         table.add_column(column, justify="left" if column in ("setup", "result") else "right")

@@ -253,7 +253,7 @@ def _warnings(label: str, info: dict[str, Any], prediction: Prediction, implied:
     if not prediction.within_tolerance:
         span = f"reaches {prediction.half_width:.2f} octaves from η*" if prediction.half_width is not None else \
             "is unknown"
-        warnings.append(f"the predicted range at width {width} {span}, wider than --tolerance "
+        warnings.append(f"the predicted range at width {width} {span}, wider than transfer's --tolerance "
                         f"{prediction.tolerance:g}: {prediction.narrow}")
     if info.get("verdict") == "drifts":
         warnings.append(f"setup '{label}' drifts ({slope:+.2f} octaves of LR per width doubling): expect the optimum "

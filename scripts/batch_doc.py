@@ -24,6 +24,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from mutransfer.analysis.cells import interval_cell
 from mutransfer.analysis.batch import DEFAULT_BATCH_TOLERANCE
 from mutransfer.analysis.batch_plot import batch_figure, batch_frame, batch_marks
 from mutransfer.analysis.colors import ordered_colors
@@ -36,13 +37,6 @@ RULES = {"√B (Malladi et al., Adam)": 0.5, "B (Goyal et al., SGD)": 1.0}
 PUBLISHED_GAMMA = "0.4–0.6 (Li et al.: B* ∝ D^0.571)"
 
 
-def cell(value: Optional[float], ci: Optional[list[Optional[float]]] = None, fmt: str = "+.2f") -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    ends = [f"{v:{fmt}}" if v is not None and math.isfinite(v) else "…" for v in (ci or [])]
-    return f"{value:{fmt}}" + (f" [{ends[0]}, {ends[1]}]" if ci else "")
-
-
 def worth_table(summary: dict[str, Any]) -> list[str]:
     lines = ["| setup | tokens | best batch [95 %] | best loss | critical batch [95 %] | critical |",
              "|---|---|---|---|---|---|"]
@@ -50,10 +44,10 @@ def worth_table(summary: dict[str, Any]) -> list[str]:
         for tokens, entry in sorted(info["batch"]["budgets"].items(), key=lambda kv: int(kv[0])):
             best, critical = entry["best"] or {}, entry["critical"] or {}
             bound = {"low": "≤ ", "high": "≥ "}.get(best.get("censored") or "", "")
-            lines.append(f"| {setup} | {int(tokens):,} | {bound}{cell(best.get('batch'), best.get('ci'), '.1f')} | "
-                         f"{cell(best.get('loss'), fmt='.4f')} | "
+            lines.append(f"| {setup} | {int(tokens):,} | {bound}{interval_cell(best.get('batch'), best.get('ci'), '.1f')} | "
+                         f"{interval_cell(best.get('loss'), fmt='.4f')} | "
                          f"{'≥ ' if critical.get('status') == 'bound' else ''}"
-                         f"{cell(critical.get('batch'), critical.get('ci'), '.1f')} | "
+                         f"{interval_cell(critical.get('batch'), critical.get('ci'), '.1f')} | "
                          f"{critical.get('status', '—')} |")
     return lines
 
@@ -66,9 +60,9 @@ def law_table(summary: dict[str, Any]) -> list[str]:
         slope, ci = law.get("coefficients", {}), law.get("slope_ci", {})
         fit = law.get("lack_of_fit") or {}
         lof = f"F = {fit['F']:.1f}, p = {fit['p']:.2g}" if fit else "—"
-        lines.append(f"| {setup} | {cell(slope.get('batch'), ci.get('batch'))} | " +
+        lines.append(f"| {setup} | {interval_cell(slope.get('batch'), ci.get('batch'))} | " +
                      " | ".join(f"{r:+.1f}" for r in RULES.values()) +
-                     f" | {cell(slope.get('tokens'), ci.get('tokens'))} | {cell(slope.get('width'), ci.get('width'))} "
+                     f" | {interval_cell(slope.get('tokens'), ci.get('tokens'))} | {interval_cell(slope.get('width'), ci.get('width'))} "
                      f"| {lof} |")
     return lines
 
@@ -84,7 +78,7 @@ def budget_slopes_table(run_dir: Path) -> list[str]:
         summary = summarize(trials[trials["tokens"] == tokens], settings)
         for setup, info in summary["setups"].items():
             entry = (info.get("axes") or {}).get("batch") or {}
-            rows.setdefault(setup, []).append(f"{cell(entry.get('slope'), entry.get('slope_ci'))} "
+            rows.setdefault(setup, []).append(f"{interval_cell(entry.get('slope'), entry.get('slope_ci'))} "
                                               f"({entry.get('verdict', '—')})")
     lines = ["| setup | " + " | ".join(f"s_B at {int(d):,} tokens [95 %]" for d in budgets) + " |",
              "|---|" + "---|" * len(budgets)]
@@ -96,7 +90,7 @@ def growth_table(summary: dict[str, Any]) -> list[str]:
              "|---|---|---|---|"]
     for setup, info in summary["setups"].items():
         growth = info["batch"].get("growth") or {}
-        cells = [cell(g["gamma"], g["gamma_ci"]) if g else "not fitted: fewer than 3 budgets with a measured batch "
+        cells = [interval_cell(g["gamma"], g["gamma_ci"]) if g else "not fitted: fewer than 3 budgets with a measured batch "
                  "(the others are bounds)"
                  for g in (growth.get("best"), growth.get("critical"))]
         lines.append(f"| {setup} | {cells[0]} | {cells[1]} | {PUBLISHED_GAMMA} |")
@@ -113,7 +107,7 @@ def noise_table(run_dir: Path) -> list[str]:
     for row in rows.itertuples():
         critical = [None if pd.isna(v) else float(v) for v in (row.critical_low, row.critical_high)]
         lines.append(f"| {row.setup} | {int(row.tokens):,} | {int(row.batch)} ({row.log2_lr:+.2f}) | "
-                     f"{row.noise_scale:.1f} | {cell(row.critical_batch, critical, '.1f')} ({row.critical_status}) | "
+                     f"{row.noise_scale:.1f} | {interval_cell(row.critical_batch, critical, '.1f')} ({row.critical_status}) | "
                      f"{'≤ ' if row.best_censored == 'low' else '≥ ' if row.best_censored == 'high' else ''}"
                      f"{row.best_batch:.1f} |")
     return lines
@@ -130,10 +124,10 @@ def verify_table(run_dir: Path) -> list[str]:
         p = t["prediction"]
         where = f"width {t['width']}, batch {p.get('batch')}, {p.get('tokens'):,} tokens"
         measured, regret = t.get("measured") or {}, t.get("regret") or {}
-        lines.append(f"| {t['setup']} | {where} | {cell(p['log2_lr'], p['interval'])} | "
-                     f"{cell(measured.get('log2_lr_star'), measured.get('ci'))} | "
-                     f"{cell(t.get('error'), t.get('error_ci'))} | "
-                     f"{cell(regret.get('nats'), regret.get('nats_ci'), '+.4f')} "
+        lines.append(f"| {t['setup']} | {where} | {interval_cell(p['log2_lr'], p['interval'])} | "
+                     f"{interval_cell(measured.get('log2_lr_star'), measured.get('ci'))} | "
+                     f"{interval_cell(t.get('error'), t.get('error_ci'))} | "
+                     f"{interval_cell(regret.get('nats'), regret.get('nats_ci'), '+.4f')} "
                      f"| {'yes' if t.get('covered') else 'no'} |")
     return lines
 

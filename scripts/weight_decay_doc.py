@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import Any, Optional
 
+from mutransfer.analysis.cells import interval_cell
 from mutransfer.analysis.key_view import key_label, key_view
 from mutransfer.analysis.plots import drift_figure, save, transfer_figure
 from mutransfer.analysis.summary import read_tables, search_settings, summarize
@@ -50,12 +51,6 @@ def predicted_width_slopes(cfg: Config) -> dict[str, Optional[float]]:
     }
 
 
-def cell(value: Optional[float], ci: Optional[list[float]] = None, fmt: str = "+.2f") -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{value:{fmt}}" + (f" [{ci[0]:{fmt}}, {ci[1]:{fmt}}]" if ci else "")
-
-
 def axis_info(info: dict[str, Any], axis: str) -> dict[str, Any]:
     return info if axis == "width" else (info.get("axes") or {}).get(axis) or {}
 
@@ -70,8 +65,8 @@ def tables(run_dir: Path) -> str:
            "(horizon) |", "|---|---|---|---|---|---|"]
     for label, info in summary["setups"].items():
         steps = axis_info(info, "steps")
-        out.append(f"| {label} | {decay_rule_name(configs[label])} | {cell(info.get('slope'), info.get('slope_ci'))} "
-                   f"| {info.get('verdict')} | {cell(steps.get('slope'), steps.get('slope_ci'))} | "
+        out.append(f"| {label} | {decay_rule_name(configs[label])} | {interval_cell(info.get('slope'), info.get('slope_ci'))} "
+                   f"| {info.get('verdict')} | {interval_cell(steps.get('slope'), steps.get('slope_ci'))} | "
                    f"{steps.get('verdict')} |")
     out += ["", "| setup | log2 λ* at width 32 / 64 / 128 (150 steps) | at 600 steps (width 32) | λ* slope / width "
             "doubling | verdict | λ* slope / horizon doubling | verdict (horizon) | beat decay off at |",
@@ -79,13 +74,13 @@ def tables(run_dir: Path) -> str:
     for label, info in decay.items():
         widths = info.get("widths", {})
         steps = axis_info(info, "steps")
-        at = " / ".join(cell(widths.get(w, {}).get("log2_lr_star"), None) for w in sorted(widths, key=int))
+        at = " / ".join(interval_cell(widths.get(w, {}).get("log2_lr_star"), None) for w in sorted(widths, key=int))
         long = (steps.get("steps") or {})
         last = max(long, key=int) if long else None
         effects = info.get("decay_effect") or {}
-        out.append(f"| {label} | {at} | {cell(long[last].get('log2_lr_star')) if last else '—'} | "
-                   f"{cell(info.get('slope'), info.get('slope_ci'))} | {info.get('verdict')} | "
-                   f"{cell(steps.get('slope'), steps.get('slope_ci'))} | {steps.get('verdict')} | "
+        out.append(f"| {label} | {at} | {interval_cell(long[last].get('log2_lr_star')) if last else '—'} | "
+                   f"{interval_cell(info.get('slope'), info.get('slope_ci'))} | {info.get('verdict')} | "
+                   f"{interval_cell(steps.get('slope'), steps.get('slope_ci'))} | {steps.get('verdict')} | "
                    f"{effects.get('effect', 0)} of {sum(effects.values())} points |")
     out += ["", "| setup | measured λ* slope / width doubling | timescale (Wang & Aitchison) | λ ∝ √width "
             "(Fan et al.) | λ fixed (PyTorch default) | measured λ* slope / horizon doubling | timescale predicts |",
@@ -96,9 +91,9 @@ def tables(run_dir: Path) -> str:
         lr_steps = axis_info(summary["setups"][label], "steps").get("slope")
         independent = configs[label].optimizer.weight_decay_rule == "independent"
         horizon = -1.0 if independent else (-1.0 - lr_steps if lr_steps is not None else None)
-        out.append(f"| {label} | {cell(info.get('slope'), info.get('slope_ci'))} | "
-                   + " | ".join(cell(v) for v in predicted.values())
-                   + f" | {cell(steps.get('slope'), steps.get('slope_ci'))} | {cell(horizon)} |")
+        out.append(f"| {label} | {interval_cell(info.get('slope'), info.get('slope_ci'))} | "
+                   + " | ".join(interval_cell(v) for v in predicted.values())
+                   + f" | {interval_cell(steps.get('slope'), steps.get('slope_ci'))} | {interval_cell(horizon)} |")
     return "\n".join(out)
 
 

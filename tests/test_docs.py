@@ -3,6 +3,7 @@ README's error example is what the tool prints, and the README stays short."""
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from pathlib import Path
@@ -117,3 +118,14 @@ def test_a_study_page_holds_the_tables_its_script_computes(page: str, script: st
     text = (ROOT / "docs" / page).read_text()
     lines = module.tables(ROOT / "docs" / "data" / data).splitlines()
     assert len(lines) > 15 and all(line in text for line in lines if line)
+
+
+def test_a_value_on_a_rounding_edge_prints_the_same_whatever_its_float_noise() -> None:
+    """−0.205 reached by two summation orders (one ulp either side) is one cell; a missing end is ``…``."""
+    from mutransfer.analysis.cells import interval_cell
+
+    edge = -0.205
+    below, above = math.nextafter(edge, -1.0), math.nextafter(edge, 0.0)
+    assert interval_cell(below) == interval_cell(above) == interval_cell(edge)
+    assert interval_cell(-0.2049, [1.0, None]) == "-0.20 [+1.00, …]"
+    assert interval_cell(None) == "—" and interval_cell(float("nan")) == "—"

@@ -40,6 +40,8 @@ __all__ = [
     "COORD_CHECK_FILES",
     "transfer_file",
     "YAML_DIGITS",
+    "STATISTIC_DIGITS",
+    "at_statistic_precision",
     "remove_partial_outputs",
     "PARTIAL_TAG",
     "atomic_write_text",
@@ -113,6 +115,23 @@ def remove_partial_outputs(run_dir: Path) -> list[Path]:
 YAML_DIGITS = 12
 """Significant digits at which a transfer file's computed sections are digested (``transfer.target``), so a
 digest does not hang on arithmetic noise past them."""
+
+
+STATISTIC_DIGITS = 4
+"""Significant digits a measured statistic (a slope, its interval, an asymmetry) keeps in a file a person reads:
+its seed noise is in the second digit, so ``1.3093333199837622`` is written ``1.309``."""
+
+
+def at_statistic_precision(data: Any) -> Any:
+    """``data`` with every float cut to ``STATISTIC_DIGITS`` significant digits (dicts and lists walked; NaN and
+    infinities kept). For statistics only: a config value or a plan keeps every digit."""
+    if isinstance(data, float) and math.isfinite(data):
+        return float(f"{data:.{STATISTIC_DIGITS}g}")
+    if isinstance(data, dict):
+        return {key: at_statistic_precision(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [at_statistic_precision(value) for value in data]
+    return data
 
 
 def dump_yaml(data: Any) -> str:

@@ -255,6 +255,9 @@ def test_transfer_prints_and_writes_a_predicted_range(runner: CliRunner, sweep_d
     assert lo < far["log2_lr"] < hi
     assert far["half_width"] == pytest.approx(max(far["log2_lr"] - lo, hi - far["log2_lr"])), "its farthest reach"
     assert far["log2_lr"] == pytest.approx(docs[4096]["log2_lr"])
+    statistics = [v for v in (docs[4096]["source"]["asymmetry_se_log"], *docs[4096]["source"]["slope_ci"]) if v]
+    assert statistics and all(len(f"{abs(v):.15g}".replace(".", "").strip("0")) <= 4 for v in statistics), \
+        "a statistic is written at the precision it carries"
     assert far["within_tolerance"] is False and near["within_tolerance"] is True
     assert any("wider than transfer's --tolerance" in w for w in docs[4096]["warnings"])
     assert far["half_width"] > near["half_width"], "the slope's uncertainty grows with the distance extrapolated"

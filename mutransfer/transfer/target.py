@@ -15,7 +15,7 @@ from ..analysis.optimum import Thresholds
 from ..analysis.summary import estimated_widths, summarize_run
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
-from ..files import CONFIG_FILE, YAML_DIGITS, atomic_write_text, dump_yaml, load_yaml
+from ..files import CONFIG_FILE, YAML_DIGITS, at_statistic_precision, atomic_write_text, dump_yaml, load_yaml
 from ..model.build import model_plan
 from ..schema import Config, axis_named, family_of
 from ..table.rules import depth_exponents
@@ -144,15 +144,15 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     document = {
         "mutransfer_transfer": 1,
         "prediction": prediction.as_dict(),
-        "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.get("verdict"),
+        "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.get("verdict"), **at_statistic_precision({
                    "reason": info.get("reason"), "slope": slope, "slope_ci": info.get("slope_ci"),
                    "asymmetry": info.get("asymmetry"), "asymmetry_se_log": info.get("asymmetry_se_log"),
                    "swept_widths": sorted(int(w) for w in info["widths"]), "swept_depth": base.model.depth,
                    **_swept_axes(info), "log2_lr_star": {w: o["log2_lr_star"] for w, o in info["widths"].items()},
-                   **({"law": law} if law is not None else {})},
+                   **({"law": law} if law is not None else {})})},
         **({"decay": {**decay.as_dict(), "rule": decay_rule_name(base)}} if decay is not None else {}),
         "correct_drift": correct_drift,
-        "implied_error_octaves": implied,
+        "implied_error_octaves": at_statistic_precision(implied),
         **sections,
         "computed_digest": _digest(sections),
         "warnings": warnings,

@@ -226,7 +226,7 @@ def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
     return config_from_dict(data, overrides, str(path))
 
 
-LATER_KEYS: dict[str, Any] = {"model.in_block": [], "parametrization.base_depth": 2,
+LATER_KEYS: dict[str, Any] = {"model.in_block": [], "model.factory_path": None, "parametrization.base_depth": 2,
                               "parametrization.depth_alpha": 0.0, "model.hf": None,
                               "train.eval_batch_size": None, "train.tokens": None, "train.noise_scale": False,
                               "train.warmup_steps": None, "train.cooldown_frac": 0.2, "train.compile": "auto"}

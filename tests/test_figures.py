@@ -1,7 +1,8 @@
 """The figures read as a reader would read them: their artists, not just that a PNG exists. Loss-vs-LR panels keep
 every bowl in range and mark what they clip, LR* sits on its curve at the best loss, censored and diverged points
 are drawn where they are, legends cover no data, every colour is readable on white; compare.png and verify.png
-draw every legend entry and every promised marker; several runs share their axes."""
+draw every legend entry and every promised marker, each as the panel draws it; several runs share the LR axis down
+a column and keep a loss axis per row."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from mutransfer.analysis.compare import compare  # noqa: E402
 from mutransfer.analysis.drift import SearchSettings  # noqa: E402
 from mutransfer.analysis.optimum import fit_halfwidth  # noqa: E402
 from mutransfer.analysis.compare_plot import compare_figure  # noqa: E402
-from mutransfer.analysis.plots import curves_figure, drift_figure, transfer_figure, verify_figure  # noqa: E402
+from mutransfer.analysis.plots import FITTED_BOWL, curves_figure, drift_figure, transfer_figure  # noqa: E402
+from mutransfer.analysis.verify_plot import verify_figure  # noqa: E402
 from mutransfer.analysis.summary import summarize  # noqa: E402
 from mutransfer.schema import LR_COLUMN, LR_KEY  # noqa: E402
 from mutransfer.sweep.calibration import real_truth  # noqa: E402
@@ -119,8 +121,17 @@ def test_lr_star_sits_on_its_curve_and_censored_and_diverged_points_where_they_a
             assert mine, f"{setup} width {width} has its LR* marker"
             x, y = mine[0].get_xdata()[0], mine[0].get_ydata()[0]
             assert x == pytest.approx(opt["log2_lr_star"]) and y == pytest.approx(opt["best_loss"])
-            on_curve = np.interp(x, curve.get_xdata(), curve.get_ydata())
-            assert abs(y - on_curve) < 0.15 * span, "the marker sits on its curve, not on the axis"
+            bowl = [line for line in ax.get_lines() if line.get_gid() == FITTED_BOWL
+                    and line.get_color() == curve.get_color()]
+            assert len(bowl) == 1, f"{setup} width {width}: its fitted bowl is drawn"
+            bx, by = bowl[0].get_xdata(), bowl[0].get_ydata()
+            assert np.interp(x, bx, by) == pytest.approx(y, abs=1e-6 * span), "the marker sits on the drawn bowl"
+            assert by.min() == pytest.approx(y, abs=1e-6 * span), "at its lowest point"
+            ok = part[part["status"] == "ok"]
+            means = ok[np.isin(np.round(ok[LR_COLUMN], 9), np.round(opt["window"], 9))].groupby(LR_COLUMN)["val_loss"]
+            off = np.abs(np.interp(means.mean().index, bx, by) - means.mean().to_numpy())
+            assert bx.min() <= min(opt["window"]) and bx.max() >= max(opt["window"])
+            assert off.max() < 0.1 * span, "the bowl runs through the fit window's points"
             finite = set(np.round(part[part["status"] == "ok"][LR_COLUMN], 9))
             for line in (line for line in ax.get_lines()
                          if line.get_marker() == "x" and line.get_color() == curve.get_color()):
@@ -149,14 +160,33 @@ def test_compare_figure_draws_every_legend_entry_in_view(sweep: tuple[pd.DataFra
 
     fig = compare_figure(points(trials), points(later), comparison.widths, comparison.setups, ("A", "B"), 0.25)
     fig.canvas.draw()
+    title = fig._suptitle.get_text()
+    glyphs = {"v": "▼", "^": "△", "o": "●"}
     for ax in fig.axes:
         legend = ax.get_legend()
         if legend is None:
             continue
         labels = [text.get_text() for text in legend.get_texts()]
-        drawn = {artist.get_label() for artist in ax.get_children() if hasattr(artist, "get_label")}
+        if ax.get_subplotspec().rowspan.start == 0:  # the loss panels
+            drawn = {(line.get_marker(), line.get_linestyle(), line.get_markerfacecolor() == (1, 1, 1, 1))
+                     for line in ax.get_lines() if line.get_marker() not in ("None", "", None)}
+            optimum_entries = set()
+            for handle, label in zip(legend.legend_handles, labels):
+                if handle.get_marker() in ("None", "", None):
+                    continue
+                shown = (handle.get_marker(), handle.get_linestyle(), handle.get_markerfacecolor() == (1, 1, 1, 1))
+                assert any(m == shown[0] and (shown[1] == "None" or s == shown[1]) and hollow == shown[2]
+                           for m, s, hollow in drawn), f"legend entry {label!r} {shown} is not what the panel draws"
+                if handle.get_linestyle() == "None":
+                    run = label.split(":")[0]
+                    glyph = glyphs[handle.get_marker()]
+                    assert glyph in label and f"{run} (" in title and glyph in title.split(f"{run} (")[1].split(")")[0]
+                    optimum_entries.add(run)
+            assert optimum_entries == {"A", "B"}, "the legend shows each run's optimum marker as the title names it"
+            continue
+        drawn_labels = {artist.get_label() for artist in ax.get_children() if hasattr(artist, "get_label")}
         containers = {c.get_label() for c in ax.containers}
-        assert set(labels) <= drawn | containers, set(labels) - drawn - containers
+        assert set(labels) <= drawn_labels | containers, set(labels) - drawn_labels - containers
         for line in ax.get_lines():
             if line.get_label().startswith("pooled shift"):
                 low, high = ax.get_ylim()
@@ -187,17 +217,30 @@ def test_verify_figure_draws_its_measured_curve_and_only_the_markers_it_promises
     assert_colours_readable(fig)
 
 
-def test_several_runs_share_their_axes(sweep: tuple[pd.DataFrame, dict]) -> None:
+def test_several_runs_share_the_lr_axis_down_a_column_and_each_keeps_its_own_loss_axis(
+        sweep: tuple[pd.DataFrame, dict]) -> None:
     trials, summary = sweep
     other = simulated_trials({"drifting": {32: -3.5, 64: -4.0, 128: -4.5}, "edge": {32: -4.0, 64: -1.2}}, seed=3)
-    fig = transfer_figure([("a", trials, summary), ("b", other, summary_of(other))])
+    other["val_loss"] += 1.5  # a run a nat and a half higher: one shared loss axis would squash both runs' bowls
+    other_summary = summary_of(other)
+    fig = transfer_figure([("a", trials, summary), ("b", other, other_summary)])
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert len(visible) == 4
     columns: dict[str, list[Any]] = {}
+    rows: dict[str, list[Any]] = {}
     for ax in visible:
-        columns.setdefault(ax.get_title().split(": ")[1], []).append(ax)
+        run, setup = ax.get_title().split("\n")[0].split(": ")[:2]
+        columns.setdefault(setup, []).append(ax)
+        rows.setdefault(run, []).append(ax)
     for first, second in columns.values():
         assert first.get_shared_x_axes().joined(first, second), "one setup's panels share the LR axis"
+        assert not first.get_shared_y_axes().joined(first, second), "each run keeps its own loss axis"
+    for run, (first, second) in rows.items():
+        assert first.get_shared_y_axes().joined(first, second), "one run's panels share its loss axis"
+        alone = transfer_figure([(run, *{"a": (trials, summary), "b": (other, other_summary)}[run])])
+        assert first.get_ylim() == pytest.approx(alone.axes[0].get_ylim()), f"run {run}'s row: its own bowls' range"
+        assert first.yaxis.get_label_text() and any(t.get_visible() and t.get_text()
+                                                    for t in first.get_yticklabels()), "each row labels its axis"
     curves = pd.DataFrame([{"trial": t, "setup": s, "width": w, "seed": seed, "search_key": LR_KEY, "step": step,
                             "train_loss": 5.0 / math.sqrt(step)}
                            for t, s, w, seed in trials[["trial", "setup", "width", "seed"]].itertuples(index=False)
@@ -207,4 +250,5 @@ def test_several_runs_share_their_axes(sweep: tuple[pd.DataFrame, dict]) -> None
     assert_colours_readable(drift)
     fig = curves_figure([("a", trials, curves), ("b", trials, curves)])
     visible = [ax for ax in fig.axes if ax.get_visible()]
-    assert len(visible) == 4 and visible[0].get_shared_y_axes().joined(visible[0], visible[-1])
+    assert len(visible) == 4 and visible[0].get_shared_y_axes().joined(visible[0], visible[1])
+    assert not visible[0].get_shared_y_axes().joined(visible[0], visible[-1]), "each run's row has its loss axis"

@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["Asymmetry", "asymmetry", "vertex", "Vertex", "pooled_asymmetry", "PROFILE_POINTS", "ASYMMETRY_BOUNDS",
+__all__ = ["Asymmetry", "asymmetry", "vertex", "Vertex", "bowl_loss", "pooled_asymmetry", "PROFILE_POINTS", "ASYMMETRY_BOUNDS",
            "SYMMETRIC", "MIN_SE_LOG", "TYPICAL_ASYMMETRY", "UNMEASURED"]
 
 PROFILE_POINTS = 400
@@ -56,10 +56,17 @@ class Vertex:
     x: float
     censored: Optional[str] = None
     level: float = math.nan
+    curvature: float = math.nan
+    """a: the loss rises by a·d² at d octaves below the vertex (a·r·d² above it); NaN where none was fitted."""
 
 
 def _sides(d: np.ndarray, ratio: float) -> np.ndarray:
     return d * d * np.where(d > 0, ratio, 1.0)
+
+
+def bowl_loss(xs: np.ndarray, fitted: Vertex, ratio: float) -> np.ndarray:
+    """The fitted two-sided parabola's loss at ``xs``: its level plus a·d² below the vertex, a·r·d² above."""
+    return fitted.level + fitted.curvature * _sides(np.asarray(xs, dtype=float) - fitted.x, ratio)
 
 
 def vertex(xs: np.ndarray, ys: np.ndarray, ratio: float, reach: float) -> Vertex:
@@ -81,8 +88,9 @@ def vertex(xs: np.ndarray, ys: np.ndarray, ratio: float, reach: float) -> Vertex
         return Vertex(lo, "low", lowest) if ys[np.argmin(xs)] < ys[np.argmax(xs)] else Vertex(hi, "high", lowest)
     best = int(np.argmin(sse))
     censored = "low" if best == 0 else "high" if best == len(candidates) - 1 else None
-    level = float(ys.mean() - sxy[best] / sxx[best] * q[best].mean())
-    return Vertex(float(candidates[best]), censored, level)
+    curvature = float(sxy[best] / sxx[best])
+    level = float(ys.mean() - curvature * q[best].mean())
+    return Vertex(float(candidates[best]), censored, level, curvature)
 
 
 def asymmetry(xs: np.ndarray, ys: np.ndarray, noise_floor: float, reach: float = 0.0) -> Optional[Asymmetry]:

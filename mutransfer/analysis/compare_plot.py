@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -10,13 +11,33 @@ import pandas as pd
 from ..schema import LR_KEY
 from .plots import BOWL_OCTAVES, _at_top, _colors, _grid_curve, _interval_bars, _label, _pyplot
 
-__all__ = ["compare_figure"]
+__all__ = ["compare_figure", "RunStyle", "RUN_STYLE"]
+
+
+@dataclass(frozen=True)
+class RunStyle:
+    """How one run of a comparison is drawn, and the words its title and legend use for it."""
+
+    line: str
+    line_words: str
+    point: str
+    optimum: str
+    optimum_glyph: str
+
+    @property
+    def words(self) -> str:
+        return f"{self.line_words} {self.point}, {self.optimum_glyph} optimum"
+
+
+RUN_STYLE = {"a": RunStyle("-", "solid", "●", "v", "▼"), "b": RunStyle("--", "dashed", "○", "^", "△")}
+"""Run A filled, run B hollow (``mfc`` white), in each width's colour."""
 
 
 def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.DataFrame, setups: pd.DataFrame,
                    names: tuple[str, str], tolerance: float) -> Any:
     """Run A against run B, one column per compared (key, setup). Top: loss vs the searched value per width,
-    A solid and B dashed in the width's colour, each optimum marked at its best loss. Bottom: x*_B − x*_A per
+    A solid and filled, B dashed and hollow (``RUN_STYLE``) in the width's colour, each optimum marked at its
+    best loss. Bottom: x*_B − x*_A per
     width with its 95 % interval, red where it moved (Holm), the pooled shift with its 95 % interval and the
     ±``tolerance`` band. ``points_*``: key, setup, width, seed, x, loss, status."""
     plt = _pyplot()
@@ -30,18 +51,19 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
                  for p in (points_a, points_b)]
         colors = _colors(rows["width"].unique())
         low, high = _compare_range(parts, rows)
-        for part, style, name, side in zip(parts, ("-", "--"), names, ("a", "b")):
+        for part, name, side in zip(parts, names, ("a", "b")):
+            style = RUN_STYLE[side].line
             for width, one in part.groupby("width"):
                 line = _grid_curve(one, "x", "loss")
                 _at_top(top, line[line["loss"] > high]["x"].tolist(), high, "^", colors[int(width)])
                 color = colors[int(width)]
-                top.plot(line["x"], line["loss"], style, marker="o" if side == "a" else "s", ms=3.5, lw=1.5,
-                         color=color, mfc=color if side == "a" else "white", label=f"{name} · width {width}")
+                top.plot(line["x"], line["loss"], style, marker="o", ms=3.5, lw=1.5, color=color,
+                         mfc=color if side == "a" else "white")
                 row = rows[rows["width"] == width].iloc[0]
                 opt = {"log2_lr_star": row[f"x_{side}"], "ci": (row[f"ci_{side}_low"], row[f"ci_{side}_high"])}
                 below, above = _interval_bars(opt)
                 top.errorbar([opt["log2_lr_star"]], [row[f"loss_{side}"]], xerr=[[below], [above]],
-                             fmt="v" if side == "a" else "^", color=color, mfc=color if side == "a" else "white",
+                             fmt=RUN_STYLE[side].optimum, color=color, mfc=color if side == "a" else "white",
                              ms=7, capsize=3, lw=1.0)
         top.set_ylim(low, high)
         summary = setups[(setups["key"] == key) & (setups["setup"] == setup)].iloc[0]
@@ -50,6 +72,7 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
                  f"\npooled shift {summary['shift']:+.2f} [{summary['shift_ci_low']:+.2f}, "
                  f"{summary['shift_ci_high']:+.2f}] octaves")
         _label(top, f"{setup}: {summary['verdict']}{shift}", label, title_size=10)
+        _key(top, colors, names)
         x = np.log2(rows["width"].to_numpy(float))
         span = (x.min() - 0.5, x.max() + 0.5)
         bottom.axhspan(-tolerance, tolerance, color="0.9", zorder=0, label=f"±{tolerance:g} (same)")
@@ -73,8 +96,23 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
         _label(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", "width (log2 axis)", title_size=10)
     axes[0][0].set_ylabel("validation loss (nats/token)")
     axes[1][0].set_ylabel("Δ log2 optimum")
-    fig.suptitle(f"Did the optimum move?  {names[0]} (solid, ▼) vs {names[1]} (dashed, △)", fontsize=11)
+    fig.suptitle(f"Did the optimum move?  {names[0]} ({RUN_STYLE['a'].words}) vs {names[1]} "
+                 f"({RUN_STYLE['b'].words})", fontsize=11)
     return fig
+
+
+def _key(ax: Any, colors: dict[int, Any], names: tuple[str, str]) -> None:
+    """The top panel's legend: a colour per width, then each run's line, points and optimum marker as drawn."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=color, lw=2, label=f"width {width}") for width, color in colors.items()]
+    for side, name in zip(("a", "b"), names):
+        style, fill = RUN_STYLE[side], "0.25" if side == "a" else "white"
+        handles += [Line2D([], [], color="0.25", ls=style.line, marker="o", ms=4, mfc=fill,
+                           label=f"{name}: {style.line_words} line, {style.point} points"),
+                    Line2D([], [], color="0.25", ls="none", marker=style.optimum, ms=7, mfc=fill,
+                           label=f"{name}: {style.optimum_glyph} its optimum")]
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
 def _compare_range(parts: Sequence[pd.DataFrame], rows: pd.DataFrame) -> tuple[float, float]:

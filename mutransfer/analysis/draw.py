@@ -13,7 +13,8 @@ from ..files import (BATCH_PLOT, CURVES_PLOT, DRIFT_PLOT, VERIFY_FILE, VERIFY_PL
 from .batch_plot import batch_figure, batch_frame, batch_marks
 from .key_view import key_label, key_view
 from .optimum import Thresholds
-from .plots import curves_figure, drift_figure, save, transfer_figure, verify_figure
+from .plots import curves_figure, drift_figure, save, transfer_figure
+from .verify_plot import verify_figure
 from .summary import axis_rows, read_tables, search_settings, summarize, swept_axes, width_axis
 
 __all__ = ["draw"]

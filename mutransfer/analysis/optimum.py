@@ -85,6 +85,10 @@ class WidthOptimum:
     """The seed of each of ``seed_vertices`` (seeds share their batches across widths)."""
     seed_best_losses: list[float] = field(default_factory=list)
     """Each covering seed's fitted minimum (its own window's parabola at its vertex): the spread of ``best_loss``."""
+    curvature: Optional[float] = None
+    """The fitted bowl's a (``analysis.bowl.Vertex``) where x* is its vertex; None where no bowl was fitted."""
+    asymmetry: float = 1.0
+    """The bowl's r the vertex was fitted at."""
 
     @property
     def measured(self) -> bool:
@@ -107,7 +111,7 @@ class WidthOptimum:
                 "ci_kind": self.ci_kind, "best_loss": self.best_loss, "flags": self.flags, "censored": self.censored,
                 "diverged_above": self.diverged_above, "seed_vertices": self.seed_vertices, "window": self.window,
                 "shape_se": self.shape_se, "seed_censored": self.seed_censored,
-                "seed_best_losses": self.seed_best_losses}
+                "seed_best_losses": self.seed_best_losses, "curvature": self.curvature, "asymmetry": self.asymmetry}
 
 
 @dataclass(frozen=True)
@@ -278,10 +282,11 @@ def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndar
     sides = sorted({v.censored for v in seeds_fit if v.censored})
     flags += [f"seed_censored:{side}" for side in sides]
     curve = _balanced_curve(x, seed, loss, window_x, covering) if len(vertices) >= 2 else (window_x, ys[fit.window])
-    x_star, shape_se, best_loss = fit.x_star, 0.0, float(ys.min())
+    x_star, shape_se, best_loss, curvature = fit.x_star, 0.0, float(ys.min()), None
     if len(xs) >= 3 and not flat and censored is None:
         found = vertex(*curve, bowl.ratio, reach)
         best_loss = found.level
+        curvature = found.curvature if found.censored is None and math.isfinite(found.curvature) else None
         x_star = found.x if found.censored is None else float(window_x.min() if found.censored == "low" else
                                                                window_x.max())
         if found.censored and found.censored not in sides:
@@ -310,7 +315,7 @@ def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndar
                         se=se, dof=dof, ci_kind=kind, flags=flags, diverged_above=div_above, censored=censored,
                         seed_vertices=[float(v) for v in vertices], window=[float(v) for v in window_x],
                         shape_se=shape_se, seed_censored=sides, reach=reach, vertex_seeds=vertex_seeds,
-                        seed_best_losses=[v.level for v in seeds_fit])
+                        seed_best_losses=[v.level for v in seeds_fit], curvature=curvature, asymmetry=bowl.ratio)
 
 
 def _confidence(x_star: float, se: float, dof: int, shape_se: float) -> tuple[float, float]:

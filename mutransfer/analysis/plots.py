@@ -11,10 +11,12 @@ import pandas as pd
 
 from ..files import atomic_path
 from ..schema import LR_COLUMN, LR_KEY, axis_named
-from .summary import axis_entry
+from .bowl import Vertex, bowl_loss
 from .colors import ordered_colors, readable
+from .summary import axis_entry
 
-__all__ = ["transfer_figure", "drift_figure", "curves_figure", "verify_figure", "save", "BOWL_OCTAVES"]
+__all__ = ["transfer_figure", "drift_figure", "curves_figure", "save", "mark_partial", "fitted_bowl", "BOWL_OCTAVES",
+           "FITTED_BOWL"]
 
 
 PANELS_PER_ROW = 3
@@ -39,7 +41,8 @@ def _colors(widths: Sequence[int]) -> dict[int, Any]:
 def _grid_of_panels(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], sharex: bool = True
                     ) -> tuple[Any, list[tuple[Any, str, str, int]]]:
     """The figure and its panels: one row per run and one column per setup (x shared down a column: one setup's
-    searched range) when there are several runs; one run's setups wrapped ``PANELS_PER_ROW`` to a row.
+    searched range; y along a row: one run's losses) when there are several runs; one run's setups wrapped
+    ``PANELS_PER_ROW`` to a row, all sharing y.
     Returns (figure, [(axes, run, setup, run index)])."""
     plt = _pyplot()
     setups = list(dict.fromkeys(s for _, trials, _ in runs for s in trials[trials["search_key"] == LR_KEY]["setup"]))
@@ -49,7 +52,8 @@ def _grid_of_panels(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], sh
     else:
         rows_of = math.ceil(count / PANELS_PER_ROW)
         per_row = math.ceil(count / rows_of)
-    fig, grid = plt.subplots(rows_of, per_row, figsize=(6.4 * per_row, 4.4 * rows_of), sharey=True,
+    fig, grid = plt.subplots(rows_of, per_row, figsize=(6.4 * per_row, 4.4 * rows_of),
+                             sharey="row" if len(runs) > 1 else True,
                              sharex="col" if len(runs) > 1 and sharex else False, squeeze=False,
                              layout="constrained")
     flat = list(grid.reshape(-1))
@@ -67,9 +71,25 @@ def _grid_of_panels(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], sh
     return fig, placed
 
 
+FITTED_BOWL = "fitted_bowl"
+"""The gid of the line ``fitted_bowl`` draws."""
+
 BOWL_OCTAVES = 1.5
 """The loss axis shows every curve within this many octaves of its LR*; a loss further out above that range is
 clipped and marked ▲ at the panel's top edge."""
+
+
+def _label_rows(placed: Sequence[tuple[Any, str, str, int]], ylabel: str) -> None:
+    """The loss label and tick labels on each row's first drawn panel (a run's first setup may not be the
+    figure's first column)."""
+    seen: set[int] = set()
+    for ax, *_ in sorted(placed, key=lambda p: (p[0].get_subplotspec().rowspan.start,
+                                                 p[0].get_subplotspec().colspan.start)):
+        row = ax.get_subplotspec().rowspan.start
+        if row not in seen:
+            seen.add(row)
+            ax.set_ylabel(ylabel)
+            ax.tick_params(axis="y", labelleft=True)
 
 
 def _bowl_range(panels: Sequence[tuple[pd.DataFrame, dict[str, Any]]], axis: str) -> tuple[float, float]:
@@ -109,8 +129,9 @@ def _title(name: str, info: dict[str, Any], axis: str, symbol: str = "LR") -> st
 def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axis: str = "width",
                     symbol: str = "LR", quantity: str = "base learning rate η", log2: bool = True) -> Any:
     """Loss vs log2(LR), one line per width (the seeds that trained the grid), the seeds' spread shaded where
-    several trained a point (the noise probes), one panel per setup (a row per run), shared loss axis set by the
-    bowls (``_bowl_range``). LR* is marked on its curve at the best loss, its 95 % interval a horizontal bar; an
+    several trained a point (the noise probes), one panel per setup (a row per run), each run's loss axis set by
+    its bowls (``_bowl_range``). LR* is marked at the vertex of its fitted bowl (drawn thin through the fit
+    window's points) at the best loss, its 95 % interval a horizontal bar; an
     optimum at the grid's edge is ◀ / ▶ at that edge; a diverged learning rate is × at the top edge where no seed
     trained it to a finite loss. With ``axis='depth'`` (or ``'steps'``) the tables' ``width`` column holds the
     depths (horizons), and each setup's ``axes.depth`` entry gives the optima. Another searched key (``symbol``,
@@ -121,9 +142,11 @@ def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], ax
     tables = {run: trials for run, trials, _ in runs}
     parts = [(tables[run][(tables[run]["search_key"] == LR_KEY) & (tables[run]["setup"] == setup)],
               axis_entry(summaries[run].get("setups", {}).get(setup, {}), axis)) for _, run, setup, _ in placed]
-    bottom, top = _bowl_range(parts, axis)
+    ranges = {index: _bowl_range([part for (*_, i), part in zip(placed, parts) if i == index], axis)
+              for index in {i for *_, i in placed}}
     plural = axis_named(axis).plural
-    for (ax, run, setup, _), (rows, info) in zip(placed, parts):
+    for (ax, run, setup, index), (rows, info) in zip(placed, parts):
+        bottom, top = ranges[index]
         colors = _colors(rows["width"].unique())
         for width, part in rows.groupby("width"):
             color = colors[int(width)]
@@ -137,17 +160,17 @@ def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], ax
             _at_top(ax, div, top, "x", color)
             opt = info.get(plural, {}).get(str(int(width)))
             if opt and opt.get("log2_lr_star") is not None:
+                fitted_bowl(ax, opt, color)
                 _optimum_marker(ax, opt, part, line, color)
             if opt and opt.get("off_loss") is not None:
                 ax.axhline(opt["off_loss"], ls="--", lw=0.9, color=color)
         ax.set_ylim(bottom, top)
         name = setup if len(runs) == 1 else f"{run}: {setup}"
         _label(ax, _title(name, info, axis, symbol), f"log2({quantity})" if log2 else quantity, title_size=10)
-    for ax, *_ in placed:
-        if ax.get_subplotspec().is_first_col():
-            ax.set_ylabel("validation loss (nats/token)")
+    _label_rows(placed, "validation loss (nats/token)")
     off = "\n- - - loss with weight decay off, per width" if symbol != "LR" else ""
-    fig.suptitle(f"Loss vs {quantity} per {axis}\n◆ {symbol}* on its curve with its 95 % interval · ◀ ▶ optimum "
+    fig.suptitle(f"Loss vs {quantity} per {axis}\n◆ {symbol}* at the vertex of its fitted bowl (thin line) with its "
+                 f"95 % interval · ◀ ▶ optimum "
                  f"at the grid's edge\n▲ loss above the range shown · × diverged{off}", fontsize=10)
     return fig
 
@@ -175,6 +198,24 @@ def _interval_bars(opt: dict[str, Any]) -> tuple[float, float]:
     below = x - lo if lo is not None and np.isfinite(lo) else 0.0
     above = hi - x if hi is not None and np.isfinite(hi) else 0.0
     return below, above
+
+
+def fitted_bowl(ax: Any, opt: dict[str, Any], color: Any) -> None:
+    """The two-sided parabola the optimum was fitted as (``analysis.bowl``), thin, across its fit window and its
+    vertex: the curve the optimum's marker sits on. Nothing where no bowl was fitted (a flat curve, an optimum at
+    the grid's edge, a summary written before the bowl was recorded)."""
+    curvature, window = opt.get("curvature"), opt.get("window") or []
+    if curvature is None or not window or opt.get("best_loss") is None:
+        return
+    x_star = float(opt["log2_lr_star"])
+    xs = np.union1d(np.linspace(min(min(window), x_star), max(max(window), x_star), 61), [x_star])
+    ys = bowl_loss(xs, Vertex(x_star, None, float(opt["best_loss"]), float(curvature)), float(opt.get("asymmetry", 1.0)))
+    ax.plot(xs, ys, "-", color=color, lw=0.9, alpha=0.85, gid=FITTED_BOWL, label="_fitted bowl", zorder=3)
+
+
+def mark_partial(fig: Any, line: str) -> None:
+    """``line`` (``PARTIAL: …``) in red at the figure's top left: a figure made from an unfinished sweep."""
+    fig.text(0.01, 0.995, line, color="#b00020", va="top", fontsize=9)
 
 
 def _optimum_marker(ax: Any, opt: dict[str, Any], part: pd.DataFrame, line: pd.DataFrame, color: Any) -> None:
@@ -272,8 +313,7 @@ def curves_figure(runs: Sequence[tuple[str, pd.DataFrame, pd.DataFrame]]) -> Any
                     label=f"width {width}, log2 η={best[LR_COLUMN]:.2f}")
         name = setup if len(runs) == 1 else f"{run}: {setup}"
         _label(ax, f"{name}: training loss at each width's lowest-loss LR", "step", title_size=10)
-        if ax.get_subplotspec().is_first_col():
-            ax.set_ylabel("training loss (nats/token)")
+    _label_rows(placed, "training loss (nats/token)")
     return fig
 
 
@@ -283,74 +323,6 @@ def _grid_curve(rows: pd.DataFrame, x: str = LR_COLUMN, y: str = "val_loss") -> 
     points = ok.groupby("seed")[x].nunique()
     grid = ok[ok["seed"].isin(points[points == points.max()].index)]
     return grid.groupby(x)[y].mean().reset_index()
-
-
-def verify_figure(swept: pd.DataFrame, rows: pd.DataFrame, report: dict[str, Any]) -> Any:
-    """Loss vs log2 η at each verified width — the prediction as a band (its 95 % range) and a dashed line,
-    the measured optimum as ★ with its interval — over the swept widths' curves, faded; one panel per setup."""
-    plt = _pyplot()
-    targets = report["targets"]
-    setups = list(dict.fromkeys(t["setup"] for t in targets))
-    fig, axes = plt.subplots(1, max(1, len(setups)), figsize=(6.4 * max(1, len(setups)), 4.8), squeeze=False,
-                             layout="constrained")
-    widths = sorted({t["width"] for t in targets})
-    colors = dict(zip(widths, ordered_colors(len(widths), plt.get_cmap("autumn"))))
-    for ax, setup in zip(axes[0], setups):
-        behind = swept[(swept["setup"] == setup) & (swept["search_key"] == LR_KEY)]
-        faded = _colors(behind["width"].unique())
-        for width, part in behind.groupby("width"):
-            line = _grid_curve(part)
-            ax.plot(line[LR_COLUMN], line["val_loss"], "-", color=faded[int(width)], alpha=0.35, lw=1.2,
-                    label=f"swept width {width}")
-        mine = rows[rows["setup"] == setup]
-        for t in (t for t in targets if t["setup"] == setup):
-            _verified_width(ax, mine[mine["width"] == t["width"]], t, colors[t["width"]])
-        _zoom(ax, mine, behind)
-        mine_targets = [t for t in targets if t["setup"] == setup]
-        point = "".join(f", {name} {mine_targets[0]['prediction'][name]}" for name in ("depth", "steps")
-                        if mine_targets and mine_targets[0]["prediction"].get(name) is not None)
-        _label(ax, f"{setup}: verified at width {', '.join(str(t['width']) for t in mine_targets)}{point}",
-               "log2(base learning rate η)", title_size=10)
-    axes[0][0].set_ylabel("validation loss (nats/token)")
-    measured = any((t.get("measured") or {}).get("log2_lr_star") is not None for t in targets)
-    fig.suptitle("Verification at the target width\nband: predicted 95 % range · dashed: predicted η*"
-                 + ("\n★ measured optimum with its 95 % interval" if measured else "\nthe η* × factors trained"),
-                 fontsize=10)
-    return fig
-
-
-def _zoom(ax: Any, rows: pd.DataFrame, behind: pd.DataFrame) -> None:
-    """The verified points' range of η, one octave more each side; their losses and the swept curves' lowest
-    point in that range (the swept curves' high ends clipped)."""
-    ok = rows[rows["status"] == "ok"]
-    if ok.empty:
-        return
-    left, right = float(rows[LR_COLUMN].min()) - 1.0, float(rows[LR_COLUMN].max()) + 1.0
-    ax.set_xlim(left, right)
-    seen = behind[(behind["status"] == "ok") & behind[LR_COLUMN].between(left, right)]["val_loss"]
-    low, high = min(float(ok["val_loss"].min()), float(seen.min()) if len(seen) else np.inf), float(ok["val_loss"].max())
-    pad = 0.15 * (high - low if high > low else 1.0)
-    ax.set_ylim(low - pad, high + pad)
-
-
-def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: Any) -> None:
-    """The measured curve (the seeds' mean loss at every trained point, joined), every trained point as a dot, the
-    prediction and the measured optimum."""
-    width, prediction = target["width"], target["prediction"]
-    ok = rows[rows["status"] == "ok"]
-    line = ok.groupby(LR_COLUMN)["val_loss"].mean().reset_index()
-    ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=4.5, lw=1.8, label=f"width {width}")
-    ax.plot(ok[LR_COLUMN], ok["val_loss"], "o", color=color, ms=3, alpha=0.5, mfc="none")
-    if prediction.get("interval"):
-        ax.axvspan(*prediction["interval"], color=color, alpha=0.12, lw=0)
-    ax.axvline(target.get("predicted_log2_lr", prediction["log2_lr"]), color=color, ls="--", lw=1)
-    measured = target.get("measured")
-    if measured and measured.get("log2_lr_star") is not None:
-        below, above = _interval_bars(measured)
-        y = measured["best_loss"]
-        ax.errorbar([measured["log2_lr_star"]], [y], xerr=[[below], [above]], fmt="*", color=color, ms=12,
-                    mec="black", mew=0.6, capsize=3, lw=1.2,
-                    label=f"error {target['error']:+.2f} octaves" if target.get("error") is not None else None)
 
 
 def save(fig: Any, path: Path, dpi: int = 120) -> None:

@@ -31,7 +31,7 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool, t
         partial: bool = False) -> int:
     from ..analysis.compare import compare, config_changes
     from ..analysis.compare_plot import compare_figure
-    from ..analysis.plots import save
+    from ..analysis.plots import mark_partial, save
     from ..analysis.summary import read_tables
     from ..errors import UserError
     from ..files import COMPARE_PLOT, COMPARE_REPORT, COMPARE_TABLE, atomic_write_text, write_json
@@ -72,7 +72,7 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool, t
     atomic_write_text(target / COMPARE_TABLE, f"**{warning}**\n\n{text}" if warning else text)
     figure = compare_figure(a["points"], b["points"], comparison.widths, comparison.setups, names, margin)
     if warning:
-        figure.text(0.01, 0.995, warning, color="#b00020", va="top", fontsize=9)
+        mark_partial(figure, warning)
     save(figure, target / COMPARE_PLOT)
     screen = console()
     for table in _tables(comparison):

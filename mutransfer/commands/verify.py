@@ -128,7 +128,8 @@ def _execute(screen: Any, verification: Any, specs: Sequence[Any], storage: Opti
 def _finish(screen: Any, verification: Any, rows: Any, unfinished: Any = None) -> dict[str, Any]:
     """verify.csv, verify.json, verify.png, and the report on screen; each marked partial when the sweep it
     verifies is unfinished (``unfinished``: its status)."""
-    from ..analysis.plots import save, verify_figure
+    from ..analysis.plots import mark_partial, save
+    from ..analysis.verify_plot import verify_figure
     from ..analysis.summary import read_tables
     from ..files import VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT
     from ..transfer.verify import write_outputs
@@ -141,8 +142,7 @@ def _finish(screen: Any, verification: Any, rows: Any, unfinished: Any = None) -
     swept, _ = read_tables(run_dir)
     figure = verify_figure(swept, rows, document)
     if unfinished is not None:
-        figure.text(0.01, 0.995, f"PARTIAL: the sweep is {unfinished.line()}", color="#b00020", va="top",
-                    fontsize=9)
+        mark_partial(figure, f"PARTIAL: the sweep is {unfinished.line()}")
     save(figure, run_dir / VERIFY_PLOT)
     screen.print(_factors_table(document) if document["mode"] == "factors" else _results_table(document))
     for target in document["targets"]:

@@ -24,6 +24,7 @@ __all__ = [
     "TRIALS_FILE",
     "CURVES_FILE",
     "SUMMARY_FILE",
+    "JOURNAL_FILE",
     "VERIFY_FILE",
     "VERIFY_REPORT",
     "COMPARE_REPORT",
@@ -65,6 +66,8 @@ METRICS_COLUMNS = ("step", "train_loss", "lr", "tokens", "seconds")
 TRIALS_FILE = "trials.csv"
 CURVES_FILE = "curves.csv"
 SUMMARY_FILE = "summary.json"
+JOURNAL_FILE = "optuna.journal"
+"""A sweep's Optuna journal in its run directory (the default storage)."""
 VERIFY_FILE = "verify.csv"
 VERIFY_REPORT = "verify.json"
 COMPARE_REPORT = "compare.json"

@@ -4,6 +4,7 @@ line), and every shipped spec in `sweep --help`."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import replace
@@ -51,8 +52,14 @@ def test_a_rerun_of_a_finished_sweep_says_so(runner: CliRunner, finished: tuple[
     spec, run, _ = finished
     result = invoke(runner, "sweep", str(spec), "--out", str(run), "--workers", "1", "--threads", "1")
     assert result.exit_code == 0, result.output
-    assert "sweep edge: 5/5 trials already done; rewriting the tables" in result.output
-    assert "resuming" not in result.output
+    assert f"sweep edge: 5/5 trials already done; the tables are up to date (delete {run / 'summary.json'} to " \
+        "rewrite them)" in result.output
+    assert "resuming" not in result.output and "next: mutransfer transfer" in result.output
+    journal = run / "optuna.journal"
+    os.utime(journal, ns=(journal.stat().st_atime_ns, (run / "summary.json").stat().st_mtime_ns + 1))
+    again = invoke(runner, "sweep", str(spec), "--out", str(run), "--workers", "1", "--threads", "1")
+    assert again.exit_code == 0, again.output
+    assert "sweep edge: 5/5 trials already done; rewriting the tables" in again.output
 
 
 @pytest.mark.parametrize(("words", "says"), [

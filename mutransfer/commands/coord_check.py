@@ -52,18 +52,19 @@ def run(overrides: Sequence[str], widths_text: Optional[str], steps: int, lr: Op
         out: Optional[Path], strict: bool, depths_text: Optional[str] = None) -> int:
     """The coord-check command: across widths, or across depths at the configured width (``--depths``);
     returns the exit code (1 under ``--strict`` when a module is not stable)."""
+    from ..config import compose, to_dict
+
+    cfg = compose(overrides)  # before torch is imported: a bad key fails fast
     import pandas as pd
 
     from ..analysis.coord_figure import coord_check_figure
     from ..analysis.plots import save
     from ..analysis.stability import judge
-    from ..config import compose, to_dict
     from ..files import COORD_CHECK_FILES, atomic_write_text, new_run_dir, write_json
     from ..train.coordcheck import coord_check
     from ..train.data import load_corpus
     from .common import console, warn_model
 
-    cfg = compose(overrides)
     warn_model(cfg)
     if cfg.model.factory:
         raise UserError("coord-check measures the built-in GPT's modules or a model=hf architecture's",

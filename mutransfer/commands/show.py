@@ -18,15 +18,16 @@ LEFT = ("parameter", "role", "update")
 
 
 def run(overrides: Sequence[str], print_config: bool) -> None:
+    from ..config import compose, to_yaml
+
+    cfg = compose(overrides)  # before torch is imported: a bad key fails fast
     from rich.table import Table
 
-    from ..config import compose, to_yaml
     from ..model.build import model_plan
     from ..table.decay import decay_on
     from ..train.data import vocab_size
     from .common import console, format_number, warn_model
 
-    cfg = compose(overrides)
     out = console(160 + 40 * (cfg.model.hf is not None) + 30 * decay_on(cfg.optimizer))
     if print_config:
         out.print(to_yaml(cfg), markup=False, highlight=False)

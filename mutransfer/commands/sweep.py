@@ -4,6 +4,7 @@ the next command."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -11,10 +12,9 @@ from typing import Any, Optional, Sequence
 
 from ..errors import UserError
 
-__all__ = ["run", "split_spec", "resolve_workers", "validate_trials", "finalize", "precheck", "next_step",
-           "corpus_lines", "resume_command", "EXIT_INTERRUPTED",
-           "EXIT_TERMINATED", "interrupt_code",
-           "DEFAULT_SPEC"]
+__all__ = ["run", "split_spec", "resolve_workers", "compose_trials", "validate_trials",
+           "check_trials", "up_to_date_summary", "finalize", "precheck", "next_step", "corpus_lines", "resume_command",
+           "EXIT_INTERRUPTED", "EXIT_TERMINATED", "interrupt_code", "DEFAULT_SPEC"]
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -33,7 +33,7 @@ def split_spec(spec: Optional[str], overrides: Sequence[str]) -> tuple[str, list
 
 def resolve_workers(workers: str, threads: int) -> tuple[Optional[int], int]:
     """``--workers N`` (N ≥ 1) or ``auto`` (None: measured later); threads default to cores / workers."""
-    from ..train.device import available_cores
+    from ..train.cores import available_cores
 
     if threads < 0:
         raise UserError(f"--threads {threads} must be >= 0", "use 0 for cores / workers")
@@ -48,21 +48,35 @@ def resolve_workers(workers: str, threads: int) -> tuple[Optional[int], int]:
     return count, threads or max(1, available_cores() // count)
 
 
-def validate_trials(spec: Any, warned: Optional[set[str]] = None) -> dict[str, Any]:
-    """Compose every (setup, width) config once so a bad override or width fails before any training; check each
-    corpus against what the trials read, warning once per data and horizon that reads more than one epoch (once
-    across calls that share ``warned``)."""
-    import sys
+def compose_trials(spec: Any) -> list[tuple[Any, Any]]:
+    """Each study's key with its trial config at the first grid point: a bad override or width fails here, before
+    torch is imported."""
+    from ..sweep.keys import study_keys
+    from ..sweep.trial import trial_config
 
-    from ..sweep.studies import study_keys
-    from ..sweep.trial import setup_configs, trial_config
+    return [(key, trial_config(spec, key, key.search.grid()[0])) for key in study_keys(spec)]
+
+
+def validate_trials(spec: Any, warned: Optional[set[str]] = None,
+                    composed: Optional[list[tuple[Any, Any]]] = None) -> dict[str, Any]:
+    """Compose every (setup, width) config once (``composed``, when the caller has) so a bad override or width fails
+    before any training; check each corpus against what the trials read, warning once per data and horizon that
+    reads more than one epoch (once across calls that share ``warned``). Returns each setup's config."""
+    from ..sweep.trial import setup_configs
+
+    check_trials(spec, compose_trials(spec) if composed is None else composed, warned)
+    return setup_configs(spec)
+
+
+def check_trials(spec: Any, composed: list[tuple[Any, Any]], warned: Optional[set[str]] = None) -> None:
+    """What a composed config cannot say alone: model=hf with stacked trials, trunks the schedule cannot branch,
+    each corpus against what the trials read (an epoch warning once across calls that share ``warned``)."""
     from ..train.data import check_validation_split, epochs_warning, load_corpus
     from ..train.trunk import trunk_problem
 
     corpora: dict[str, Any] = {}
     warned = set() if warned is None else warned
-    for key in study_keys(spec):
-        cfg = trial_config(spec, key, key.search.grid()[0])
+    for key, cfg in composed:
         if cfg.model.hf is not None and spec.batch_trials not in ("auto", 1):
             raise UserError(f"batch_trials={spec.batch_trials} stacks learning-rate trials of the built-in GPT, not "
                             f"model=hf (setup {key.setup})", "set batch_trials=1 (or auto)")
@@ -77,7 +91,30 @@ def validate_trials(spec: Any, warned: Optional[set[str]] = None) -> dict[str, A
         if warning and warning not in warned:
             print(f"warning: {warning}", file=sys.stderr)
             warned.add(warning)
-    return setup_configs(spec)
+
+
+def up_to_date_summary(run_dir: Path, fingerprint: str, th: Any) -> Optional[dict[str, Any]]:
+    """The summary of a finished sweep that a rerun would only rewrite as it is: the same sweep (fingerprint),
+    complete, its tables written after its journal's last change, at the default thresholds; None when anything
+    could differ. For the default storage and study only: a database may hold other machines' new trials."""
+    from ..analysis.optimum import Thresholds
+    from ..files import CONFIG_FILE, CURVES_FILE, JOURNAL_FILE, SUMMARY_FILE, TRIALS_FILE, load_yaml
+
+    paths = [run_dir / name for name in (JOURNAL_FILE, CONFIG_FILE, TRIALS_FILE, CURVES_FILE, SUMMARY_FILE)]
+    if th != Thresholds() or not all(path.is_file() for path in paths):
+        return None
+    journal, config, *tables = paths
+    try:
+        record = load_yaml(config, "the sweep record")
+        summary = json.loads(tables[-1].read_text(encoding="utf-8"))
+    except (UserError, ValueError, OSError):
+        return None
+    status = summary.get("status") if isinstance(summary, dict) else None
+    if not isinstance(record, dict) or record.get("fingerprint") != fingerprint or not isinstance(status, dict) \
+            or status.get("complete") is not True or not summary.get("setups"):
+        return None
+    written = min(path.stat().st_mtime_ns for path in tables)
+    return summary if journal.stat().st_mtime_ns <= written else None
 
 
 def precheck(spec: Any, steps: int = 3) -> dict[str, list[str]]:
@@ -151,11 +188,9 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
         study: Optional[str], workers_text: str, threads: int, dry_run: bool, heartbeat: int = 10,
         tolerance_text: str = "0.01") -> int:
     """The sweep command; returns the exit code (130 after Ctrl-C, with the tables written)."""
-    from ..files import claim_run_dir, dump_yaml
+    from ..files import SUMMARY_FILE
     from ..sweep.spec import load_spec
-    from ..sweep.storage import open_storage
-    from ..sweep.trial import sweep_record
-    from ..sweep.worker import SweepOptions
+    from ..sweep.trial import setup_configs, sweep_record
     from .common import batch_tolerance, console
 
     name, overrides = split_spec(spec_name, words)
@@ -164,26 +199,61 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
     workers, threads = resolve_workers(workers_text, threads)
     if heartbeat < 1:
         raise UserError(f"--heartbeat {heartbeat} must be at least 1 second", "e.g. --heartbeat 10")
-    configs = validate_trials(spec)
+    run_dir = out or Path("runs") / spec.name
     screen = console()
+    configs = setup_configs(spec)
+    record = sweep_record(spec, configs)
+    if not dry_run and workers is not None and storage is None and study is None:
+        summary = up_to_date_summary(run_dir, record["fingerprint"], th)
+        if summary is not None:
+            done = summary["status"]["done"]
+            screen.print(f"sweep {spec.name}: {done}/{done} trials already done; the tables are up to date (delete "
+                         f"{run_dir / SUMMARY_FILE} to rewrite them)", highlight=False, soft_wrap=True)
+            return _report(screen, spec, summary, run_dir, 0)
+    check_trials(spec, compose_trials(spec))
+    how = _Execution(run_dir, storage, study, workers, threads, dry_run, heartbeat, th)
+    return _start(screen, spec, name, overrides, configs, record, how)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Execution:
+    """How the sweep command was asked to run: where, on which storage, with how many workers and threads."""
+
+    run_dir: Path
+    storage: Optional[str]
+    study: Optional[str]
+    workers: Optional[int]
+    threads: int
+    dry_run: bool
+    heartbeat: int
+    th: Any
+
+
+def _start(screen: Any, spec: Any, name: str, overrides: list[str], configs: dict[str, dict[str, Any]],
+           record: dict[str, Any], how: _Execution) -> int:
+    """Print the dry run, or claim the run directory and train."""
+    from ..files import claim_run_dir, dump_yaml
+    from ..sweep.storage import open_storage
+    from ..sweep.worker import SweepOptions
+
+    workers, threads = how.workers, how.threads
     if workers is None:
         from ..sweep.layout import choose_layout
 
         workers, threads, message = choose_layout(spec)
         screen.print(f"--workers auto: {message}")
-    if dry_run:
+    if how.dry_run:
         from .dry_run import dry_run_table
 
         screen.print(dry_run_table(spec, workers, threads))
         return 0
-    run_dir = out or Path("runs") / spec.name
+    run_dir = how.run_dir
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out {run_dir} is an existing file", "give a directory path")
-    record = sweep_record(spec, configs)
-    opts = SweepOptions(run_dir=run_dir, storage=storage, prefix=study or spec.name, workers=workers, threads=threads,
-                        heartbeat=heartbeat, record=record)
-    if storage is not None:
-        open_storage(storage, run_dir, heartbeat)
+    opts = SweepOptions(run_dir=run_dir, storage=how.storage, prefix=how.study or spec.name, workers=workers,
+                        threads=threads, heartbeat=how.heartbeat, record=record)
+    if how.storage is not None:
+        open_storage(how.storage, run_dir, how.heartbeat)
     run_dir.mkdir(parents=True, exist_ok=True)
     claim_run_dir(run_dir, record["fingerprint"], dump_yaml(record))
     if spec.coord_check:
@@ -196,7 +266,7 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
                  f"batch_trials={spec.batch_trials} · {run_dir}", soft_wrap=True)
     for line in corpus_lines(configs):
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
-    return _execute(screen, spec, opts, th, resume_command(name, overrides, run_dir, storage))
+    return _execute(screen, spec, opts, how.th, resume_command(name, overrides, run_dir, how.storage))
 
 
 def corpus_lines(configs: dict[str, dict[str, Any]]) -> list[str]:
@@ -240,7 +310,7 @@ def _execute(screen: Any, spec: Any, opts: Any, th: Any, resume: str = "") -> in
     the outputs. Ctrl-C still writes them."""
     from ..sweep.interrupts import Interrupts
     from ..sweep.runner import run_sweep
-    from .display import batch_table, progress_view, summary_table, verdict_notes
+    from .display import progress_view
 
     display, live = progress_view(screen)
     progress = _Progress(screen, display)
@@ -255,7 +325,15 @@ def _execute(screen: Any, spec: Any, opts: Any, th: Any, resume: str = "") -> in
         screen.print(f"sweep {spec.name}: {progress.last.done}/{progress.last.total} trials already done; "
                      "rewriting the tables")
     screen.print()
-    summary = finalize(spec, opts.run_dir, opts.storage, opts.prefix, th, resume)
+    return _report(screen, spec, finalize(spec, opts.run_dir, opts.storage, opts.prefix, th, resume), opts.run_dir,
+                   interrupted)
+
+
+def _report(screen: Any, spec: Any, summary: dict[str, Any], run_dir: Path, interrupted: int) -> int:
+    """The sweep's status, its tables per swept axis (and per searched key), the files written and the next
+    command; returns the exit code."""
+    from .display import batch_table, summary_table, verdict_notes
+
     status = summary["status"]
     screen.print(f"sweep {spec.name}: {status['line']}" + ("" if status["complete"] else
                  " — every verdict below is partial; transfer, verify and compare refuse this run until it is "
@@ -272,9 +350,9 @@ def _execute(screen: Any, spec: Any, opts: Any, th: Any, resume: str = "") -> in
     for key in summary.get("keys", {}):
         for axis in spec.swept():
             screen.print(summary_table(summary, axis=axis, key=key))
-    written = sorted(p.name for p in opts.run_dir.iterdir() if p.is_file() and not p.name.startswith("."))
-    screen.print(f"run directory: {opts.run_dir} ({', '.join(written)})", soft_wrap=True)
-    screen.print(next_step(spec, summary, opts.run_dir, interrupted), highlight=False, soft_wrap=True)
+    written = sorted(p.name for p in run_dir.iterdir() if p.is_file() and not p.name.startswith("."))
+    screen.print(f"run directory: {run_dir} ({', '.join(written)})", soft_wrap=True)
+    screen.print(next_step(spec, summary, run_dir, interrupted), highlight=False, soft_wrap=True)
     return interrupted
 
 

@@ -11,11 +11,6 @@ __all__ = ["run"]
 
 def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -> None:
     from ..config import compose, load_config_file, to_dict, to_yaml
-    from ..files import CONFIG_FILE, METRICS_COLUMNS, METRICS_FILE, RESULT_FILE, atomic_write_text, new_run_dir, \
-        write_csv, write_json
-    from ..model.build import build_model
-    from ..train.data import check_validation_split, epochs_warning, load_corpus
-    from ..train.noise import NOISE_FIELDS
     from .common import condition_changes, warn_conditions, warn_model
 
     if config is not None:
@@ -25,6 +20,12 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
         warn_conditions(condition_changes(saved, cfg), str(config))
     else:
         cfg = compose(overrides)
+    from ..files import CONFIG_FILE, METRICS_COLUMNS, METRICS_FILE, RESULT_FILE, atomic_write_text, new_run_dir, \
+        write_csv, write_json
+    from ..model.build import build_model  # torch: after the config is known to be good, so a bad key fails fast
+    from ..train.data import check_validation_split, epochs_warning, load_corpus
+    from ..train.noise import NOISE_FIELDS
+
     warn_model(cfg)
     corpus = load_corpus(cfg.data, cfg.train.seq_len)
     check_validation_split(corpus, cfg.data, cfg.train)

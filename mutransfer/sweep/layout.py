@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..train.device import available_cores
+from ..train.cores import available_cores
 from ..train.timing import measure_step
 from .spec import SweepSpec
 from .studies import study_keys

@@ -16,12 +16,12 @@ import optuna
 from optuna.storages import JournalStorage
 
 from ..errors import UserError
+from ..files import JOURNAL_FILE
 from .interrupts import held, storage_call
 from .resilient import ResilientRDBStorage
 
 __all__ = ["open_storage", "heartbeat_of", "repair_journal", "HeldJournalStorage", "JOURNAL_FILE"]
 
-JOURNAL_FILE = "optuna.journal"
 MIN_SECRET = 4
 
 

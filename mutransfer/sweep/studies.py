@@ -1,6 +1,6 @@
 """Optuna bookkeeping for a sweep: study names, the queue of points, who owns a point, abandoned trials.
 
-One study per (setup, searched key, width, seed), named ``<prefix>.<setup>.<key>.w<width>.s<seed>`` (with
+One study per (setup, searched key, width, seed) (``keys``), named ``<prefix>.<setup>.<key>.w<width>.s<seed>`` (with
 ``.d<depth>`` and ``.t<steps>`` before the seed when the spec sweeps depths or horizons), so every machine
 pointing at one storage with the same prefix shares the same studies. Grid points are enqueued (tagged
 ``grid``); the lowest-numbered live trial of a point is its owner, so a point that two workers or two machines
@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import datetime
 import math
-from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from .liveness import is_alive
-from .policy import SearchPolicy, policy_for
-from ..schema import TRANSFER_AXES
-from .spec import Point, SearchSpec, SweepSpec
+from .keys import StudyKey, probe_seeds, study_keys
 
 __all__ = ["StudyKey", "study_keys", "probe_seeds", "seed_of", "load_study", "enqueue_missing", "reap_abandoned",
            "reap_orphans", "owner_of", "is_bookkeeping", "live_trials", "prefixed_studies", "LIVE", "RECORD_ATTR",
@@ -35,59 +32,6 @@ ORPHAN_AFTER = 60.0
 """Seconds after which a RUNNING trial that no worker claimed is failed as an orphan (``reap_orphans``). A claim
 follows its ask within milliseconds; a worker whose claim an outage held up past this finds the trial failed and
 counts it a lost race (``Worker._claim``), so its point is still trained once."""
-
-
-@dataclass(frozen=True)
-class StudyKey:
-    setup: str
-    search: SearchSpec
-    width: int
-    seed: int
-    probe_seeds: tuple[int, ...] = ()
-    """The noise-probe seeds whose trials live in this study (the primary seed's study only)."""
-    depth: Optional[int] = None
-    """``model.depth`` of the study's trials when the spec sweeps depths; None: the config's depth."""
-    steps: Optional[int] = None
-    """``train.steps`` of the study's trials when the spec sweeps horizons; None: the config's."""
-    batch: Optional[int] = None
-    """``train.batch_size`` of the study's trials when the spec sweeps batch sizes; None: the config's."""
-    tokens: Optional[int] = None
-    """``train.tokens`` of the study's trials when the spec holds a token budget; None: none."""
-
-    @property
-    def point(self) -> Point:
-        return Point(self.width, self.depth, self.steps, self.batch, self.tokens)
-
-    def tags(self) -> list[str]:
-        """``w64``, ``d8``, ``t300``, ``b16``, ``tok262144``: the point's coordinates on the axes it sets."""
-        return [f"{axis.tag}{value}" for axis, value in zip(TRANSFER_AXES, self.point) if value is not None]
-
-    def name(self, prefix: str) -> str:
-        return ".".join([prefix, self.setup, self.search.column, *self.tags(), f"s{self.seed}"])
-
-    def off_width(self) -> str:
-        """``, depth 8, steps 300, batch 16`` for the axes besides width that the study sets ('' when none)."""
-        return "".join(f", {axis.name} {value}" for axis, value in zip(TRANSFER_AXES[1:], self.point[1:])
-                       if value is not None)
-
-    def where(self) -> str:
-        """The point in words, for progress lines: ``w64`` or ``w64 d8 t300``."""
-        return " ".join(self.tags())
-
-    def policy(self) -> SearchPolicy:
-        return policy_for(self.search, self.seed, self.probe_seeds)
-
-
-def probe_seeds(spec: SweepSpec, search: SearchSpec) -> tuple[int, ...]:
-    """The seeds after the spec's own that re-train the fit window (``search.noise_seeds`` of them)."""
-    first = max(spec.seeds) + 1
-    return tuple(range(first, first + search.noise_seeds))
-
-
-def study_keys(spec: SweepSpec) -> list[StudyKey]:
-    return [StudyKey(setup.label, search, point.width, seed, probe_seeds(spec, search) if seed == spec.seeds[0] else (),
-                     point.depth, point.steps, point.batch, point.tokens)
-            for setup in spec.setups for search in setup.search for point in spec.points() for seed in spec.seeds]
 
 
 def seed_of(trial: FrozenTrial | optuna.Trial, key: StudyKey) -> int:

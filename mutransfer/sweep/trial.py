@@ -11,11 +11,10 @@ from ..config import compose, to_dict
 from ..errors import UserError
 from ..schema import LR_KEY, TRANSFER_AXES, Config
 from ..train.budget import tokens_read
-from ..train.device import resolve_device
 from ..table.decay import DECAY_OFF_OVERRIDES
 from .search import OFF_X
 from .spec import Point, SweepSpec
-from .studies import StudyKey
+from .keys import StudyKey
 
 EXECUTION_KEYS = ("batch_trials", "trunks")
 """Spec keys that say how a sweep runs, not what it computes: left out of its fingerprint, so changing them resumes
@@ -108,4 +107,6 @@ def trials_per_batch(setting: int | str, key: StudyKey, cfg: Config) -> int:
         return int(setting)
     if key.search.key != LR_KEY or cfg.model.factory or cfg.model.hf is not None:
         return 1
+    from ..train.device import resolve_device  # torch: only when a sweep trains
+
     return auto_trials(resolve_device(cfg.train.device).type, cfg.model.width)

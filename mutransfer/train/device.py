@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import platform
 import resource
 from importlib import metadata
@@ -12,14 +11,7 @@ import torch
 
 from ..errors import UserError
 
-__all__ = ["available_cores", "resolve_device", "prepare_device", "synchronize", "peak_memory_mb", "environment"]
-
-
-def available_cores() -> int:
-    """The CPU cores this process may run on (its affinity mask, e.g. under ``taskset``), not the machine's."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
+__all__ = ["resolve_device", "prepare_device", "synchronize", "peak_memory_mb", "environment"]
 
 
 def resolve_device(name: str) -> torch.device:

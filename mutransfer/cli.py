@@ -10,6 +10,8 @@ from typing import Any, Callable, List, Optional, TypeVar
 import typer
 from typer.core import TyperCommand
 
+from . import defaults
+from .defaults import option_text
 from .errors import EXIT_USAGE, NO_SPACE, UserError, write_failure
 
 __all__ = ["app", "main"]
@@ -26,7 +28,8 @@ OVERRIDES = typer.Argument(None, help="Hydra overrides, e.g. model.width=256 opt
 SETUP = typer.Option(None, "--setup", help="Setup label (default: the best one that transfers).")
 BATCH_SIZE = typer.Option(None, "--batch-size", help="Target batch size in sequences (default: the swept base "
                           "one); a sweep over batch_sizes measures how η* moves with it.")
-BATCH_TOLERANCE = typer.Option("0.01", "--batch-tolerance", help="The critical batch: the largest batch whose loss "
+BATCH_TOLERANCE = typer.Option(option_text(defaults.BATCH_TOLERANCE), "--batch-tolerance",
+                               help="The critical batch: the largest batch whose loss "
                                "is within this fraction of the best batch's (a sweep across batch sizes).")
 TOKENS = typer.Option(None, "--tokens", help="Target token budget (batch × steps × seq_len; default: the swept "
                       "one); the steps follow from it. Give --tokens or --steps.")
@@ -149,7 +152,8 @@ def compare(
     run_b: Optional[Path] = typer.Argument(None, help="Sweep run directory B (e.g. the run with your change)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: RUN_B)."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when some setup's verdict is 'moved'."),
-    tolerance: str = typer.Option("0.25", "--tolerance", help="Octaves: a pooled shift whose 90 % interval lies "
+    tolerance: str = typer.Option(option_text(defaults.COMPARE_TOLERANCE), "--tolerance",
+                                  help="Octaves: a pooled shift whose 90 % interval lies "
                                   "inside ±this is 'same'."),
     partial: bool = PARTIAL,
 ) -> None:
@@ -168,7 +172,8 @@ def transfer(
     out: Optional[Path] = typer.Option(None, "--out", help="Output file (default RUN_DIR/transfer_w<N>.yaml)."),
     fmt: str = typer.Option("yaml", "--format", help="yaml or json."),
     correct_drift: bool = typer.Option(False, "--correct-drift", help="Apply the fitted drift LR* ∝ width^slope."),
-    tolerance: str = typer.Option("1", "--tolerance", help="Octaves: warn when the predicted range at N is wider."),
+    tolerance: str = typer.Option(option_text(defaults.TRANSFER_TOLERANCE), "--tolerance",
+                                  help="Octaves: warn when the predicted range at N is wider."),
     depth: Optional[str] = typer.Option(None, "--depth", help="Target depth (number of blocks; default: the swept "
                                         "one): the table's depth rule moves every in-block LR."),
     steps: Optional[str] = typer.Option(None, "--steps", help="Target training horizon in steps (default: the "
@@ -195,10 +200,12 @@ def verify(
     source: Optional[Path] = SOURCE,
     setup: Optional[str] = typer.Option(None, "--setup", help="Setup label(s), comma-separated, or 'all' (default: "
                                         "the one transfer chooses)."),
-    span: str = typer.Option("1.5", "--span", help="Octaves each side of the predicted η* (the grid grows past an "
+    span: str = typer.Option(option_text(defaults.VERIFY_SPAN), "--span",
+                             help="Octaves each side of the predicted η* (the grid grows past an "
                              "edge that holds the optimum)."),
-    step: str = typer.Option("0.5", "--step", help="Grid spacing in octaves."),
-    tolerance: str = typer.Option("0.5", "--tolerance", help="Octaves of |measured − predicted| log2 η* that pass."),
+    step: str = typer.Option(option_text(defaults.VERIFY_STEP), "--step", help="Grid spacing in octaves."),
+    tolerance: str = typer.Option(option_text(defaults.VERIFY_TOLERANCE), "--tolerance",
+                                  help="Octaves of |measured − predicted| log2 η* that pass."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when a target's error exceeds --tolerance."),
     correct_drift: bool = typer.Option(False, "--correct-drift", help="Verify the drift-corrected prediction."),
     factors: Optional[str] = typer.Option(None, "--factors", help="The quick check instead: train only η*·f for each "

@@ -146,3 +146,22 @@ def test_real_subprocess_bad_input_has_no_traceback(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "model.width=33" in out.stderr
     assert "Traceback" not in out.stderr + out.stdout
+
+
+def test_the_command_line_shows_the_defaults_the_library_takes() -> None:
+    from typer.main import get_command
+
+    from mutransfer.analysis.compare import DEFAULT_TOLERANCE as COMPARE_DEFAULT
+    from mutransfer.analysis.optimum import Thresholds
+    from mutransfer.cli import app
+    from mutransfer.transfer.target import DEFAULT_TOLERANCE as TRANSFER_DEFAULT
+    from mutransfer.transfer.verify import DEFAULT_SPAN, DEFAULT_STEP, ERROR_TOLERANCE
+
+    commands = get_command(app).commands  # type: ignore[attr-defined]
+    shown = {(name, param.opts[0]): float(param.default) for name, command in commands.items()
+             for param in command.params if param.opts and param.opts[0] in ("--tolerance", "--span", "--step",
+                                                                             "--batch-tolerance")}
+    assert shown == {("compare", "--tolerance"): COMPARE_DEFAULT, ("transfer", "--tolerance"): TRANSFER_DEFAULT,
+                     ("verify", "--tolerance"): ERROR_TOLERANCE, ("verify", "--span"): DEFAULT_SPAN,
+                     ("verify", "--step"): DEFAULT_STEP, **{(name, "--batch-tolerance"): Thresholds().batch_tolerance
+                                                            for name in ("sweep", "plot", "transfer")}}

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import pandas as pd
 
+from ..defaults import COMPARE_TOLERANCE
 from ..schema import LR_KEY
 from .stats import welch_difference
 from .shift import SHIFT_VERDICTS, estimate_of, pooled_shift, shared_noise, shift_verdict, width_difference
@@ -27,12 +28,12 @@ __all__ = ["Comparison", "compare", "compare_setup", "loss_difference", "keyed_s
            "VERDICTS", "WIDTH_COLUMNS", "SETUP_COLUMNS", "DEFAULT_TOLERANCE"]
 
 VERDICTS = SHIFT_VERDICTS
-DEFAULT_TOLERANCE = 0.25
+DEFAULT_TOLERANCE = COMPARE_TOLERANCE
 """Octaves: a shift inside ±0.25 counts as ``same`` (the margin ``transfer`` and ``verify`` use)."""
 WIDTH_COLUMNS = ["key", "setup", "width", "x_a", "ci_a_low", "ci_a_high", "x_b", "ci_b_low", "ci_b_high",
                  "difference", "ci_low", "ci_high", "ci_kind", "p", "p_holm", "moved", "weight", "loss_a", "loss_b",
                  "loss_difference", "loss_ci_low", "loss_ci_high"]
-RUN_SPECIFIC = ("name", "model.width", "optimizer.lr", "train.threads", "train.device")
+RUN_SPECIFIC = ("name", "model.width", LR_KEY, "train.threads", "train.device")
 """Config keys that differ between runs by design (a setup's config is stored at its first width and LR)."""
 SETUP_COLUMNS = ["key", "setup", "verdict", "reason", "shift", "shift_ci_low", "shift_ci_high", "shift_ci90_low",
                  "shift_ci90_high", "shift_p", "shift_p_holm", "shift_dof", "moved_widths", "largest_shift", "slope_a", "slope_a_low",

@@ -37,6 +37,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..defaults import BATCH_TOLERANCE
 from .bowl import ASYMMETRY_BOUNDS, SYMMETRIC, Asymmetry, asymmetry, vertex
 from .stats import Z95, t_quantile
 
@@ -58,7 +59,7 @@ class Thresholds:
     """Nats: the loss noise a resolution bound assumes."""
     fit_octaves: float = 1.0
     """The fit window's minimum half-width on log2 scales."""
-    batch_tolerance: float = 0.01
+    batch_tolerance: float = BATCH_TOLERANCE
     """Relative loss: a batch within this of the best batch's loss is as good (the critical batch's threshold)."""
 
 

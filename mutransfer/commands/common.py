@@ -6,6 +6,8 @@ import math
 import sys
 from typing import Any
 
+from ..defaults import BATCH_TOLERANCE, option_text
+
 __all__ = ["console", "format_number", "positive_number", "positive_integer", "warn_model", "condition_changes",
            "warn_conditions", "CONDITION_KEYS", "unfinished_run"]
 
@@ -50,7 +52,7 @@ def batch_tolerance(text: str) -> Any:
     from ..analysis.optimum import Thresholds
     from ..errors import UserError
 
-    value = positive_number("--batch-tolerance", text, "0.01")
+    value = positive_number("--batch-tolerance", text, option_text(BATCH_TOLERANCE))
     if value > 0.5:
         raise UserError(f"--batch-tolerance {text} is a fraction of the best loss, at most 0.5",
                         "e.g. --batch-tolerance 0.01 for 1 %")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from ..defaults import COMPARE_TOLERANCE, option_text
 from .display import format_interval
 
 __all__ = ["run", "markdown", "EXIT_MOVED"]
@@ -27,8 +28,8 @@ READING = ("LR* is log2 of the base learning rate η at the optimum with its 95 
            "mean curve; its difference's interval comes from each seed's own fitted minimum.")
 
 
-def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool, tolerance: str = "0.25",
-        partial: bool = False) -> int:
+def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool,
+        tolerance: str = option_text(COMPARE_TOLERANCE), partial: bool = False) -> int:
     from ..analysis.compare import compare, config_changes
     from ..analysis.compare_plot import compare_figure
     from ..analysis.plots import mark_partial, save
@@ -37,7 +38,7 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool, t
     from ..files import COMPARE_PLOT, COMPARE_REPORT, COMPARE_TABLE, atomic_write_text, write_json
     from .common import console, positive_number, unfinished_run
 
-    margin = positive_number("--tolerance", tolerance, "0.25")
+    margin = positive_number("--tolerance", tolerance, option_text(COMPARE_TOLERANCE))
     if run_b is None:
         raise UserError(f"compare needs two sweep run directories, got only {run_a}",
                         "use mutransfer compare RUN_A RUN_B (e.g. a baseline and the run with your change)")

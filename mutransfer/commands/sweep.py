@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..defaults import BATCH_TOLERANCE, option_text
 from ..errors import UserError
 
 __all__ = ["run", "split_spec", "resolve_workers", "compose_trials", "validate_trials",
@@ -186,7 +187,7 @@ def _report_precheck(out: Any, spec: Any) -> None:
 
 def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], storage: Optional[str],
         study: Optional[str], workers_text: str, threads: int, dry_run: bool, heartbeat: int = 10,
-        tolerance_text: str = "0.01") -> int:
+        tolerance_text: str = option_text(BATCH_TOLERANCE)) -> int:
     """The sweep command; returns the exit code (130 after Ctrl-C, with the tables written)."""
     from ..files import SUMMARY_FILE
     from ..sweep.spec import load_spec

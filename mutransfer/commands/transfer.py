@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from ..defaults import BATCH_TOLERANCE, option_text
+
 __all__ = ["run", "prediction_line", "decay_line"]
 
 COLUMNS = ("parameter", "role", "shape", "init std", "multiplier", "lr", "depth factor", "effective lr", "update")
@@ -14,7 +16,7 @@ LEFT = ("parameter", "role", "update")
 def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[Path], fmt: str,
         correct_drift: bool, tolerance: str = "1", depth: Optional[str] = None, steps: Optional[str] = None,
         decay_rule: Optional[str] = None, batch_size: Optional[str] = None, tokens: Optional[str] = None,
-        tolerance_text: str = "0.01", partial: bool = False) -> None:
+        tolerance_text: str = option_text(BATCH_TOLERANCE), partial: bool = False) -> None:
     from ..files import latest_run, transfer_file
     from ..transfer.target import make_transfer, write_transfer
     from .common import batch_tolerance, console, positive_integer, positive_number, unfinished_run

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from ..analysis.optimum import Thresholds
 from ..analysis.summary import estimated_widths, summarize_run
+from ..defaults import TRANSFER_TOLERANCE
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
 from ..files import CONFIG_FILE, YAML_DIGITS, at_statistic_precision, atomic_write_text, dump_yaml, load_yaml
@@ -31,7 +32,7 @@ __all__ = ["Transfer", "make_transfer", "write_transfer", "read_sweep_record", "
 
 FAR_FACTOR = 64
 FORMATS = ("yaml", "json")
-DEFAULT_TOLERANCE = 1.0
+DEFAULT_TOLERANCE = TRANSFER_TOLERANCE
 
 
 class Transfer:

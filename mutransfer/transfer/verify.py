@@ -24,6 +24,7 @@ from ..analysis.decay_effect import decay_effect
 from ..analysis.fidelity import measure_fidelity
 from ..analysis.prediction import Prediction
 from ..analysis.summary import estimated_widths, summarize_run
+from ..defaults import VERIFY_SPAN, VERIFY_STEP, VERIFY_TOLERANCE
 from ..errors import UserError
 from ..files import VERIFY_FILE, VERIFY_REPORT, atomic_write_text, write_json
 from ..schema import LR_COLUMN, LR_KEY, Config
@@ -36,9 +37,9 @@ from .target import make_transfer, read_sweep_record
 __all__ = ["VerifyRequest", "Target", "Verification", "parse_widths", "parse_factors", "parse_setups",
            "verify_search", "write_outputs", "DEFAULT_SPAN", "DEFAULT_STEP", "ERROR_TOLERANCE", "ALL_SETUPS"]
 
-DEFAULT_SPAN = 1.5
-DEFAULT_STEP = 0.5
-ERROR_TOLERANCE = 0.5
+DEFAULT_SPAN = VERIFY_SPAN
+DEFAULT_STEP = VERIFY_STEP
+ERROR_TOLERANCE = VERIFY_TOLERANCE
 """Octaves: ``--strict`` fails a target whose |measured − predicted| log2 η* exceeds this."""
 ALL_SETUPS = "all"
 

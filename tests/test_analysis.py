@@ -225,3 +225,11 @@ def test_a_vertex_past_the_window_is_censored_and_counts_at_its_bound() -> None:
     assert opt.seed_vertices == pytest.approx([-8.0, -6.0, -6.0], abs=0.02) and opt.ci_kind == "confidence"
     assert opt.se == pytest.approx(np.std([-8.0, -6.0, -6.0], ddof=1) / np.sqrt(3), abs=0.02)
     assert -9.0 <= opt.x_star <= -7.0 and opt.ci[1] >= -6.0
+
+
+def test_a_failed_lack_of_fit_is_worded_once_for_a_line_and_a_law() -> None:
+    from mutransfer.analysis.drift import lack_of_fit_reason
+
+    assert lack_of_fit_reason("the points lie off the law", 0.1234, {"F": 5.678, "p": 0.01234}) == (
+        "the points lie off the law more than the seeds' noise and the between-point scatter (σ_b 0.12 octave) "
+        "explain: F = 5.7, p = 0.012")

@@ -31,7 +31,7 @@ from .regression import MIN_POINTS_TO_ESTIMATE, Regression, regress
 from .stats import quantile
 
 __all__ = ["Drift", "drift", "verdict", "pool", "analyze", "analyze_setup", "SearchSettings", "VERDICTS",
-           "PointTrials", "setup_optima", "best_losses", "common_se", "seed_correlation"]
+           "PointTrials", "setup_optima", "best_losses", "common_se", "seed_correlation", "lack_of_fit_reason"]
 
 VERDICTS = ("transfers", "drifts", "inconclusive")
 
@@ -115,11 +115,15 @@ def _undecided(ci90: tuple[float, float], th: Thresholds, kind: str, plural: str
     return reason, f"{more}, or {plural} further apart or more of them, narrow it"
 
 
+def lack_of_fit_reason(what: str, between_sd: float, lack_of_fit: Mapping[str, float]) -> str:
+    """Why a line (or a law) fails its lack-of-fit test: ``what`` lies off it more than the noise explains."""
+    return (f"{what} more than the seeds' noise and the between-point scatter (σ_b {between_sd:.2f} octave) explain: "
+            f"F = {lack_of_fit['F']:.1f}, p = {lack_of_fit['p']:.2g}")
+
+
 def _misfit(fit: Regression, plural: str) -> tuple[str, str]:
     assert fit.lack_of_fit is not None
-    return (f"the optima lie off a line in log2 {plural} more than the seeds' noise and the between-point scatter "
-            f"(σ_b {fit.between_sd:.2f} octave) explain: F = {fit.lack_of_fit['F']:.1f}, "
-            f"p = {fit.lack_of_fit['p']:.2g}",
+    return (lack_of_fit_reason(f"the optima lie off a line in log2 {plural}", fit.between_sd, fit.lack_of_fit),
             f"look at the curves (mutransfer plot) for a curve whose optimum is off, or sweep more {plural} "
             f"(with 4 or more the scatter is measured and carried)")
 

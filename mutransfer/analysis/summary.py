@@ -22,7 +22,7 @@ from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis
 from ..table.decay import DECAY_OFF_VALUES
 from .batch import batch_analysis
 from .decay_effect import add_decay_effects
-from .drift import SearchSettings, analyze
+from .drift import SearchSettings, analyze, lack_of_fit_reason
 from .law import fit_laws
 from .optimum import Thresholds
 
@@ -170,10 +170,8 @@ def _judge_law(info: dict[str, Any]) -> None:
     law = info.get("law")
     if not law or not law.get("fails_lack_of_fit") or info.get("verdict") == "inconclusive":
         return
-    lof = law["lack_of_fit"]
     info["verdict"] = "inconclusive"
-    info["reason"] = (f"the points lie off the law more than the seeds' noise and the between-point scatter "
-                      f"(σ_b {law['between_sd']:.2f} octave) explain: F = {lof['F']:.1f}, p = {lof['p']:.2g}")
+    info["reason"] = lack_of_fit_reason("the points lie off the law", law["between_sd"], law["lack_of_fit"])
     info["fix"] = ("look at the curves (mutransfer plot) for a point whose optimum is off, or sweep 4 or more values "
                    "per axis so the scatter is measured and carried")
 

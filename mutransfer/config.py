@@ -12,7 +12,8 @@ from typing import Any, Optional, Sequence
 
 from .errors import UserError, closest, did_you_mean
 from .schema import FAMILIES, LR_KEY, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, family_of
-from .table.decay import decay_on, decay_problem, later_decay_keys, omit_at_defaults
+from .fingerprint import prune_config
+from .table.decay import decay_on, decay_problem
 from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
 from .train.budget import budget_problem, budget_steps
 
@@ -226,23 +227,11 @@ def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
     return config_from_dict(data, overrides, str(path))
 
 
-LATER_KEYS: dict[str, Any] = {"model.in_block": [], "model.factory_path": None, "parametrization.base_depth": 2,
-                              "parametrization.depth_alpha": 0.0, "model.hf": None,
-                              "train.eval_batch_size": None, "train.tokens": None, "train.noise_scale": False,
-                              "train.warmup_steps": None, "train.cooldown_frac": 0.2, "train.compile": "auto"}
-"""Keys added after run directories and transfer files existed, with the default that reproduces the model
-those files describe: ``to_dict`` leaves them out at that value, so older fingerprints and files stay valid.
-The weight-decay keys (``table.decay.later_decay_keys``) join them only while decay is off: files from before
-them decayed every parameter alike, so with λ > 0 they describe another model and must not match."""
-
-
 def to_dict(cfg: Config) -> dict[str, Any]:
-    """The config as plain data (``config_from_dict``'s inverse), ``LATER_KEYS`` at their defaults left out."""
-    data = dataclasses.asdict(cfg)
-    omit_at_defaults(data, LATER_KEYS)
-    if not decay_on(cfg.optimizer):
-        omit_at_defaults(data, later_decay_keys())
-    return data
+    """The config as plain data (``config_from_dict``'s inverse), the keys added after earlier run directories and
+    transfer files left out at their defaults (``fingerprint.config_later_keys``; the weight-decay ones while
+    decay is off), so their fingerprints and files stay valid."""
+    return prune_config(dataclasses.asdict(cfg), decay_off=not decay_on(cfg.optimizer))
 
 
 def to_yaml(cfg: Config) -> str:

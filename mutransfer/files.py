@@ -27,6 +27,8 @@ __all__ = [
     "JOURNAL_FILE",
     "VERIFY_FILE",
     "VERIFY_REPORT",
+    "VERIFY_VERSION",
+    "VERIFY_VERSIONS",
     "COMPARE_REPORT",
     "COMPARE_TABLE",
     "COMPARE_PLOT",
@@ -70,6 +72,10 @@ JOURNAL_FILE = "optuna.journal"
 """A sweep's Optuna journal in its run directory (the default storage)."""
 VERIFY_FILE = "verify.csv"
 VERIFY_REPORT = "verify.json"
+VERIFY_VERSION = 2
+"""verify.json's layout: each target's ``measured`` optimum under the names summary.json's points use (``x_star``)."""
+VERIFY_VERSIONS = (1, VERIFY_VERSION)
+"""The layouts ``plot`` reads (1: ``log2_lr_star``)."""
 COMPARE_REPORT = "compare.json"
 COMPARE_TABLE = "compare.md"
 COMPARE_PLOT = "compare.png"

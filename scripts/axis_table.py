@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Sequence
 
-from mutransfer.analysis.summary import axis_entry, summarize_run
+from mutransfer.analysis.summary import summarize_run
 from mutransfer.schema import TRANSFER_AXES, axis_named
 
 
-def _interval(values: list[float] | None) -> str:
+def _interval(values: Sequence[float] | None) -> str:
     return f"[{values[0]:+.2f}, {values[1]:+.2f}]" if values else "–"
 
 
@@ -26,33 +27,34 @@ def main() -> None:
     args = parser.parse_args()
     axis = axis_named(args.axis)
     summary = summarize_run(args.run_dir)
-    values = sorted({int(v) for info in summary["setups"].values() for v in axis_entry(info, axis.name).get(
-        axis.plural, {})})
+    setups = summary.setups()
+    values = sorted({v for info in setups.values() if axis.name in info.axes for v in info.axes[axis.name].points})
     head = [f"log2 LR* at {v}" for v in values]
     print("| setup | " + " | ".join(head) + f" | slope per {axis.name} doubling, 95 % | verdict | law "
           f"{'β' if axis.name == 'steps' else 'slope'}, 95 % | best loss at {values[-1]} |")
     print("|---" * (len(head) + 5) + "|")
-    for setup, info in summary["setups"].items():
-        entry = axis_entry(info, axis.name)
-        optima = entry.get(axis.plural, {})
+    for setup, info in setups.items():
+        if axis.name not in info.axes:
+            continue
+        entry = info.judged(axis.name)
         cells = []
         for v in values:
-            opt = optima.get(str(v)) or {}
-            x = opt.get("log2_lr_star")
-            mark = {"low": " (≤)", "high": " (≥)"}.get(opt.get("censored") or "", "")
+            opt = entry.points.get(v)
+            x = opt.x_star if opt is not None else None
+            mark = {"low": " (≤)", "high": " (≥)"}.get((opt.censored if opt is not None else None) or "", "")
             cells.append(f"{x:.2f}{mark}" if x is not None else "–")
-        slope = entry.get("slope")
-        law = info.get("law") or {}
-        if axis.name == "steps" and "beta" in law:
-            fitted = f"{law['beta']:.2f} {_interval(law['beta_ci'])}"
-        elif axis.name in law.get("coefficients", {}):
-            fitted = f"{law['coefficients'][axis.name]:+.2f} {_interval(law['slope_ci'][axis.name])}"
+        law = info.law
+        if axis.name == "steps" and law is not None and law.beta is not None:
+            fitted = f"{law.beta:.2f} {_interval(law.beta_ci)}"
+        elif law is not None and axis.name in law.coefficients:
+            fitted = f"{law.coefficients[axis.name]:+.2f} {_interval(law.slope_ci[axis.name])}"
         else:
             fitted = "–"
-        best = (optima.get(str(values[-1])) or {}).get("best_loss")
+        last = entry.points.get(values[-1])
+        best = last.best_loss if last is not None else None
         print(f"| `{setup}` | " + " | ".join(cells) +
-              f" | {f'{slope:+.2f} ' if slope is not None else ''}{_interval(entry.get('slope_ci'))} | "
-              f"{entry.get('verdict', '–')} | {fitted} | {f'{best:.3f}' if best is not None else '–'} |")
+              f" | {f'{entry.slope:+.2f} ' if entry.slope is not None else ''}{_interval(entry.slope_ci)} | "
+              f"{entry.verdict or '–'} | {fitted} | {f'{best:.3f}' if best is not None else '–'} |")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,7 @@ from mutransfer.analysis.batch import DEFAULT_BATCH_TOLERANCE
 from mutransfer.analysis.batch_plot import batch_figure, batch_frame, batch_marks
 from mutransfer.analysis.colors import ordered_colors
 from mutransfer.analysis.plots import save
+from mutransfer.analysis.result import Summary, measured_point
 from mutransfer.analysis.summary import read_tables, search_settings, summarize, summarize_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,11 +38,11 @@ RULES = {"√B (Malladi et al., Adam)": 0.5, "B (Goyal et al., SGD)": 1.0}
 PUBLISHED_GAMMA = "0.4–0.6 (Li et al.: B* ∝ D^0.571)"
 
 
-def worth_table(summary: dict[str, Any]) -> list[str]:
+def worth_table(summary: Summary) -> list[str]:
     lines = ["| setup | tokens | best batch [95 %] | best loss | critical batch [95 %] | critical |",
              "|---|---|---|---|---|---|"]
-    for setup, info in summary["setups"].items():
-        for tokens, entry in sorted(info["batch"]["budgets"].items(), key=lambda kv: int(kv[0])):
+    for setup, info in summary.setups().items():
+        for tokens, entry in sorted((info.batch or {})["budgets"].items(), key=lambda kv: int(kv[0])):
             best, critical = entry["best"] or {}, entry["critical"] or {}
             bound = {"low": "≤ ", "high": "≥ "}.get(best.get("censored") or "", "")
             lines.append(f"| {setup} | {int(tokens):,} | {bound}{interval_cell(best.get('batch'), best.get('ci'), '.1f')} | "
@@ -52,13 +53,13 @@ def worth_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def law_table(summary: dict[str, Any]) -> list[str]:
+def law_table(summary: Summary) -> list[str]:
     lines = ["| setup | batch slope s_B at a fixed budget [95 %] | " + " | ".join(f"rule {r}" for r in RULES) +
              " | budget slope s_D [95 %] | width slope [95 %] | lack of fit |", "|---|---|---|---|---|---|---|"]
-    for setup, info in summary["setups"].items():
-        law = info.get("law") or {}
-        slope, ci = law.get("coefficients", {}), law.get("slope_ci", {})
-        fit = law.get("lack_of_fit") or {}
+    for setup, info in summary.setups().items():
+        law = info.law
+        slope, ci = (law.coefficients, law.slope_ci) if law is not None else ({}, {})
+        fit = (law.lack_of_fit if law is not None else None) or {}
         lof = f"F = {fit['F']:.1f}, p = {fit['p']:.2g}" if fit else "—"
         lines.append(f"| {setup} | {interval_cell(slope.get('batch'), ci.get('batch'))} | " +
                      " | ".join(f"{r:+.1f}" for r in RULES.values()) +
@@ -76,20 +77,21 @@ def budget_slopes_table(run_dir: Path) -> list[str]:
     budgets = sorted(trials["tokens"].unique())
     for tokens in budgets:
         summary = summarize(trials[trials["tokens"] == tokens], settings)
-        for setup, info in summary["setups"].items():
-            entry = (info.get("axes") or {}).get("batch") or {}
-            rows.setdefault(setup, []).append(f"{interval_cell(entry.get('slope'), entry.get('slope_ci'))} "
-                                              f"({entry.get('verdict', '—')})")
+        for setup, info in summary.setups().items():
+            entry = info.judged("batch") if "batch" in info.axes else None
+            rows.setdefault(setup, []).append(
+                f"{interval_cell(entry.slope, entry.slope_ci)} ({entry.verdict})" if entry is not None else
+                f"{interval_cell(None, None)} (—)")
     lines = ["| setup | " + " | ".join(f"s_B at {int(d):,} tokens [95 %]" for d in budgets) + " |",
              "|---|" + "---|" * len(budgets)]
     return lines + [f"| {setup} | " + " | ".join(cells) + " |" for setup, cells in rows.items()]
 
 
-def growth_table(summary: dict[str, Any]) -> list[str]:
+def growth_table(summary: Summary) -> list[str]:
     lines = ["| setup | γ of the best batch [95 %] | γ of the critical batch [95 %] | published |",
              "|---|---|---|---|"]
-    for setup, info in summary["setups"].items():
-        growth = info["batch"].get("growth") or {}
+    for setup, info in summary.setups().items():
+        growth = (info.batch or {}).get("growth") or {}
         cells = [interval_cell(g["gamma"], g["gamma_ci"]) if g else "not fitted: fewer than 3 budgets with a measured batch "
                  "(the others are bounds)"
                  for g in (growth.get("best"), growth.get("critical"))]
@@ -123,9 +125,9 @@ def verify_table(run_dir: Path) -> list[str]:
     for t in report["targets"]:
         p = t["prediction"]
         where = f"width {t['width']}, batch {p.get('batch')}, {p.get('tokens'):,} tokens"
-        measured, regret = t.get("measured") or {}, t.get("regret") or {}
+        measured, regret = measured_point(t["width"], t.get("measured")), t.get("regret") or {}
         lines.append(f"| {t['setup']} | {where} | {interval_cell(p['log2_lr'], p['interval'])} | "
-                     f"{interval_cell(measured.get('log2_lr_star'), measured.get('ci'))} | "
+                     f"{interval_cell(measured.x_star, measured.ci) if measured else interval_cell(None, None)} | "
                      f"{interval_cell(t.get('error'), t.get('error_ci'))} | "
                      f"{interval_cell(regret.get('nats'), regret.get('nats_ci'), '+.4f')} "
                      f"| {'yes' if t.get('covered') else 'no'} |")
@@ -139,7 +141,7 @@ def tables(run_dir: Path) -> str:
     return "\n\n".join("\n".join(p) for p in parts if p)
 
 
-def rules_figure(summary: dict[str, Any]) -> Any:
+def rules_figure(summary: Summary) -> Any:
     """log2 η* against log2 batch per budget and setup, the law's fitted lines, and the √B and linear rules drawn
     through the law at the base budget's middle batch."""
     import matplotlib
@@ -147,27 +149,29 @@ def rules_figure(summary: dict[str, Any]) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    setups = list(summary["setups"])
+    setups = list(summary.setups())
     fig, axes = plt.subplots(1, len(setups), figsize=(5.2 * len(setups), 3.8), squeeze=False, layout="constrained")
     for ax, setup in zip(axes[0], setups):
-        info = summary["setups"][setup]
-        budgets = sorted(info["batch"]["budgets"], key=int)
+        info = summary.setups()[setup]
+        batch = info.batch or {}
+        budgets = sorted(batch["budgets"], key=int)
         colors = dict(zip(budgets, ordered_colors(len(budgets))))
-        law = info.get("law") or {}
-        coefficients = law.get("coefficients", {})
-        xs = np.array([p["log2_batch"] for p in info["batch"]["budgets"][budgets[0]]["curve"]])
+        law = info.law
+        coefficients = law.coefficients if law is not None else {}
+        centre = law.centre if law is not None else {}
+        xs = np.array([p["log2_batch"] for p in batch["budgets"][budgets[0]]["curve"]])
         for tokens in budgets:
-            curve = [p for p in info["batch"]["budgets"][tokens]["curve"] if p["lr_censored"] is None]
+            curve = [p for p in batch["budgets"][tokens]["curve"] if p["lr_censored"] is None]
             ax.plot([p["log2_batch"] for p in curve], [p["log2_lr_star"] for p in curve], "o", color=colors[tokens],
                     label=f"{int(tokens):,} tokens")
             if "batch" in coefficients:
                 at = coefficients["intercept"] + coefficients["batch"] * xs + coefficients.get("tokens", 0.0) * \
-                    math.log2(int(tokens)) + coefficients.get("width", 0.0) * law["centre"].get("width", 0.0)
+                    math.log2(int(tokens)) + coefficients.get("width", 0.0) * centre.get("width", 0.0)
                 ax.plot(xs, at, "-", color=colors[tokens], lw=1)
         if "batch" in coefficients:
             middle = float(np.median(xs))
             anchor = coefficients["intercept"] + coefficients["batch"] * middle + coefficients.get("tokens", 0.0) * \
-                math.log2(int(budgets[0])) + coefficients.get("width", 0.0) * law["centre"].get("width", 0.0)
+                math.log2(int(budgets[0])) + coefficients.get("width", 0.0) * centre.get("width", 0.0)
             for (name, slope), style in zip(RULES.items(), ("--", ":")):
                 ax.plot(xs, anchor + slope * (xs - middle), style, color="black", lw=1, label=f"rule {name}")
         ax.set_xticks(xs, [str(int(2**x)) for x in xs])

@@ -32,8 +32,8 @@ def runs(run_dir: Path) -> list[dict[str, Any]]:
     """One planned run per (setup, budget): the batch nearest the best (in log2) and its η*."""
     summary = summarize_run(run_dir)
     planned = []
-    for setup, info in summary["setups"].items():
-        for tokens, entry in ((info.get("batch") or {}).get("budgets") or {}).items():
+    for setup, info in summary.setups().items():
+        for tokens, entry in ((info.batch or {}).get("budgets") or {}).items():
             curve = [p for p in entry["curve"] if p["log2_lr_star"] is not None]
             if not curve or not entry.get("best"):
                 continue

@@ -20,12 +20,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import pandas as pd
 
-from mutransfer.analysis.prediction import law_prediction, predict
-from mutransfer.analysis.summary import axis_entry, read_tables, summarize_run, swept_axes
+from mutransfer.analysis.prediction import predict_setup
+from mutransfer.analysis.result import AxisFit, SetupResult
+from mutransfer.analysis.summary import read_tables, summarize_run, swept_axes
 
 COLUMNS = ("setup", "trials", "training s", "axis", "slope [95 %]", "half-width", "point half-width (median)",
            "range half-width at target", "precision per 1000 s")
@@ -40,25 +41,20 @@ def run_sweep(spec: str, workers: int) -> tuple[Path, float]:
     return out, time.perf_counter() - start
 
 
-def half(interval: Optional[list[float]]) -> Optional[float]:
+def half(interval: Optional[Sequence[float]]) -> Optional[float]:
     return None if not interval else (interval[1] - interval[0]) / 2
 
 
-def point_half_width(entry: Mapping[str, Any], plural: str) -> Optional[float]:
+def point_half_width(entry: AxisFit) -> Optional[float]:
     """The median half-width of the measured points' 95 % intervals along one line."""
-    halves = [half(p["ci"]) for p in (entry.get(plural) or {}).values() if p.get("ci") and not p.get("censored")]
+    halves = [half(p.ci) for p in entry.measured().values() if p.ci]
     return float(pd.Series(halves).median()) if halves else None
 
 
-def target_half_width(info: Mapping[str, Any], base: Mapping[str, int], target: int) -> Optional[float]:
+def target_half_width(info: SetupResult, base: Mapping[str, int], target: int) -> Optional[float]:
     """The half-width of the range ``transfer`` gives at width ``target`` (at the base of the other axes), drift
     corrected unless the width verdict is ``transfers``; None without a width axis."""
-    correct = info.get("verdict") != "transfers"
-    if info.get("law") and len(info["law"]["axes"]) > 1:
-        forecast = law_prediction(info, {**base, "width": target}, correct, 1.0)
-    else:
-        forecast = predict(info, target, correct, 1.0)
-    return forecast.half_width
+    return predict_setup(info, {**base, "width": target}, info.verdict != "transfers", 1.0).half_width
 
 
 def cost_rows(run_dir: Path, target: int) -> list[dict[str, Any]]:
@@ -68,17 +64,17 @@ def cost_rows(run_dir: Path, target: int) -> list[dict[str, Any]]:
     axes = [a for a in swept_axes(trials) if trials[a.column].nunique() > 1]
     base = {a.name: int(trials[a.column].min()) for a in axes}
     rows = []
-    for label, info in summary["setups"].items():
+    for label, info in summary.setups().items():
         own = trials[trials["setup"] == label]
         seconds = float(own["seconds"].sum())
         at_target = target_half_width(info, base, target) if "width" in base else None
         for axis in axes:
-            entry = axis_entry(info, axis.name)
-            width = half(entry.get("slope_ci"))
+            entry = info.judged(axis.name)
+            width = half(entry.slope_ci)
             rows.append({"setup": label, "trials": len(own), "training s": round(seconds), "axis": axis.name,
-                         "slope [95 %]": _interval(entry.get("slope"), entry.get("slope_ci")),
+                         "slope [95 %]": _interval(entry.slope, entry.slope_ci),
                          "half-width": _round(width),
-                         "point half-width (median)": _round(point_half_width(entry, axis.plural)),
+                         "point half-width (median)": _round(point_half_width(entry)),
                          "range half-width at target": _round(at_target) if axis.name == "width" else "",
                          "precision per 1000 s": _round(1000.0 / (width**2 * seconds), 1) if width else ""})
     return rows
@@ -88,7 +84,7 @@ def _round(value: Optional[float], digits: int = 2) -> Any:
     return "" if value is None or not math.isfinite(value) else round(value, digits)
 
 
-def _interval(slope: Optional[float], ci: Optional[list[float]]) -> str:
+def _interval(slope: Optional[float], ci: Optional[Sequence[float]]) -> str:
     return "" if slope is None or not ci else f"{slope:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}]"
 
 

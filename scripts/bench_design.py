@@ -25,12 +25,13 @@ import argparse
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from mutransfer.analysis.optimum import Thresholds
+from mutransfer.analysis.result import Summary
 from mutransfer.analysis.summary import summarize_run
 from mutransfer.sweep.calibration import real_truth
 from mutransfer.sweep.simulate import Design, Truth, simulate
@@ -115,13 +116,13 @@ def trial_seconds(measured: dict[int, float], width: int) -> float:
     return float(np.exp(intercept + slope * x))
 
 
-def truths(summary: dict[str, Any], slope_adamw: float) -> dict[str, Truth]:
+def truths(summary: Summary, slope_adamw: float) -> dict[str, Truth]:
     """Each setup's truth: its bowl, the kept run's optimum at its smallest width, the slope of the theory."""
     out = {}
     for label, bowl in BOWLS.items():
-        info = summary["setups"][label]
-        smallest = min(int(w) for w in info["widths"])
-        x0 = info["intercept"] + info["slope"] * math.log2(smallest)
+        line = summary.setups()[label].line
+        assert line.intercept is not None and line.slope is not None
+        x0 = line.intercept + line.slope * math.log2(min(line.points))
         out[label] = real_truth(bowl, slope=0.0 if bowl == "muon" else slope_adamw, x0=x0)
     return out
 
@@ -142,9 +143,9 @@ def simulate_setup(truth: Truth, candidate: Candidate, label: str, sims: int, se
         verdict = out.fit.verdict
         right += verdict == right_verdict
         wrong += verdict not in (right_verdict, "inconclusive")
-        if out.fit.ci is not None:
-            halves.append((out.fit.ci[1] - out.fit.ci[0]) / 2)
-            covered += out.fit.ci[0] <= truth.slope <= out.fit.ci[1]
+        if out.fit.slope_ci is not None:
+            halves.append((out.fit.slope_ci[1] - out.fit.slope_ci[0]) / 2)
+            covered += out.fit.slope_ci[0] <= truth.slope <= out.fit.slope_ci[1]
     return {"seconds": cost, "half_width": float(np.median(halves)) if halves else math.inf,
             "point_half_width": float(np.median(points)) if points else math.inf,
             "right": right / sims, "wrong": wrong / sims, "inconclusive": 1 - (right + wrong) / sims,

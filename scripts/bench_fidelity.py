@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mutransfer.analysis.result import Summary, measured_point
+
 MODES = {"plain": [], "corrected": ["--correct-drift"]}
 
 
@@ -41,8 +43,8 @@ def interval(values: Any, fmt: str) -> str:
 
 
 def row(mode: str, target: dict[str, Any]) -> str:
-    measured, regret = target["measured"] or {}, target["regret"] or {}
-    star = measured.get("log2_lr_star")
+    measured, regret = measured_point(target["width"], target["measured"]), target["regret"] or {}
+    star = measured.x_star if measured is not None else None
     measured_text = f"{star:.2f}" if star is not None else "–"
     bound = "≥ " if regret.get("bound") else ""
     regret_text = f"{bound}{regret['percent']:+.2f} {interval(regret['percent_ci'], '+.2f')}" if regret else "–"
@@ -65,7 +67,7 @@ def main() -> None:
     out = args.run / "fidelity"
     seconds = {"sweep": cli("sweep", "default", "--out", str(args.run), "--workers", args.workers)}
     print(f"sweep default: {seconds['sweep']:.0f} s", flush=True)
-    setups = list(json.loads((args.run / "summary.json").read_text())["setups"])
+    setups = list(Summary.from_json(json.loads((args.run / "summary.json").read_text())).setups())
     out.mkdir(parents=True, exist_ok=True)
     lines = []
     for width in sorted(set(widths)):

@@ -18,11 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from mutransfer.analysis.result import Summary
 
-def sweep(spec: str, out: Path, words: list[str], workers: int, threads: int) -> tuple[dict, int]:
+
+def sweep(spec: str, out: Path, words: list[str], workers: int, threads: int) -> tuple[Summary, int]:
     subprocess.run([sys.executable, "-m", "mutransfer", "sweep", spec, "--out", str(out), "--workers", str(workers),
                     "--threads", str(threads), *words], check=True, stdout=subprocess.DEVNULL)
-    return json.loads((out / "summary.json").read_text()), len(pd.read_csv(out / "trials.csv"))
+    return Summary.from_json(json.loads((out / "summary.json").read_text())), len(pd.read_csv(out / "trials.csv"))
 
 
 def main() -> None:
@@ -38,10 +40,10 @@ def main() -> None:
     print(f"spec {args.spec}: full grid at step {args.fine_step}: {n_fine} trials; refine: {n_refine} trials "
           f"({n_refine / n_fine:.0%})")
     worst = 0.0
-    for setup, info in fine["setups"].items():
-        for width, opt in info["widths"].items():
-            ref = opt["log2_lr_star"]
-            got = refine["setups"][setup]["widths"][width]["log2_lr_star"]
+    for setup, info in fine.setups().items():
+        for width, opt in info.line.points.items():
+            ref, got = opt.x_star, refine.setups()[setup].line.points[width].x_star
+            assert ref is not None and got is not None
             worst = max(worst, abs(got - ref))
             print(f"{setup:<10} width {width:>5}: fine grid {ref:7.2f}  refine {got:7.2f}  |Δ| {abs(got - ref):.2f}")
     print(f"largest |Δ log2 LR*| = {worst:.2f} octaves; runs in {root}")

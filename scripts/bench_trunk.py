@@ -23,11 +23,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import pandas as pd
 
 from mutransfer.analysis.stats import t_quantile
+from mutransfer.analysis.result import PointResult, SetupResult
 from mutransfer.analysis.summary import summarize_run
 
 WSD = ["train.schedule=wsd", "train.warmup_steps=10"]
@@ -41,15 +42,16 @@ def run(spec: str, words: list[str], out: Path) -> float:
     return time.perf_counter() - start
 
 
-def optimum(info: dict[str, Any], horizon: int) -> Optional[dict[str, Any]]:
-    point = ((info.get("axes") or {}).get("steps") or {}).get("steps", {}).get(str(horizon))
-    return point if point and point.get("log2_lr_star") is not None and not point.get("censored") else None
+def optimum(info: SetupResult, horizon: int) -> Optional[PointResult]:
+    point = info.axes["steps"].points.get(horizon) if "steps" in info.axes else None
+    return point if point is not None and point.measured else None
 
 
-def difference(a: dict[str, Any], b: dict[str, Any]) -> str:
-    d = b["log2_lr_star"] - a["log2_lr_star"]
-    dof = min(x for x in (a.get("dof"), b.get("dof"), 10**6) if x)
-    half = t_quantile(0.975, dof) * math.hypot(a["se"], b["se"])
+def difference(a: PointResult, b: PointResult) -> str:
+    assert a.x_star is not None and b.x_star is not None and a.se is not None and b.se is not None
+    d = b.x_star - a.x_star
+    dof = min(x for x in (a.dof, b.dof, 10**6) if x)
+    half = t_quantile(0.975, dof) * math.hypot(a.se, b.se)
     return f"{d:+.2f} [{d - half:+.2f}, {d + half:+.2f}]"
 
 
@@ -60,14 +62,14 @@ def trained_steps(trials: pd.DataFrame) -> pd.Series:
 
 def side_by_side(scratch: Path, trunk: Path) -> str:
     tables = {name: pd.read_csv(path / "trials.csv") for name, path in (("scratch", scratch), ("trunk", trunk))}
-    summaries = {name: summarize_run(path)["setups"] for name, path in (("scratch", scratch), ("trunk", trunk))}
+    summaries = {name: summarize_run(path).setups() for name, path in (("scratch", scratch), ("trunk", trunk))}
     lines = ["| setup | horizon | trials (scratch / trunk) | training s (scratch / trunk) | of scratch | "
              "log2 LR* from scratch | log2 LR* from the trunk | difference, 95 % |",
              "|---|---|---|---|---|---|---|---|"]
     for (setup, horizon), part in tables["scratch"].groupby(["setup", "horizon"]):
         other = tables["trunk"][(tables["trunk"]["setup"] == setup) & (tables["trunk"]["horizon"] == horizon)]
         a, b = (optimum(summaries[name][setup], int(horizon)) for name in ("scratch", "trunk"))
-        cells = [f"{x['log2_lr_star']:.2f} [{x['ci'][0]:.2f}, {x['ci'][1]:.2f}]" if x else "—" for x in (a, b)]
+        cells = [f"{x.x_star:.2f} [{x.ci[0]:.2f}, {x.ci[1]:.2f}]" if x and x.ci else "—" for x in (a, b)]
         lines.append(f"| {setup} | {horizon} | {len(part)} / {len(other)} | {part['seconds'].sum():.0f} / "
                      f"{other['seconds'].sum():.0f} | {other['seconds'].sum() / part['seconds'].sum():.0%} | "
                      f"{cells[0]} | {cells[1]} | {difference(a, b) if a and b else '—'} |")

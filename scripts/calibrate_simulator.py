@@ -26,8 +26,9 @@ import pandas as pd
 
 from mutransfer.analysis.drift import SearchSettings
 from mutransfer.analysis.optimum import Z95, Thresholds, fit_halfwidth, grid_seeds, optimum_of_arrays
-from mutransfer.analysis.summary import axis_entry, axis_rows, read_tables, search_settings, summarize, swept_axes
-from mutransfer.schema import LR_COLUMN, LR_KEY, axis_named
+from mutransfer.analysis.result import AxisFit
+from mutransfer.analysis.summary import axis_rows, read_tables, search_settings, summarize, swept_axes
+from mutransfer.schema import LR_COLUMN, LR_KEY
 from mutransfer.sweep.calibration import CALIBRATED, FLAT_CURVATURE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -544,17 +545,16 @@ class Line:
         return self.excess / self.weight
 
 
-def line_of(table: str, setup: str, bowl: Optional[str], axis: str, entry: Mapping[str, Any]) -> Optional[Line]:
+def line_of(table: str, setup: str, bowl: Optional[str], axis: str, entry: AxisFit) -> Optional[Line]:
     """The lack of fit of a summary entry's measured optima (with se) about the weighted line the analysis fits,
     or None with fewer than three. With y = line + δ + ε, δ ~ N(0, τ²), ε ~ N(0, se²) and r = M y for
     M = I − X (XᵀWX)⁻¹ XᵀW: E[rᵀr] = τ² tr(MMᵀ) + tr(M S Mᵀ), S = diag(se²)."""
-    points = [(int(k), o) for k, o in (entry.get(axis_named(axis).plural) or {}).items()
-              if o.get("log2_lr_star") is not None and not o.get("censored") and o.get("se")]
+    points = [(k, o) for k, o in entry.measured().items() if o.se]
     if len(points) < 3:
         return None
     x = np.log2([k for k, _ in points])
-    y = np.array([o["log2_lr_star"] for _, o in points])
-    se2 = np.array([o["se"] for _, o in points]) ** 2
+    y = np.array([o.x_star for _, o in points], dtype=float)
+    se2 = np.array([o.se for _, o in points], dtype=float) ** 2
     design = np.column_stack([np.ones_like(x), x])
     w = np.diag(1.0 / se2)
     m = np.eye(len(x)) - design @ np.linalg.inv(design.T @ w @ design) @ design.T @ w
@@ -568,10 +568,10 @@ def lines(table: Table) -> list[Line]:
     summary of the table."""
     summary = summarize(table.trials, {LR_KEY: dict(table.settings)})
     out = []
-    for setup, info in summary["setups"].items():
+    for setup, info in summary.setups().items():
         for axis in swept_axes(table.trials):
             kind = bowl_kind(table.trials[table.trials["setup"] == setup])
-            line = line_of(table.name, setup, kind, axis.name, axis_entry(info, axis.name))
+            line = line_of(table.name, setup, kind, axis.name, info.judged(axis.name))
             if line is not None:
                 out.append(line)
     return out

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from mutransfer.analysis.plots import save, transfer_figure
-from mutransfer.analysis.summary import read_tables, search_settings, summarize
+from mutransfer.analysis.summary import axis_table, read_tables, search_settings, summarize
+from mutransfer.schema import LR_KEY, axis_named
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE = ROOT / "docs" / "transfer.png"
@@ -26,9 +27,10 @@ def main() -> None:
     args = parser.parse_args()
     if not args.skip_sweep:
         subprocess.run([sys.executable, "-m", "mutransfer", "sweep", "--out", str(args.run_dir)], check=True)
-    trials, _ = read_tables(args.run_dir)
-    summary = summarize(trials, search_settings(args.run_dir, trials))
-    save(transfer_figure([(args.run_dir.name, trials, summary)]), FIGURE, dpi=DPI)
+    trials, _ = read_tables(args.run_dir, all_axes=True)
+    settings = search_settings(args.run_dir, trials)
+    view = axis_table(trials, LR_KEY, settings, axis_named("width"))
+    save(transfer_figure([(args.run_dir.name, view, summarize(trials, settings).setups())]), FIGURE, dpi=DPI)
     print(f"wrote {FIGURE} ({FIGURE.stat().st_size / 1024:.0f} KiB) from {args.run_dir}")
 
 

@@ -14,16 +14,14 @@ It also draws weight_decay.png and weight_decay_drift.png, small enough to commi
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from mutransfer.analysis.cells import interval_cell
-from mutransfer.analysis.key_view import key_label, key_view
-from mutransfer.analysis.plots import drift_figure, save, transfer_figure
-from mutransfer.analysis.summary import read_tables, search_settings, summarize
+from mutransfer.analysis.plots import drift_figure, key_label, save, transfer_figure
+from mutransfer.analysis.summary import axis_table, read_tables, search_settings, summarize
 from mutransfer.config import config_from_dict
-from mutransfer.schema import Config, family_of
+from mutransfer.schema import Config, axis_named, family_of
 from mutransfer.transfer.decay import decay_rule_name
 from mutransfer.transfer.target import read_sweep_record
 
@@ -51,61 +49,54 @@ def predicted_width_slopes(cfg: Config) -> dict[str, Optional[float]]:
     }
 
 
-def axis_info(info: dict[str, Any], axis: str) -> dict[str, Any]:
-    return info if axis == "width" else (info.get("axes") or {}).get(axis) or {}
-
-
 def tables(run_dir: Path) -> str:
     trials, _ = read_tables(run_dir, all_axes=True)
     summary = summarize(trials, search_settings(run_dir, trials))
     record = read_sweep_record(run_dir)
     configs = {label: config_from_dict(data) for label, data in record["setups"].items()}
-    decay = summary["keys"][KEY]["setups"]
+    decay = summary.setups(KEY)
     out = ["| setup | rule | LR* slope / width doubling | LR verdict | LR* slope / horizon doubling | LR verdict "
            "(horizon) |", "|---|---|---|---|---|---|"]
-    for label, info in summary["setups"].items():
-        steps = axis_info(info, "steps")
-        out.append(f"| {label} | {decay_rule_name(configs[label])} | {interval_cell(info.get('slope'), info.get('slope_ci'))} "
-                   f"| {info.get('verdict')} | {interval_cell(steps.get('slope'), steps.get('slope_ci'))} | "
-                   f"{steps.get('verdict')} |")
+    for label, info in summary.setups().items():
+        line, steps = info.judged("width"), info.axes["steps"]
+        out.append(f"| {label} | {decay_rule_name(configs[label])} | {interval_cell(line.slope, line.slope_ci)} "
+                   f"| {line.verdict} | {interval_cell(steps.slope, steps.slope_ci)} | {steps.verdict} |")
     out += ["", "| setup | log2 λ* at width 32 / 64 / 128 (150 steps) | at 600 steps (width 32) | λ* slope / width "
             "doubling | verdict | λ* slope / horizon doubling | verdict (horizon) | beat decay off at |",
             "|---|---|---|---|---|---|---|---|"]
     for label, info in decay.items():
-        widths = info.get("widths", {})
-        steps = axis_info(info, "steps")
-        at = " / ".join(interval_cell(widths.get(w, {}).get("log2_lr_star"), None) for w in sorted(widths, key=int))
-        long = (steps.get("steps") or {})
-        last = max(long, key=int) if long else None
-        effects = info.get("decay_effect") or {}
-        out.append(f"| {label} | {at} | {interval_cell(long[last].get('log2_lr_star')) if last else '—'} | "
-                   f"{interval_cell(info.get('slope'), info.get('slope_ci'))} | {info.get('verdict')} | "
-                   f"{interval_cell(steps.get('slope'), steps.get('slope_ci'))} | {steps.get('verdict')} | "
+        line, steps = info.judged("width"), info.axes["steps"]
+        at = " / ".join(interval_cell(o.x_star, None) for _, o in sorted(line.points.items()))
+        last = steps.points[max(steps.points)] if steps.points else None
+        effects = line.decay_counts or {}
+        out.append(f"| {label} | {at} | {interval_cell(last.x_star) if last is not None else '—'} | "
+                   f"{interval_cell(line.slope, line.slope_ci)} | {line.verdict} | "
+                   f"{interval_cell(steps.slope, steps.slope_ci)} | {steps.verdict} | "
                    f"{effects.get('effect', 0)} of {sum(effects.values())} points |")
     out += ["", "| setup | measured λ* slope / width doubling | timescale (Wang & Aitchison) | λ ∝ √width "
             "(Fan et al.) | λ fixed (PyTorch default) | measured λ* slope / horizon doubling | timescale predicts |",
             "|---|---|---|---|---|---|---|"]
     for label, info in decay.items():
         predicted = predicted_width_slopes(configs[label])
-        steps = axis_info(info, "steps")
-        lr_steps = axis_info(summary["setups"][label], "steps").get("slope")
+        line, steps = info.judged("width"), info.axes["steps"]
+        lr_steps = summary.setups()[label].axes["steps"].slope
         independent = configs[label].optimizer.weight_decay_rule == "independent"
         horizon = -1.0 if independent else (-1.0 - lr_steps if lr_steps is not None else None)
-        out.append(f"| {label} | {interval_cell(info.get('slope'), info.get('slope_ci'))} | "
+        out.append(f"| {label} | {interval_cell(line.slope, line.slope_ci)} | "
                    + " | ".join(interval_cell(v) for v in predicted.values())
-                   + f" | {interval_cell(steps.get('slope'), steps.get('slope_ci'))} | {interval_cell(horizon)} |")
+                   + f" | {interval_cell(steps.slope, steps.slope_ci)} | {interval_cell(horizon)} |")
     return "\n".join(out)
 
 
 def figures(run_dir: Path, folder: Path) -> list[Path]:
     trials, _ = read_tables(run_dir, all_axes=True)
-    summary = summarize(trials, search_settings(run_dir, trials))
-    view = key_view(trials[trials["horizon"] == trials["horizon"].min()], summary, KEY, log2=True)
+    settings = search_settings(run_dir, trials)
+    setups = summarize(trials, settings).setups(KEY)
     symbol, quantity = key_label(KEY)
     paths = [folder / "weight_decay.png", folder / "weight_decay_drift.png"]
-    save(transfer_figure([(run_dir.name, *view)], symbol=symbol, quantity=quantity), paths[0], dpi=DPI)
-    full = key_view(trials, summary, KEY, log2=True)
-    save(drift_figure([(run_dir.name, *full)], ["width", "steps"], symbol=symbol, quantity=quantity), paths[1],
+    view = axis_table(trials, KEY, settings, axis_named("width"))
+    save(transfer_figure([(run_dir.name, view, setups)], symbol=symbol, quantity=quantity), paths[0], dpi=DPI)
+    save(drift_figure([(run_dir.name, setups)], ["width", "steps"], symbol=symbol, quantity=quantity), paths[1],
          dpi=DPI)
     return paths
 

@@ -20,7 +20,7 @@ def bowl(optimum_at: dict[int, float], seeds: int = 1, noise: float = 0.003, cur
         for s in range(seeds):
             for x in grid:
                 loss = 2.0 + curvature * (x - opt) ** 2 + rng.normal(0, noise)
-                rows.append({"setup": setup, "width": width, "seed": s, "x": float(x), "loss": loss, "status": "ok"})
+                rows.append({"setup": setup, "point": width, "seed": s, "x": float(x), "loss": loss, "status": "ok"})
     return pd.DataFrame(rows)
 
 
@@ -42,10 +42,10 @@ def test_no_shift_transfers_and_octave_shift_drifts() -> None:
     flat = bowl({w: -5.0 for w in WIDTHS}, setup="flat", seeds=3)
     shifted = bowl({w: -5.0 - np.log2(w / 32) for w in WIDTHS}, setup="shift", seed=1)
     result = analyze(pd.concat([flat, shifted]))
-    assert result["flat"]["verdict"] == "transfers" and abs(result["flat"]["slope"]) < 0.1
-    assert result["shift"]["verdict"] == "drifts"
-    assert result["shift"]["slope"] == pytest.approx(-1.0, abs=0.1)
-    lo, hi = result["shift"]["slope_ci"]
+    assert result["flat"].verdict == "transfers" and abs(result["flat"].slope) < 0.1
+    assert result["shift"].verdict == "drifts"
+    assert result["shift"].slope == pytest.approx(-1.0, abs=0.1)
+    lo, hi = result["shift"].slope_ci
     assert lo < -1.0 < hi and hi < 0
 
 
@@ -54,15 +54,15 @@ def test_small_drifts_are_told_apart_like_mup_and_sp() -> None:
     outside; one seed of a -0.2 slope cannot show it (a resolution bound around a slope near the margin). Three
     widths no longer show -0.1 inside: the between-point scatter σ_b alone leaves the slope ±0.16 at 90 %."""
     mup = bowl({w: -4.5 - 0.1 * np.log2(w / 64) for w in (64, 128, 256, 512)}, seeds=3, setup="mup", seed=3)
-    three = analyze(mup[mup["width"] < 512])["mup"]
-    assert three["verdict"] == "inconclusive" and three["between_source"] == "calibrated"
+    three = analyze(mup[mup["point"] < 512])["mup"]
+    assert three.verdict == "inconclusive" and three.between_source == "calibrated"
     sp = bowl({w: -8.0 - 1.3 * np.log2(w / 64) for w in (64, 128, 256)}, seeds=3, setup="sp", seed=4,
               grid=np.arange(-14.0, -3.0))
     near = bowl({w: -4.5 - 0.2 * np.log2(w / 64) for w in (64, 128, 256)}, setup="near", seed=5)
     result = analyze(pd.concat([mup, sp, near]))
-    assert result["mup"]["verdict"] == "transfers"
-    assert result["sp"]["verdict"] == "drifts"
-    assert result["near"]["verdict"] == "inconclusive" and "noise_seeds" in result["near"]["fix"]
+    assert result["mup"].verdict == "transfers"
+    assert result["sp"].verdict == "drifts"
+    assert result["near"].verdict == "inconclusive" and "noise_seeds" in result["near"].fix
 
 
 def test_edge_of_grid_is_flagged_with_direction() -> None:
@@ -93,12 +93,12 @@ def test_uncertainty_grows_with_noise_and_drives_the_verdict() -> None:
     flat = {w: -5.0 for w in WIDTHS}
     quiet = analyze(bowl(flat, seeds=2, noise=0.001))["s"]
     noisy = analyze(bowl(flat, seeds=2, noise=0.2, seed=5))["s"]
-    width = lambda info: info["slope_ci"][1] - info["slope_ci"][0]  # noqa: E731
+    width = lambda info: info.slope_ci[1] - info.slope_ci[0]  # noqa: E731
     assert width(noisy) > 2 * width(quiet), "the quiet one carries the between-point scatter σ_b, the noisy more"
-    assert quiet["verdict"] == "transfers", quiet
-    assert noisy["verdict"] == "inconclusive" and "90 % interval" in noisy["reason"], noisy
+    assert quiet.verdict == "transfers", quiet
+    assert noisy.verdict == "inconclusive" and "90 % interval" in noisy.reason, noisy
     drifting = analyze(bowl({w: -5.0 - 0.5 * math.log2(w / WIDTHS[0]) for w in WIDTHS}, seeds=2, noise=0.001))["s"]
-    assert drifting["verdict"] == "drifts" and drifting["slope_ci"][0] < -0.5 < drifting["slope_ci"][1]
+    assert drifting.verdict == "drifts" and drifting.slope_ci[0] < -0.5 < drifting.slope_ci[1]
 
 
 def test_verdict_is_an_equivalence_test() -> None:
@@ -126,10 +126,10 @@ def test_an_optimum_past_the_grid_is_censored_and_blocks_the_verdict() -> None:
     """True LR* 2^-12 / 2^-13 / 2^-14 with the grid starting at 2^-11: bounds, never a 'transfers' at slope 0."""
     table = bowl({32: -12.0, 64: -13.0, 128: -14.0}, grid=np.arange(-11.0, -2.0))
     result = analyze(table)["s"]
-    assert result["verdict"] == "inconclusive" and result["slope"] is None
-    assert "low edge" in result["reason"] and "32, 64, 128" in result["reason"]
-    assert "extend the grid below 2^-11" in result["fix"]
-    assert all(w["censored"] == "low" and w["ci"][0] == -np.inf for w in result["widths"].values())
+    assert result.verdict == "inconclusive" and result.slope is None
+    assert "low edge" in result.reason and "32, 64, 128" in result.reason
+    assert "extend the grid below 2^-11" in result.fix
+    assert all(w.censored == "low" and w.ci[0] == -np.inf for w in result.points.values())
 
 
 def test_one_censored_width_is_left_out_of_the_slope() -> None:
@@ -137,16 +137,16 @@ def test_one_censored_width_is_left_out_of_the_slope() -> None:
     bound), and the verdict waits for the grid to be extended."""
     table = bowl({32: -9.5, 64: -10.75, 128: -12.0 - 0.5}, grid=np.arange(-12.0, -2.0))
     result = analyze(table)["s"]
-    assert result["widths_used"] == [32, 64] and result["slope"] == pytest.approx(-1.25, abs=0.15)
-    assert result["verdict"] == "inconclusive" and "128" in result["reason"]
+    assert result.used == [32, 64] and result.slope == pytest.approx(-1.25, abs=0.15)
+    assert result.verdict == "inconclusive" and "128" in result.reason
 
 
 def test_a_width_where_everything_diverged_stays_in_the_summary() -> None:
     table = bowl({w: -5.0 for w in WIDTHS})
-    table.loc[table["width"] == 256, ["status", "loss"]] = ["diverged", np.nan]
+    table.loc[table["point"] == 256, ["status", "loss"]] = ["diverged", np.nan]
     result = analyze(table)["s"]
-    assert result["widths"]["256"]["flags"] == ["all_diverged"] and result["widths"]["256"]["log2_lr_star"] is None
-    assert result["verdict"] == "inconclusive" and "256" in result["reason"]
+    assert result.points[256].flags == ["all_diverged"] and result.points[256].x_star is None
+    assert result.verdict == "inconclusive" and "256" in result.reason
 
 
 def test_each_setup_is_analysed_with_its_own_step() -> None:
@@ -156,24 +156,24 @@ def test_each_setup_is_analysed_with_its_own_step() -> None:
     lone = {name: analyze(part, SearchSettings(step=step))[name]
             for name, part, step in (("fine", fine, 0.5), ("coarse", coarse, 2.0))}
     for name in ("fine", "coarse"):
-        assert both[name]["slope"] == pytest.approx(lone[name]["slope"])
-    assert both["fine"]["widths"]["64"]["window"] != both["coarse"]["widths"]["64"]["window"]
+        assert both[name].slope == pytest.approx(lone[name].slope)
+    assert both["fine"].points[64].window != both["coarse"].points[64].window
 
 
 def test_seed_spread_gives_a_confidence_interval_and_one_seed_a_resolution_bound() -> None:
     one = analyze(bowl({w: -5.0 for w in WIDTHS}))["s"]
     three = analyze(bowl({w: -5.0 for w in WIDTHS}, seeds=3))["s"]
-    assert one["ci_kind"] == "resolution" and one["verdict"] == "inconclusive" and "resolution" in one["reason"]
-    assert {w["ci_kind"] for w in one["widths"].values()} == {"resolution"}
-    assert {w["dof"] for w in one["widths"].values()} == {None}
-    assert three["ci_kind"] == "confidence" and three["dof"] >= len(WIDTHS) * 2, "Satterthwaite: seeds and σ_b"
-    assert all(len(w["seed_vertices"]) == 3 and w["dof"] == len(WIDTHS) * 2 for w in three["widths"].values())
+    assert one.ci_kind == "resolution" and one.verdict == "inconclusive" and "resolution" in one.reason
+    assert {w.ci_kind for w in one.points.values()} == {"resolution"}
+    assert {w.dof for w in one.points.values()} == {None}
+    assert three.ci_kind == "confidence" and three.dof >= len(WIDTHS) * 2, "Satterthwaite: seeds and σ_b"
+    assert all(len(w.seed_vertices) == 3 and w.dof == len(WIDTHS) * 2 for w in three.points.values())
 
 
 def test_added_points_are_recorded() -> None:
     table = bowl({64: -5.0, 128: -6.0}, grid=np.arange(-9.0, -2.0))
     result = analyze(table, SearchSettings(step=1.0, low=-8.0, high=-3.0))["s"]
-    assert result["widths"]["64"]["added"] == [-9.0]
+    assert result.points[64].added == [-9.0]
 
 
 def test_a_one_octave_window_averages_the_noise_of_a_fine_grid() -> None:
@@ -217,7 +217,7 @@ def test_a_vertex_past_the_window_is_censored_and_counts_at_its_bound() -> None:
     vertices lie past the window by more than a spacing. Each counts in the spread at that bound (leaving them out
     would keep only the seeds that happen to agree), and the interval reaches the bound."""
     grid = bowl({64: -8.0}, grid=np.arange(-12.0, -3.0))
-    probes = pd.DataFrame([{"setup": "s", "width": 64, "seed": seed, "x": x, "loss": 2.03 - 0.01 * (x + 9) + 0.001 * seed,
+    probes = pd.DataFrame([{"setup": "s", "point": 64, "seed": seed, "x": x, "loss": 2.03 - 0.01 * (x + 9) + 0.001 * seed,
                             "status": "ok"} for seed in (1, 2) for x in (-9.0, -8.0, -7.0)])
     opt = optimum(pd.concat([grid, probes]), 64, step=1.0)
     assert opt is not None and opt.window == [-9.0, -8.0, -7.0]

@@ -14,6 +14,7 @@ import yaml
 from conftest import invoke, refused_in_one_line, sweep_tables
 from mutransfer.analysis.drift import SearchSettings
 from mutransfer.analysis.law import evaluate_law, fit_law
+from mutransfer.analysis.result import Summary
 from mutransfer.analysis.summary import summarize
 
 
@@ -77,16 +78,17 @@ TRUTH = {(32, 2, 100): -4.0, (64, 2, 100): -4.0, (128, 2, 100): -4.0, (32, 4, 10
 
 def test_the_law_recovers_each_axis_and_reports_beta() -> None:
     settings = {"optimizer.lr": {"s": SearchSettings(step=1.0, low=-10, high=0)}}
-    info = summarize(bowls(TRUTH), settings)["setups"]["s"]
-    law = info["law"]
-    assert law["axes"] == ["width", "depth", "steps"] and law["points_used"] == 8
+    info = summarize(bowls(TRUTH), settings).setups()["s"]
+    law = info.law
+    assert law is not None
+    assert law.axes == ["width", "depth", "steps"] and law.points_used == 8
     for axis, slope in (("width", 0.0), ("depth", -0.5), ("steps", -0.6)):
-        lo, hi = law["slope_ci"][axis]
-        assert lo <= slope <= hi and hi - lo < 0.5, (axis, law["slope_ci"])
-    assert law["beta"] == pytest.approx(-law["coefficients"]["steps"])
-    assert law["beta_ci"][0] <= 0.6 <= law["beta_ci"][1]
-    assert info["axes"]["steps"]["verdict"] == "drifts" and info["axes"]["width"]["verdict"] == "transfers"
-    assert sorted(info["axes"]["steps"]["steps"], key=int) == ["100", "200", "400", "800"]
+        lo, hi = law.slope_ci[axis]
+        assert lo <= slope <= hi and hi - lo < 0.5, (axis, law.slope_ci)
+    assert law.beta == pytest.approx(-law.coefficients["steps"])
+    assert law.beta_ci is not None and law.beta_ci[0] <= 0.6 <= law.beta_ci[1]
+    assert info.axes["steps"].verdict == "drifts" and info.axes["width"].verdict == "transfers"
+    assert sorted(info.axes["steps"].points) == [100, 200, 400, 800]
     value, (lo, hi) = evaluate_law(law, {"width": 4096, "depth": 8, "steps": 6400}, ["depth", "steps"])
     truth = -4.0 - 0.5 * 2 - 0.6 * 6
     assert lo <= truth <= hi and lo <= value <= hi and hi - lo < 5.5
@@ -96,7 +98,8 @@ def test_a_law_needs_a_varying_axis_and_enough_points() -> None:
     rows = bowls({(32, 2, 100): -4.0, (64, 2, 100): -4.0})
     rows = rows.rename(columns={"val_loss": "loss", "log2_lr": "x", "horizon": "steps"})
     settings = SearchSettings(step=1.0, low=-10, high=0)
-    assert fit_law(rows, ["width", "depth", "steps"], settings)["axes"] == ["width"]
+    law = fit_law(rows, ["width", "depth", "steps"], settings)
+    assert law is not None and law.axes == ["width"]
     assert fit_law(rows[rows["width"] == 32], ["width", "depth"], settings) is None
 
 
@@ -106,8 +109,8 @@ def test_a_horizon_sweep_measures_beta_and_transfer_and_verify_take_steps(runner
     trials = sweep_tables(runner, axes_spec(tmp_path, text_file), run, "steps")
     assert sorted(set(zip(trials["width"], trials["horizon"]))) == [(32, 8), (32, 16), (64, 8)]
     assert (trials.loc[trials["status"] == "ok", "steps"] == trials.loc[trials["status"] == "ok", "horizon"]).all()
-    summary = json.loads((run / "summary.json").read_text())["setups"]["mup_muon"]
-    assert summary["law"]["axes"] == ["width", "steps"] and "beta" in summary["law"]
+    summary = Summary.from_json(json.loads((run / "summary.json").read_text())).setups()["mup_muon"]
+    assert summary.law is not None and summary.law.axes == ["width", "steps"] and summary.law.beta is not None
     assert (run / "transfer_steps.png").stat().st_size > 10_000
     base = invoke(runner, "transfer", "--width", "128", "--from", str(run), "--out", str(tmp_path / "a.yaml"))
     long = invoke(runner, "transfer", "--width", "128", "--steps", "64", "--from", str(run),
@@ -117,10 +120,10 @@ def test_a_horizon_sweep_measures_beta_and_transfer_and_verify_take_steps(runner
     a, b = (yaml.safe_load((tmp_path / f).read_text()) for f in ("a.yaml", "b.yaml"))
     assert b["config"]["train"]["steps"] == 64 and a["config"]["train"]["steps"] == 8
     assert b["prediction"]["half_width"] > a["prediction"]["half_width"]
-    law = summary["law"]
+    law = summary.law
     applied = "steps" in b["prediction"]["applied_slopes"]
-    assert applied == (summary["axes"]["steps"]["verdict"] != "transfers")
-    assert b["log2_lr"] == pytest.approx(a["log2_lr"] + (law["coefficients"]["steps"] * 3 if applied else 0.0))
+    assert applied == (summary.axes["steps"].verdict != "transfers")
+    assert b["log2_lr"] == pytest.approx(a["log2_lr"] + (law.coefficients["steps"] * 3 if applied else 0.0))
     dry = invoke(runner, "verify", "--width", "64", "--steps", "24", "--from", str(run), "--dry-run", "--workers", "1")
     assert dry.exit_code == 0, dry.output
     assert "24" in dry.output

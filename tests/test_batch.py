@@ -16,6 +16,7 @@ import yaml
 from conftest import invoke, refused_in_one_line
 from mutransfer.analysis.batch import batch_analysis, critical_batch, growth
 from mutransfer.analysis.drift import SearchSettings
+from mutransfer.analysis.result import Summary
 from mutransfer.analysis.summary import summarize, swept_axes
 from mutransfer.config import compose, to_dict
 
@@ -124,13 +125,14 @@ def law_truth(budgets: tuple[int, ...] = (2**16, 2**18, 2**20)) -> dict[tuple[in
 def test_the_law_uses_batch_and_tokens_and_recovers_both_slopes() -> None:
     trials = bowls(law_truth())
     assert [a.name for a in swept_axes(trials)] == ["width", "batch", "tokens"]
-    info = summarize(trials, {"optimizer.lr": {"s": SearchSettings()}})["setups"]["s"]
-    law = info["law"]
-    assert law["axes"] == ["batch", "tokens"]
-    assert law["coefficients"]["batch"] == pytest.approx(0.5, abs=0.1)
-    assert law["coefficients"]["tokens"] == pytest.approx(-0.3, abs=0.1)
-    assert law["beta"] == pytest.approx(0.3, abs=0.1)
-    lo, hi = law["slope_ci"]["batch"]
+    info = summarize(trials, {"optimizer.lr": {"s": SearchSettings()}}).setups()["s"]
+    law = info.law
+    assert law is not None
+    assert law.axes == ["batch", "tokens"]
+    assert law.coefficients["batch"] == pytest.approx(0.5, abs=0.1)
+    assert law.coefficients["tokens"] == pytest.approx(-0.3, abs=0.1)
+    assert law.beta == pytest.approx(0.3, abs=0.1)
+    lo, hi = law.slope_ci["batch"]
     assert lo < 0.5 < hi
     steps = bowls(law_truth((2**16,)), hold="steps")
     assert [a.name for a in swept_axes(steps)] == ["width", "batch"]
@@ -138,9 +140,10 @@ def test_the_law_uses_batch_and_tokens_and_recovers_both_slopes() -> None:
 
 def test_the_batch_worth_using_grows_with_the_budget() -> None:
     trials = bowls(law_truth())
-    entry = summarize(trials, {"optimizer.lr": {"s": SearchSettings()}})["setups"]["s"]["batch"]
+    entry = summarize(trials, {"optimizer.lr": {"s": SearchSettings()}}).setups()["s"].batch
+    assert entry is not None
     assert entry["hold"] == "tokens" and entry["tolerance"] == 0.01
-    assert summarize(trials, {"optimizer.lr": {"s": SearchSettings()}})["hold"] == "tokens"
+    assert summarize(trials, {"optimizer.lr": {"s": SearchSettings()}}).hold == "tokens"
     for tokens, best in ((2**16, 8), (2**18, 16), (2**20, 32)):
         at = entry["budgets"][str(tokens)]
         assert at["best"]["censored"] is None
@@ -196,8 +199,8 @@ def test_a_batch_sweep_runs_and_transfer_and_verify_take_a_batch_and_a_budget(ru
     assert (ok["steps"] * ok["batch_size"] * SEQ == ok["tokens"]).all()
     assert set(trials["study"].str.extract(r"\.(b\d+\.tok\d+)\.")[0]) == {"b2.tok512", "b2.tok1024", "b4.tok512",
                                                                            "b4.tok1024"}
-    summary = json.loads((run / "summary.json").read_text())["setups"]["mup_muon"]
-    assert set(summary["batch"]["budgets"]) == {"512", "1024"}
+    summary = Summary.from_json(json.loads((run / "summary.json").read_text())).setups()["mup_muon"]
+    assert summary.batch is not None and set(summary.batch["budgets"]) == {"512", "1024"}
     assert (run / "batch.png").stat().st_size > 10_000
     out = tmp_path / "t.yaml"
     done = invoke(runner, "transfer", "--width", "128", "--batch-size", "8", "--tokens", "2048", "--from", str(run),

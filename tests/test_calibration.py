@@ -13,6 +13,7 @@ import pytest
 
 from conftest import load_script
 from mutransfer.analysis.drift import SearchSettings
+from mutransfer.analysis.result import AxisFit, PointResult
 from mutransfer.schema import LR_KEY
 from mutransfer.sweep.calibration import CALIBRATED, FLAT_CURVATURE
 from mutransfer.sweep.simulate import SharedSeeds, SimulatedPoint, Truth
@@ -95,17 +96,22 @@ def test_noise_growth_and_spikes_are_found_when_present(calibration: ModuleType,
         assert value / 2 <= found[name].value <= 2 * value, found[name]
 
 
+def width_line(optima: dict[int, float], se: float = 0.15) -> AxisFit:
+    """A width line whose points hold the measured optima ``optima`` (width → x*), each with standard error ``se``."""
+    return AxisFit(axis="width", verdict="inconclusive", ci_kind="confidence",
+                   points={w: PointResult(w, x, None, se=se, censored=None) for w, x in optima.items()})
+
+
 def test_the_departure_is_the_optima_scatter_beyond_their_own_errors(calibration: ModuleType) -> None:
     """400 lines of four optima each, off their line by N(0, 0.3²) plus their own N(0, se²), se = 0.15."""
     rng = np.random.default_rng(0)
     lines = []
     for i in range(400):
         optima = {w: -4.0 - 0.2 * math.log2(w) + rng.normal(0, 0.3) + rng.normal(0, 0.15) for w in (32, 64, 128, 256)}
-        entry = {"widths": {str(w): {"log2_lr_star": x, "se": 0.15, "censored": None} for w, x in optima.items()}}
+        entry = width_line({w: x for w, x in optima.items()})
         lines.append(calibration.line_of("simulated", f"s{i}", "muon", "width", entry))
     departure = calibration.departure_measurements(lines)[0]
     assert departure.resolved and departure.value == pytest.approx(0.3, abs=0.03)
-    exact = [calibration.line_of("simulated", "s", "muon", "width", {"widths": {str(w): {
-        "log2_lr_star": -4.0 + rng.normal(0, 0.15), "se": 0.15, "censored": None} for w in (32, 64, 128)}})
-        for _ in range(400)]
+    exact = [calibration.line_of("simulated", "s", "muon", "width", width_line({
+        w: -4.0 + rng.normal(0, 0.15) for w in (32, 64, 128)})) for _ in range(400)]
     assert calibration.departure_measurements(exact)[0].value < 0.06

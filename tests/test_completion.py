@@ -15,6 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 from conftest import invoke, write_tiny_spec
+from mutransfer.analysis.summary import read_summary
 from mutransfer.commands.dry_run import search_range
 from mutransfer.errors import UserError
 from mutransfer.files import dump_yaml
@@ -52,7 +53,9 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory, text_file: Path) -> tu
 def test_an_interrupted_sweep_says_what_is_missing_and_labels_its_verdicts_partial(
         interrupted: tuple[Path, Path, str]) -> None:
     _, run, output = interrupted
-    status = json.loads((run / "summary.json").read_text())["status"]
+    summary = read_summary(run)
+    assert summary is not None and summary.status is not None
+    status = summary.status
     assert status["complete"] is False and status["done"] == TRAINED_BEFORE_CTRL_C and status["planned"] == 12
     started = set(pd.read_csv(run / "trials.csv")["setup"])
     assert len(started) == 1 and status["not_started"] == sorted({"sp_adamw", "mup_muon"} - started)
@@ -100,7 +103,8 @@ def test_partial_outputs_are_marked_and_removed_once_the_resume_finishes(interru
     assert resumed.exit_code == 0, resumed.output
     assert "sweep tiny: complete" in resumed.output and "(partial)" not in resumed.output
     assert not partial_file.exists()
-    assert json.loads((run / "summary.json").read_text())["status"]["complete"] is True
+    summary = read_summary(run)
+    assert summary is not None and summary.status is not None and summary.status["complete"] is True
 
     final = invoke(runner, "transfer", "--width", "256", "--from", str(run))
     assert final.exit_code == 0, final.output

@@ -22,16 +22,17 @@ def test_cost_rows_are_the_summarys_intervals_per_training_second() -> None:
     cost = load_script("bench_cost")
     rows = cost.cost_rows(BEFORE, 4096)
     trials = pd.read_csv(BEFORE / "trials.csv")
-    summary = summarize_run(BEFORE)["setups"]
+    summary = summarize_run(BEFORE).setups()
     assert [(r["setup"], r["axis"]) for r in rows] == [(s, "width") for s in sorted(summary)]
     for row in rows:
         info = summary[row["setup"]]
-        half = (info["slope_ci"][1] - info["slope_ci"][0]) / 2
+        assert info.line.slope_ci is not None
+        half = (info.line.slope_ci[1] - info.line.slope_ci[0]) / 2
         seconds = trials.loc[trials["setup"] == row["setup"], "seconds"].sum()
         assert row["trials"] == (trials["setup"] == row["setup"]).sum() and row["training s"] == round(seconds)
         assert row["half-width"] == round(half, 2)
         assert row["precision per 1000 s"] == round(1000 / (half**2 * seconds), 1)
-        forecast = predict(info, 4096, info["verdict"] != "transfers", 1.0)
+        forecast = predict(info.line, 4096, info.verdict != "transfers", 1.0)
         assert row["range half-width at target"] == round(forecast.half_width, 2)
     depth = cost.cost_rows(ROOT / "docs" / "data" / "depth", 4096)
     assert {r["axis"] for r in depth} == {"depth"} and all(r["range half-width at target"] == "" for r in depth)

@@ -248,19 +248,21 @@ def test_summary_without_a_depth_column_keeps_its_layout_and_with_one_fits_each_
                              "log2_lr": x, "val_loss": loss, "status": "ok"})
     table = pd.DataFrame(rows)
     settings = {"optimizer.lr": {"s": SearchSettings(step=1.0, low=-9, high=0)}}
-    both = summarize(table, settings)["setups"]["s"]
-    plain = summarize(width_axis(table), settings)["setups"]["s"]
-    assert "axes" not in plain and "depth" not in width_axis(table).columns
-    assert {k: v for k, v in both.items() if k not in ("axes", "law")} == plain
-    assert sorted(plain["widths"]) == ["128", "32", "64"]
-    law = both["law"]
-    assert law["axes"] == ["width", "depth"] and law["points_used"] == 5
-    assert law["slope_ci"]["depth"][0] < -1.0 < law["slope_ci"]["depth"][1]
-    assert law["slope_ci"]["width"][0] < 0.0 < law["slope_ci"]["width"][1]
-    assert both["axes"]["width"]["verdict"] == plain["verdict"] == "transfers"
-    across = both["axes"]["depth"]
-    assert sorted(across["depths"]) == ["1", "2", "4"] and across["depths_used"] == [1, 2, 4]
-    assert across["verdict"] == "drifts" and across["slope_ci"][0] < -1.0 < across["slope_ci"][1]
+    both = summarize(table, settings).setups()["s"]
+    plain = summarize(width_axis(table), settings).setups()["s"]
+    assert list(plain.axes) == ["width"] and plain.law is None and "depth" not in width_axis(table).columns
+    assert replace(both, axes={"width": both.axes["width"]}, law=None) == plain
+    assert sorted(plain.line.points) == [32, 64, 128]
+    law = both.law
+    assert law is not None
+    assert law.axes == ["width", "depth"] and law.points_used == 5
+    assert law.slope_ci["depth"][0] < -1.0 < law.slope_ci["depth"][1]
+    assert law.slope_ci["width"][0] < 0.0 < law.slope_ci["width"][1]
+    assert both.axes["width"].verdict == plain.verdict == "transfers"
+    across = both.axes["depth"]
+    assert sorted(across.points) == [1, 2, 4] and across.used == [1, 2, 4]
+    assert across.verdict == "drifts" and across.slope_ci is not None
+    assert across.slope_ci[0] < -1.0 < across.slope_ci[1]
 
 
 def test_a_sweep_across_depth_measures_the_depth_slope_and_transfer_uses_it(runner, tmp_path: Path,  # noqa: ANN001
@@ -269,12 +271,14 @@ def test_a_sweep_across_depth_measures_the_depth_slope_and_transfer_uses_it(runn
 
     import pandas as pd
 
+    from mutransfer.analysis.result import Summary
+
     run = tmp_path / "run"
     trials = sweep_tables(runner, depth_spec(tmp_path, text_file), run, "depth")
     assert sorted(set(zip(trials["width"], trials["depth"]))) == [(32, 1), (32, 2), (64, 1)]
     assert set(pd.read_csv(run / "curves.csv")["width"]) == {32, 64}
-    summary = json.loads((run / "summary.json").read_text())["setups"]["mup_muon"]
-    assert sorted(summary["widths"]) == ["32", "64"] and sorted(summary["axes"]["depth"]["depths"]) == ["1", "2"]
+    summary = Summary.from_json(json.loads((run / "summary.json").read_text())).setups()["mup_muon"]
+    assert sorted(summary.line.points) == [32, 64] and sorted(summary.axes["depth"].points) == [1, 2]
     for name in ("transfer_depth.png", "lr_drift.png", "transfer.png"):
         assert (run / name).stat().st_size > 10_000, name
     base = invoke(runner, "transfer", "--width", "256", "--from", str(run), "--out", str(tmp_path / "a.yaml"))
@@ -286,9 +290,9 @@ def test_a_sweep_across_depth_measures_the_depth_slope_and_transfer_uses_it(runn
     assert b["prediction"]["depth"] == 16 and a["prediction"]["depth"] == 1
     assert b["prediction"]["half_width"] > a["prediction"]["half_width"]
     assert b["source"]["swept_depths"] == [1, 2] and b["config"]["model"]["depth"] == 16
-    law = summary["law"]
-    assert law["axes"] == ["width", "depth"] and len(law["covariance"]) == 3
+    law = summary.law
+    assert law is not None and law.axes == ["width", "depth"] and len(law.covariance) == 3
     moved = "depth" in b["prediction"]["applied_slopes"]
-    assert moved == (summary["axes"]["depth"]["verdict"] != "transfers")
-    shift = law["coefficients"]["depth"] * 4 if moved else 0.0  # log2(16 / 1)
+    assert moved == (summary.axes["depth"].verdict != "transfers")
+    shift = law.coefficients["depth"] * 4 if moved else 0.0  # log2(16 / 1)
     assert b["log2_lr"] == pytest.approx(a["log2_lr"] + shift)

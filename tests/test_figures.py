@@ -23,8 +23,9 @@ from mutransfer.analysis.optimum import fit_halfwidth  # noqa: E402
 from mutransfer.analysis.compare_plot import compare_figure  # noqa: E402
 from mutransfer.analysis.plots import FITTED_BOWL, curves_figure, drift_figure, transfer_figure  # noqa: E402
 from mutransfer.analysis.verify_plot import verify_figure  # noqa: E402
-from mutransfer.analysis.summary import summarize  # noqa: E402
-from mutransfer.schema import LR_COLUMN, LR_KEY  # noqa: E402
+from mutransfer.analysis.result import Summary  # noqa: E402
+from mutransfer.analysis.summary import axis_table, summarize  # noqa: E402
+from mutransfer.schema import LR_COLUMN, LR_KEY, axis_named  # noqa: E402
 from mutransfer.sweep.calibration import real_truth  # noqa: E402
 from mutransfer.sweep.simulate import Design, SimulatedPoint, sweep_point  # noqa: E402
 
@@ -47,8 +48,17 @@ def simulated_trials(optima: dict[str, dict[int, float]], seed: int = 0, extend:
     return pd.DataFrame(rows)
 
 
-def summary_of(trials: pd.DataFrame) -> dict[str, Any]:
-    return summarize(trials, {LR_KEY: {s: GRID for s in trials["setup"].unique()}})
+def settings_of(trials: pd.DataFrame) -> dict[str, dict[str, SearchSettings]]:
+    return {LR_KEY: {s: GRID for s in trials["setup"].unique()}}
+
+
+def summary_of(trials: pd.DataFrame) -> Summary:
+    return summarize(trials, settings_of(trials))
+
+
+def tidy(trials: pd.DataFrame) -> pd.DataFrame:
+    """The learning rate's tidy rows along width (setup, point, seed, x, loss, status), as the figures read them."""
+    return axis_table(trials, LR_KEY, settings_of(trials), axis_named("width"))
 
 
 def data_points(fig: Any) -> np.ndarray:
@@ -80,47 +90,47 @@ def assert_colours_readable(fig: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def sweep() -> tuple[pd.DataFrame, dict[str, Any]]:
+def sweep() -> tuple[pd.DataFrame, Summary]:
     trials = simulated_trials({"drifting": {32: -4.0, 64: -4.6, 128: -5.2}, "edge": {32: -4.0, 64: -1.2}})
     return trials, summary_of(trials)
 
 
-def test_the_loss_axis_is_set_by_the_bowls_and_marks_what_it_clips(sweep: tuple[pd.DataFrame, dict]) -> None:
+def test_the_loss_axis_is_set_by_the_bowls_and_marks_what_it_clips(sweep: tuple[pd.DataFrame, Summary]) -> None:
     trials, summary = sweep
-    fig = transfer_figure([("run", trials, summary)])
+    fig = transfer_figure([("run", tidy(trials), summary.setups())])
     for ax in (a for a in fig.axes if a.get_visible()):
         setup = ax.get_title().split(":")[0]
         low, high = ax.get_ylim()
         ok = trials[(trials["setup"] == setup) & (trials["status"] == "ok")]
         span = high - low
-        for width, opt in summary["setups"][setup]["widths"].items():
-            assert low + 0.02 * span < opt["best_loss"] < high - 0.02 * span, (setup, width)
+        for width, opt in summary.setups()[setup].line.points.items():
+            assert opt.best_loss is not None and low + 0.02 * span < opt.best_loss < high - 0.02 * span, (setup, width)
         assert ok["val_loss"].max() > high, "the far end of the grid is clipped, not the bowl flattened"
         tops = [line for line in ax.get_lines() if line.get_marker() == "^"]
         assert tops and all(np.allclose(line.get_ydata(), high) for line in tops), "clipped losses marked at the top"
 
 
 def test_lr_star_sits_on_its_curve_and_censored_and_diverged_points_where_they_are(
-        sweep: tuple[pd.DataFrame, dict]) -> None:
+        sweep: tuple[pd.DataFrame, Summary]) -> None:
     trials, summary = sweep
-    fig = transfer_figure([("run", trials, summary)])
+    fig = transfer_figure([("run", tidy(trials), summary.setups())])
     for ax in (a for a in fig.axes if a.get_visible()):
         setup = ax.get_title().split(":")[0]
         span = float(np.subtract(*ax.get_ylim()[::-1]))
         curves = {line.get_label(): line for line in ax.get_lines() if line.get_label().startswith("width ")}
         stars = [line for line in ax.get_lines() if line.get_marker() == "D"]
         edges = [line for line in ax.get_lines() if line.get_marker() in ("<", ">")]
-        for width, opt in summary["setups"][setup]["widths"].items():
+        for width, opt in summary.setups()[setup].line.points.items():
             curve = curves[f"width {width}"]
             part = trials[(trials["setup"] == setup) & (trials["width"] == int(width))]
-            if opt["censored"]:
+            if opt.censored:
                 edge = [line for line in edges if line.get_color() == curve.get_color()]
                 assert edge and edge[0].get_xdata()[0] == part[LR_COLUMN].max(), "▶ at the grid's edge, not past it"
                 continue
             mine = [line for line in stars if line.get_color() == curve.get_color()]
             assert mine, f"{setup} width {width} has its LR* marker"
             x, y = mine[0].get_xdata()[0], mine[0].get_ydata()[0]
-            assert x == pytest.approx(opt["log2_lr_star"]) and y == pytest.approx(opt["best_loss"])
+            assert x == pytest.approx(opt.x_star) and y == pytest.approx(opt.best_loss)
             bowl = [line for line in ax.get_lines() if line.get_gid() == FITTED_BOWL
                     and line.get_color() == curve.get_color()]
             assert len(bowl) == 1, f"{setup} width {width}: its fitted bowl is drawn"
@@ -128,16 +138,16 @@ def test_lr_star_sits_on_its_curve_and_censored_and_diverged_points_where_they_a
             assert np.interp(x, bx, by) == pytest.approx(y, abs=1e-6 * span), "the marker sits on the drawn bowl"
             assert by.min() == pytest.approx(y, abs=1e-6 * span), "at its lowest point"
             ok = part[part["status"] == "ok"]
-            means = ok[np.isin(np.round(ok[LR_COLUMN], 9), np.round(opt["window"], 9))].groupby(LR_COLUMN)["val_loss"]
+            means = ok[np.isin(np.round(ok[LR_COLUMN], 9), np.round(opt.window, 9))].groupby(LR_COLUMN)["val_loss"]
             off = np.abs(np.interp(means.mean().index, bx, by) - means.mean().to_numpy())
-            assert bx.min() <= min(opt["window"]) and bx.max() >= max(opt["window"])
+            assert bx.min() <= min(opt.window) and bx.max() >= max(opt.window)
             assert off.max() < 0.1 * span, "the bowl runs through the fit window's points"
             finite = set(np.round(part[part["status"] == "ok"][LR_COLUMN], 9))
             for line in (line for line in ax.get_lines()
                          if line.get_marker() == "x" and line.get_color() == curve.get_color()):
                 assert not finite & set(np.round(line.get_xdata(), 9)), "× only where no seed trained a finite loss"
-        info = summary["setups"][setup]
-        assert info["verdict"] in ax.get_title() and ("[" in ax.get_title()) == (info["slope"] is not None)
+        info = summary.setups()[setup]
+        assert info.verdict in ax.get_title() and ("[" in ax.get_title()) == (info.line.slope is not None)
     diverged = [line for ax in fig.axes for line in ax.get_lines() if line.get_marker() == "x"]
     assert diverged, "the simulated bowl diverges 2.5 octaves above the optimum"
     assert_legends_cover_no_data(fig)
@@ -149,16 +159,18 @@ def test_colours_keep_a_three_to_one_contrast_on_white() -> None:
     assert all(contrast_ratio(c) >= MIN_CONTRAST for n in (1, 2, 4, 9) for c in ordered_colors(n))
 
 
-def test_compare_figure_draws_every_legend_entry_in_view(sweep: tuple[pd.DataFrame, dict]) -> None:
+def test_compare_figure_draws_every_legend_entry_in_view(sweep: tuple[pd.DataFrame, Summary]) -> None:
     trials, summary = sweep
     later = simulated_trials({"drifting": {32: -3.0, 64: -3.6, 128: -4.2}, "edge": {32: -4.0, 64: -1.2}}, seed=1)
-    comparison = compare(summary, summary_of(later), "A", "B")
+    later_summary = summary_of(later)
+    comparison = compare(summary, later_summary, "A", "B")
 
     def points(t: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({"key": LR_KEY, "setup": t["setup"], "width": t["width"], "seed": t["seed"],
                              "x": t[LR_COLUMN], "loss": t["val_loss"], "status": t["status"]})
 
-    fig = compare_figure(points(trials), points(later), comparison.widths, comparison.setups, ("A", "B"), 0.25)
+    fig = compare_figure(points(trials), points(later), comparison.widths, comparison.setups, ("A", "B"), 0.25,
+                         (summary, later_summary))
     fig.canvas.draw()
     title = fig._suptitle.get_text()
     glyphs = {"v": "▼", "^": "△", "o": "●"}
@@ -195,14 +207,14 @@ def test_compare_figure_draws_every_legend_entry_in_view(sweep: tuple[pd.DataFra
     assert_colours_readable(fig)
 
 
-def verify_report(measured: bool) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+def verify_report(measured: bool) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame, dict[str, Any]]:
     swept = simulated_trials({"drifting": {32: -4.0, 64: -4.6}})
     rows = simulated_trials({"drifting": {256: -5.8}}, seed=2)
     target: dict[str, Any] = {"setup": "drifting", "width": 256,
                               "prediction": {"log2_lr": -5.5, "interval": [-6.2, -4.8], "depth": None, "steps": None}}
     if measured:
-        target.update(measured={"log2_lr_star": -5.8, "ci": [-6.0, -5.6], "best_loss": 2.0}, error=-0.3)
-    return swept, rows, {"targets": [target], "step": 1.0}
+        target.update(measured={"x_star": -5.8, "ci": [-6.0, -5.6], "best_loss": 2.0}, error=-0.3)
+    return tidy(swept), summary_of(swept).setups(), rows, {"targets": [target], "step": 1.0}
 
 
 @pytest.mark.parametrize("measured", [True, False])
@@ -218,12 +230,12 @@ def test_verify_figure_draws_its_measured_curve_and_only_the_markers_it_promises
 
 
 def test_several_runs_share_the_lr_axis_down_a_column_and_each_keeps_its_own_loss_axis(
-        sweep: tuple[pd.DataFrame, dict]) -> None:
+        sweep: tuple[pd.DataFrame, Summary]) -> None:
     trials, summary = sweep
     other = simulated_trials({"drifting": {32: -3.5, 64: -4.0, 128: -4.5}, "edge": {32: -4.0, 64: -1.2}}, seed=3)
     other["val_loss"] += 1.5  # a run a nat and a half higher: one shared loss axis would squash both runs' bowls
     other_summary = summary_of(other)
-    fig = transfer_figure([("a", trials, summary), ("b", other, other_summary)])
+    fig = transfer_figure([("a", tidy(trials), summary.setups()), ("b", tidy(other), other_summary.setups())])
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert len(visible) == 4
     columns: dict[str, list[Any]] = {}
@@ -237,7 +249,8 @@ def test_several_runs_share_the_lr_axis_down_a_column_and_each_keeps_its_own_los
         assert not first.get_shared_y_axes().joined(first, second), "each run keeps its own loss axis"
     for run, (first, second) in rows.items():
         assert first.get_shared_y_axes().joined(first, second), "one run's panels share its loss axis"
-        alone = transfer_figure([(run, *{"a": (trials, summary), "b": (other, other_summary)}[run])])
+        alone = transfer_figure([(run, *{"a": (tidy(trials), summary.setups()),
+                                         "b": (tidy(other), other_summary.setups())}[run])])
         assert first.get_ylim() == pytest.approx(alone.axes[0].get_ylim()), f"run {run}'s row: its own bowls' range"
         assert first.yaxis.get_label_text() and any(t.get_visible() and t.get_text()
                                                     for t in first.get_yticklabels()), "each row labels its axis"
@@ -245,7 +258,7 @@ def test_several_runs_share_the_lr_axis_down_a_column_and_each_keeps_its_own_los
                             "train_loss": 5.0 / math.sqrt(step)}
                            for t, s, w, seed in trials[["trial", "setup", "width", "seed"]].itertuples(index=False)
                            for step in (1, 10, 20)])
-    drift = drift_figure([("a", trials, summary), ("b", other, summary_of(other))])
+    drift = drift_figure([("a", summary.setups()), ("b", summary_of(other).setups())])
     assert_legends_cover_no_data(drift)
     assert_colours_readable(drift)
     fig = curves_figure([("a", trials, curves), ("b", trials, curves)])

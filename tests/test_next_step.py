@@ -15,8 +15,10 @@ from typer.testing import CliRunner
 
 import mutransfer.sweep.spec as spec_module
 from conftest import invoke, write_edge_spec
+from mutransfer.analysis.result import AxisFit, KeyResult, SetupResult, Summary
 from mutransfer.commands.sweep import next_step
 from mutransfer.files import first_difference
+from mutransfer.schema import LR_KEY
 from mutransfer.sweep.spec import load_spec
 
 
@@ -41,7 +43,8 @@ def test_a_finished_sweep_names_the_next_command_and_every_file_it_wrote(finishe
 
 def test_the_next_command_follows_the_swept_axes(edge_spec: Path) -> None:
     spec = replace(load_spec(str(edge_spec)), widths=(32, 2048), depths=(1, 3))
-    summary = {"setups": {"mup_muon": {"verdict": "transfers"}}}
+    line = AxisFit("width", "transfers", "confidence")
+    summary = Summary({LR_KEY: KeyResult(LR_KEY, {"mup_muon": SetupResult("mup_muon", {"width": line}, "transfers")})})
     assert next_step(spec, summary, Path("runs/my run")) == \
         "next: mutransfer transfer --width 8192 --depth 12 --from 'runs/my run'"
     assert next_step(spec, summary, Path("runs/x"), interrupted=130) == \

@@ -12,6 +12,7 @@ import pytest
 from mutransfer.analysis.bowl import UNMEASURED, Asymmetry, asymmetry, pooled_asymmetry, vertex
 from mutransfer.analysis.prediction import narrowing_advice, predict
 from mutransfer.analysis.regression import BETWEEN_POINT_SD, CALIBRATED_SOURCE, POOLED_SOURCE, regress
+from mutransfer.analysis.result import AxisFit, PointResult
 from mutransfer.analysis.stats import chi2_sf, f_sf, t_quantile
 
 
@@ -76,19 +77,19 @@ def test_lack_of_fit_beyond_the_calibrated_scatter_fails() -> None:
     assert "F = " in fit.lack_of_fit_line() and "(calibrated)" in fit.lack_of_fit_line()
 
 
-def summary_entry(slope: float, se: float, seeds: int = 3, widths: tuple[int, ...] = (32, 64, 128, 256)) -> dict:
-    """A setup's summary entry for a line through its widths' optima, each measured with ``seeds`` seeds."""
+def summary_entry(slope: float, se: float, seeds: int = 3, widths: tuple[int, ...] = (32, 64, 128, 256)) -> AxisFit:
+    """A setup's width line through its widths' optima, each measured with ``seeds`` seeds."""
     logs = np.log2(widths)
     y = -4.0 + slope * (logs - logs[0])
     fit = regress(line_design(list(widths)), y, np.full(len(widths), se), len(widths) * (seeds - 1), False)
     centre = float(np.sum(fit.weights * logs) / np.sum(fit.weights))
     g = np.array([1.0, centre])
-    return {"slope": float(fit.coefficients[1]), "intercept": float(fit.coefficients[0]), "centre_log2_width": centre,
-            "se_slope": math.sqrt(fit.covariance[1, 1]), "se_centre": math.sqrt(float(g @ fit.covariance @ g)),
-            "dof": int(fit.dof or 0), "between_sd": fit.between_sd, "ci_kind": "confidence",
-            "lack_of_fit_line": fit.lack_of_fit_line(),
-            "widths": {str(w): {"log2_lr_star": float(v), "se": se, "seed_vertices": [0.0] * seeds, "shape_se": 0.0,
-                                "censored": None} for w, v in zip(widths, y)}}
+    return AxisFit("width", "inconclusive", "confidence", slope=float(fit.coefficients[1]),
+                   intercept=float(fit.coefficients[0]), centre=centre, se_slope=math.sqrt(fit.covariance[1, 1]),
+                   se_centre=math.sqrt(float(g @ fit.covariance @ g)), dof=int(fit.dof or 0),
+                   between_sd=fit.between_sd, lack_of_fit_line=fit.lack_of_fit_line(),
+                   points={w: PointResult(w, float(v), None, se=se, seed_vertices=[0.0] * seeds, shape_se=0.0,
+                                          censored=None) for w, v in zip(widths, y)})
 
 
 def test_the_plain_range_reaches_from_the_plain_value_to_the_line() -> None:

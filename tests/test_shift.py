@@ -4,12 +4,14 @@ and the verdict's rule case by case."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from mutransfer.analysis.compare import compare_setup, loss_difference
 from mutransfer.analysis.optimum import optimum_of_arrays
+from mutransfer.analysis.result import AxisFit, PointResult
 from mutransfer.analysis.shift import (Estimate, estimate_of, holm, pooled_shift, shift_verdict, width_difference)
 from mutransfer.analysis.stats import t_quantile
 
@@ -42,18 +44,17 @@ def test_width_difference_is_welch_with_the_asymmetry_as_a_known_variance() -> N
 def test_an_interval_that_reaches_further_widens_the_side_that_faces_the_other_run() -> None:
     """A's seeds' vertices past its window on the low side: its interval reaches 1.4 octaves down; B sits 1.3 down.
     The difference's lower end uses B's low side and A's high side, its upper end B's high and A's low."""
-    entry = {"log2_lr_star": -5.6, "ci": [-7.0, -5.0], "ci_kind": "confidence", "se": 0.1, "dof": 6,
-             "shape_se": 0.1}
+    entry = PointResult(32, -5.6, (-7.0, -5.0), ci_kind="confidence", se=0.1, dof=6, shape_se=0.1)
     a = estimate_of(entry)
     q = t_quantile(0.975, 6)
     assert a.side("low") == pytest.approx(math.sqrt(1.4**2 - (1.959964 * 0.1) ** 2) / q, rel=1e-4)
     assert a.side("high") == pytest.approx(math.sqrt(0.6**2 - (1.959964 * 0.1) ** 2) / q, rel=1e-4)
-    b = estimate_of({**entry, "log2_lr_star": -6.9, "ci": [-7.2, -6.6]})
+    b = estimate_of(replace(entry, x_star=-6.9, ci=(-7.2, -6.6)))
     assert b.side("low") == b.side("high") == 0.1, "an interval no wider than se gives: se"
     d = width_difference(32, a, b)
     assert d.ci[1] > 0 and d.value - d.ci[0] < d.ci[1] - d.value, "A's reach toward B keeps 0 in B − A's interval"
     assert d.p > 0.05
-    capped = estimate_of({**entry, "log2_lr_star": -5.0, "ci": [-5.4, -5.01]})
+    capped = estimate_of(replace(entry, x_star=-5.0, ci=(-5.4, -5.01)))
     assert capped.side("high") == 0.1, "a cap from diverged trials never narrows the error"
 
 
@@ -97,7 +98,7 @@ def test_one_width_that_moved_is_enough_and_a_resolution_bound_is_never_same() -
     differences = [width_difference(w, x, y) for w, x, y in zip((32, 64, 128, 256), a, b)]
     judged = shift_verdict(pooled_shift(differences, a, b), differences, True, 0.25)
     assert judged.verdict == "moved" and judged.moved == [256]
-    entry = {"log2_lr_star": -4.0, "ci": [-4.2, -3.8], "ci_kind": "resolution", "se": 0.05, "dof": None}
+    entry = PointResult(64, -4.0, (-4.2, -3.8), ci_kind="resolution", se=0.05, dof=None)
     one_seed = estimate_of(entry)
     assert not one_seed.confidence and one_seed.dof == math.inf and one_seed.se == pytest.approx(0.2 / 1.959964)
     same_a = [estimate(-4.0, se=0.01) for _ in range(2)]
@@ -122,25 +123,28 @@ def test_the_best_loss_is_the_fitted_minimum_not_a_trained_point() -> None:
     assert opt is not None and opt.x_star == pytest.approx(-4.4, abs=0.02)
     assert opt.best_loss == pytest.approx(2.0, abs=1e-3) and loss.min() == pytest.approx(2.064)
     assert opt.seed_best_losses == pytest.approx([2.0] * 3, abs=1e-3)
-    assert opt.as_dict()["seed_best_losses"] == opt.seed_best_losses
+    assert opt.result().seed_best_losses == opt.seed_best_losses
 
 
 def test_the_loss_difference_interval_is_welch_on_the_seeds_fitted_minima() -> None:
-    a = {"best_loss": 3.00, "seed_best_losses": [2.99, 3.00, 3.01]}
-    b = {"best_loss": 2.90, "seed_best_losses": [2.88, 2.90, 2.92]}
+    a = PointResult(64, -4.0, None, best_loss=3.00, seed_best_losses=[2.99, 3.00, 3.01])
+    b = PointResult(64, -4.0, None, best_loss=2.90, seed_best_losses=[2.88, 2.90, 2.92])
     d, ci = loss_difference(a, b)
     se = math.sqrt(0.01**2 / 3 + 0.02**2 / 3)
     dof = se**4 / ((0.01**2 / 3) ** 2 / 2 + (0.02**2 / 3) ** 2 / 2)
     assert d == pytest.approx(-0.10) and ci is not None
     assert ci[1] - d == pytest.approx(t_quantile(0.975, dof) * se)
-    assert loss_difference(a, {"best_loss": 2.9, "seed_best_losses": []}) == (pytest.approx(-0.1), None)
+    assert loss_difference(a, PointResult(64, -4.0, None, best_loss=2.9, seed_best_losses=[])) == (pytest.approx(-0.1), None)
 
 
 def test_compare_setup_lists_widths_only_one_run_measured() -> None:
-    entry = {"log2_lr_star": -4.0, "ci": [-4.2, -3.8], "ci_kind": "confidence", "se": 0.05, "dof": 6,
-             "shape_se": 0.0, "best_loss": 3.0, "seed_best_losses": [3.0, 3.01]}
-    info_a = {"widths": {"32": entry, "64": entry}, "seed_correlation": 0.0}
-    info_b = {"widths": {"64": entry, "128": entry}, "seed_correlation": 0.0}
+    def entry(width: int) -> PointResult:
+        return PointResult(width, -4.0, (-4.2, -3.8), ci_kind="confidence", se=0.05, dof=6, shape_se=0.0,
+                           best_loss=3.0, seed_best_losses=[3.0, 3.01])
+
+    info_a = AxisFit("width", "inconclusive", "confidence", points={32: entry(32), 64: entry(64)}, seed_correlation=0.0)
+    info_b = AxisFit("width", "inconclusive", "confidence", points={64: entry(64), 128: entry(128)},
+                     seed_correlation=0.0)
     rows, row = compare_setup(info_a, info_b, 0.25, setup="s")
     assert [r["width"] for r in rows] == [64] and row["only_a"] == [32] and row["only_b"] == [128]
     assert row["verdict"] == "same" and row["shift"] == 0.0 and rows[0]["weight"] == 1.0

@@ -21,6 +21,7 @@ import mutransfer.sweep.worker as sweep_module
 from mutransfer.cli import app
 from conftest import invoke
 from mutransfer.analysis.optimum import local_optimum
+from mutransfer.analysis.result import Summary
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.storage import JOURNAL_FILE, open_storage
 from mutransfer.sweep.studies import is_bookkeeping, load_study, study_keys
@@ -68,15 +69,15 @@ def test_sweep_writes_tables_matching_the_storage(runner: CliRunner, spec_file: 
         sorted(zip(trials["log2_lr"], trials["width"], trials["val_loss"]))
     curves = pd.read_csv(out / "curves.csv")
     assert set(curves["trial"]) == set(trials["trial"]) and curves["step"].max() == 8
-    summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["setups"]) == {"sp_adamw", "mup_muon"}
-    assert set(summary["setups"]["mup_muon"]["widths"]) == {"32", "64"}
+    summary = Summary.from_json(json.loads((out / "summary.json").read_text()))
+    assert set(summary.setups()) == {"sp_adamw", "mup_muon"}
+    assert set(summary.setups()["mup_muon"].line.points) == {32, 64}
     for name in ("transfer.png", "lr_drift.png", "curves.png", "config.yaml", JOURNAL_FILE):
         assert (out / name).is_file()
     spec = load_spec(str(spec_file))
     live = snapshot(spec, SweepOptions(run_dir=out, prefix=spec.name), open_storage(None, out), complete=True).best
-    fitted = {(setup, f"w{width}"): opt["best_loss"] for setup, entry in summary["setups"].items()
-              for width, opt in entry["widths"].items()}
+    fitted = {(setup, f"w{width}"): opt.best_loss for setup, entry in summary.setups().items()
+              for width, opt in entry.line.points.items()}
     assert live == pytest.approx(fitted), "the live table's best loss is summary.json's"
 
     again = Counter(monkeypatch)
@@ -234,8 +235,8 @@ def test_samplers_and_pruners(runner: CliRunner, spec_file: Path, tmp_path: Path
 
 
 def json_summary_has_widths(out: Path) -> bool:
-    summary = json.loads((out / "summary.json").read_text())
-    return all(info["widths"] for info in summary["setups"].values())
+    summary = Summary.from_json(json.loads((out / "summary.json").read_text()))
+    return all(info.line.points for info in summary.setups().values())
 
 
 def test_other_keys_are_searched_one_at_a_time(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
@@ -253,8 +254,8 @@ def test_other_keys_are_searched_one_at_a_time(runner: CliRunner, spec_file: Pat
     assert sorted(wd["optimizer.weight_decay"].unique()) == [0.0, 0.1, 0.2]
     assert wd["lr"].nunique() == 1 and len(wd) == 6
     assert trials[trials["search_key"] == "optimizer.lr"]["optimizer.weight_decay"].isna().all()
-    summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["keys"]["optimizer.weight_decay"]["setups"]["mup_muon"]["widths"]) == {"32", "64"}
+    summary = Summary.from_json(json.loads((out / "summary.json").read_text()))
+    assert set(summary.setups("optimizer.weight_decay")["mup_muon"].line.points) == {32, 64}
 
 
 def test_spec_can_ask_for_a_coord_check_first(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
@@ -287,22 +288,63 @@ def test_the_grid_extends_past_an_edge_and_noise_probes_fill_the_window(runner: 
     result = runner.invoke(app, words)
     assert result.exit_code == 0, result.output
     trials = pd.read_csv(out / "trials.csv")
-    summary = json.loads((out / "summary.json").read_text())
+    summary = Summary.from_json(json.loads((out / "summary.json").read_text()))
     mup = trials[trials["setup"] == "mup_muon"]
     for width, part in mup.groupby("width"):
         grid = part[part["seed"] == 0].sort_values("log2_lr")
-        entry = summary["setups"]["mup_muon"]["widths"][str(width)]
-        assert entry["added"] == sorted(x for x in grid["log2_lr"] if x > -4 + 1e-9)
+        entry = summary.setups()["mup_muon"].line.points[int(width)]
+        assert entry.added == sorted(x for x in grid["log2_lr"] if x > -4 + 1e-9)
         ok = grid[grid["status"] == "ok"]
         best = ok.loc[ok["val_loss"].idxmin(), "log2_lr"]
         bracketed = best < grid["log2_lr"].max() or grid["log2_lr"].max() >= -4 + 4 - 1e-9
-        assert entry["added"] and bracketed, grid[["log2_lr", "val_loss", "status"]]
-        window = entry["window"]
+        assert entry.added and bracketed, grid[["log2_lr", "val_loss", "status"]]
+        window = entry.window
         for seed in (1, 2):
             assert sorted(part[part["seed"] == seed]["log2_lr"]) == window
-        assert entry["ci_kind"] == "confidence" and len(entry["seed_vertices"]) == 3
-    assert summary["setups"]["mup_muon"]["ci_kind"] == "confidence"
+        assert entry.ci_kind == "confidence" and len(entry.seed_vertices) == 3
+    assert summary.setups()["mup_muon"].line.ci_kind == "confidence"
     before = len(trials)
     again = runner.invoke(app, words)
     assert again.exit_code == 0, again.output
     assert len(pd.read_csv(out / "trials.csv")) == before
+
+
+def first_layout(data: dict) -> dict:
+    """A summary.json of layout 2 rewritten by hand in layout 1 (no ``version``; the learning rate's setups under
+    ``setups``, each with the width line's fields at the top and its optima under ``widths`` as ``log2_lr_star``)."""
+    setups = {}
+    for label, setup in data["keys"]["optimizer.lr"]["setups"].items():
+        line = {k: v for k, v in setup["axes"]["width"].items() if k not in ("points", "used", "centre")}
+        widths = {w: {("log2_lr_star" if k == "x_star" else k): v for k, v in point.items()}
+                  for w, point in setup["axes"]["width"]["points"].items()}
+        setups[label] = {**line, "verdict": setup["verdict"], "reason": setup["reason"], "fix": setup["fix"],
+                         "widths": widths, "widths_used": setup["axes"]["width"]["used"],
+                         "centre_log2_width": setup["axes"]["width"]["centre"]}
+    return {"status": data["status"], "setups": setups}
+
+
+def test_a_rerun_rewrites_a_first_layout_summary_in_the_second(runner: CliRunner, edge_spec: Path,
+                                                               tmp_path: Path) -> None:
+    """A sweep writes summary.json in layout 2; a rerun of the finished sweep whose summary.json is layout 1 (newer
+    than the journal, complete, the same sweep: all the fast path asks but the layout) rewrites it in layout 2."""
+    out = tmp_path / "run"
+    words = ["sweep", str(edge_spec), "--out", str(out), "--workers", "1", "--threads", "1"]
+    assert invoke(runner, *words).exit_code == 0
+    path = out / "summary.json"
+    written = json.loads(path.read_text())
+    assert written["version"] == 2 and written["status"]["complete"] is True and "setups" not in written
+    assert set(written["keys"]["optimizer.lr"]["setups"]) == {"mup_muon"}
+    fast = invoke(runner, *words)
+    assert fast.exit_code == 0 and "the tables are up to date" in fast.output, fast.output
+    old = first_layout(written)
+    read_back = Summary.from_json(old)
+    assert read_back.status == written["status"] and read_back.setups() == Summary.from_json(written).setups(), \
+        "the hand-written layout 1 holds the same summary"
+    path.write_text(json.dumps(old))
+    again = invoke(runner, *words)
+    assert again.exit_code == 0, again.output
+    assert "the tables are up to date" not in again.output
+    assert "sweep edge: 5/5 trials already done; rewriting the tables" in again.output
+    rewritten = json.loads(path.read_text())
+    assert rewritten["version"] == 2 and "setups" not in rewritten
+    assert rewritten == written, "the rerun rewrote the same summary in layout 2"

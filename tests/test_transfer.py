@@ -17,7 +17,8 @@ from mutransfer.model.build import build_model, gpt_plan
 from mutransfer.config import load_config_file
 from mutransfer.model.apply import build_optimizer
 from mutransfer.analysis.plots import transfer_figure
-from mutransfer.analysis.summary import read_tables, summarize_run
+from mutransfer.analysis.summary import axis_table, read_tables, search_settings, summarize_run
+from mutransfer.schema import LR_KEY, TRANSFER_AXES
 from mutransfer.transfer.target import make_transfer
 from mutransfer.transfer.verify import Verification, VerifyRequest
 
@@ -66,8 +67,8 @@ def test_transfer_file_equals_the_model_at_width_n(runner: CliRunner, sweep_dir:
         assert group["lr"] == pytest.approx(by_name[group["name"]]["lr"])
     weight = dict(model.named_parameters())["blocks.0.mlp.up.weight"]
     assert weight.std().item() == pytest.approx(by_name["blocks.0.mlp.up.weight"]["init_std"], rel=0.03)
-    summary = summarize_run(sweep_dir)["setups"][setup]
-    xs = [w["log2_lr_star"] for w in summary["widths"].values()]
+    summary = summarize_run(sweep_dir).setups()[setup]
+    xs = [w.x_star for w in summary.line.points.values()]
     assert min(xs) - 1e-9 <= doc["log2_lr"] <= max(xs) + 1e-9
 
 
@@ -83,9 +84,9 @@ def test_transfer_defaults_json_and_drift_correction(runner: CliRunner, sweep_di
     assert corrected.exit_code == 0
     fixed = yaml.safe_load((sweep_dir / "c.yaml").read_text())
     slope = fixed["source"]["slope"]
-    info = summarize_run(sweep_dir)["setups"][fixed["source"]["setup"]]
-    assert fixed["correct_drift"] is True
-    assert fixed["log2_lr"] == pytest.approx(info["intercept"] + slope * math.log2(4096))
+    info = summarize_run(sweep_dir).setups()[fixed["source"]["setup"]]
+    assert fixed["correct_drift"] is True and info.line.intercept is not None
+    assert fixed["log2_lr"] == pytest.approx(info.line.intercept + slope * math.log2(4096))
 
 
 def test_train_from_transfer_file_warns_on_horizon_change(runner: CliRunner, sweep_dir: Path, tmp_path: Path) -> None:
@@ -150,7 +151,7 @@ def test_verify_measures_the_optimum_around_the_prediction(runner: CliRunner, ve
         assert ((lattice / 0.5 - (lattice / 0.5).round()).abs() < 1e-6).all()
         assert set(mine[(mine["log2_lr"] - p).abs() < 1e-6]["seed"]) == {0, 1, 2}
         measured = target["measured"]
-        assert target["error"] == pytest.approx(measured["log2_lr_star"] - p)
+        assert target["error"] == pytest.approx(measured["x_star"] - p)
         assert target["error_ci"] == pytest.approx([measured["ci"][0] - p, measured["ci"][1] - p])
         regret = target["regret"]
         assert regret["seeds"] == 3 and regret["nats_ci"][0] <= regret["nats"] <= regret["nats_ci"][1]
@@ -222,7 +223,8 @@ def test_plots_from_csvs_alone(runner: CliRunner, sweep_dir: Path, tmp_path: Pat
     assert result.exit_code == 0, result.output
     assert {p.name for p in csv_only.glob("*.png")} == {"transfer.png", "lr_drift.png", "curves.png"}
     trials, _ = read_tables(csv_only)
-    fig = transfer_figure([("run", trials, summarize_run(csv_only))])
+    rows = axis_table(trials, LR_KEY, search_settings(csv_only, trials), TRANSFER_AXES[0])
+    fig = transfer_figure([("run", rows, summarize_run(csv_only).setups())])
     titles = [ax.get_title() for ax in fig.axes]
     assert len(fig.axes) == 2 and any("mup_muon" in t for t in titles) and any("sp_adamw" in t for t in titles)
     compare = tmp_path / "compare"

@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 from conftest import invoke
 from mutransfer.cli import app
 from mutransfer.analysis.decay_effect import decay_effect
+from mutransfer.analysis.result import PointResult, Summary, measured_point
+from mutransfer.analysis.summary import read_summary
 from mutransfer.sweep.search import OFF_X
 from mutransfer.sweep.spec import load_spec, spec_from_dict
 
@@ -84,18 +86,19 @@ def test_the_decay_is_searched_at_each_points_lr_optimum(runner: CliRunner, stag
     reports there, train decay off with every seed, and a rerun finds nothing left to do."""
     spec, out = staged_run
     trials = pd.read_csv(out / "trials.csv")
-    summary = json.loads((out / "summary.json").read_text())
+    summary = Summary.from_json(json.loads((out / "summary.json").read_text()))
     decay = trials[trials["search_key"] == TAU]
-    for width, entry in summary["setups"]["mup_adamw"]["widths"].items():
+    for width, entry in summary.setups()["mup_adamw"].line.points.items():
         at_width = decay[decay["width"] == int(width)]
-        assert len(at_width) >= 3 + 2 and (at_width["log2_lr"] - entry["log2_lr_star"]).abs().max() < 1e-9
+        assert len(at_width) >= 3 + 2 and (at_width["log2_lr"] - entry.x_star).abs().max() < 1e-9
         off = at_width[np.isinf(at_width[TAU])]
         assert sorted(off["seed"]) == [0, 1]
-    key = summary["keys"][TAU]["setups"]["mup_adamw"]
-    for entry in key["widths"].values():
-        assert entry["decay_effect"] in ("effect", "no effect", "unmeasured") and len(entry["off_seed_losses"]) == 2
-        assert entry["off_loss"] == pytest.approx(np.mean(entry["off_seed_losses"]))
-    assert sum(key["decay_effect"].values()) == 2
+    key = summary.setups(TAU)["mup_adamw"].line
+    for entry in key.points.values():
+        assert entry.decay is not None
+        assert entry.decay.verdict in ("effect", "no effect", "unmeasured") and len(entry.decay.off_seed_losses) == 2
+        assert entry.decay.off_loss == pytest.approx(np.mean(entry.decay.off_seed_losses))
+    assert key.decay_counts is not None and sum(key.decay_counts.values()) == 2
     again = invoke(runner, "sweep", str(spec), "--out", str(out))
     assert again.exit_code == 0, again.output
     assert len(pd.read_csv(out / "trials.csv")) == len(trials)
@@ -128,7 +131,9 @@ def test_transfer_and_verify_carry_the_searched_decay(runner: CliRunner, staged_
     target = json.loads((out / "verify.json").read_text())["targets"][0]
     measured = target["decay"]
     assert measured["key"] == TAU and measured["prediction"]["log2_lr"] == pytest.approx(decay["prediction"]["log2_lr"])
-    assert abs(math.log2(measured["lr"]) - target["measured"]["log2_lr_star"]) < 0.25  # the target's LR optimum
+    lr_optimum = measured_point(target["width"], target["measured"])
+    assert lr_optimum is not None and lr_optimum.x_star is not None
+    assert abs(math.log2(measured["lr"]) - lr_optimum.x_star) < 0.25  # the target's LR optimum
     assert math.isfinite(measured["error"]) and measured["decay_effect"] in ("effect", "no effect", "unmeasured")
     assert len(measured["off_seed_losses"]) == 2
 
@@ -145,13 +150,14 @@ def test_no_effect_is_said_at_the_rate_the_interval_promises() -> None:
         for _ in range(4000):
             off = 3.0 + 0.02 * (rng.exponential(1.0, 3) - 1.0)
             best = 3.0 + truth + 0.02 * (rng.exponential(1.0, 3) - 1.0)
-            entry = {"best_loss": float(np.mean(best)), "seed_best_losses": list(best)}
-            hits += decay_effect(entry, off)["decay_effect"] == "effect"
+            entry = PointResult(64, -4.0, None, best_loss=float(np.mean(best)), seed_best_losses=list(best))
+            hits += decay_effect(entry, off).verdict == "effect"
         return hits / 4000
 
     assert claimed(0.0) <= 0.04
     assert claimed(-0.1) >= 0.85
-    assert decay_effect({"best_loss": 3.0, "seed_best_losses": [3.0]}, np.array([3.1]))["decay_effect"] == "unmeasured"
+    one_seed = PointResult(64, -4.0, None, best_loss=3.0, seed_best_losses=[3.0])
+    assert decay_effect(one_seed, np.array([3.1])).verdict == "unmeasured"
 
 
 def test_a_setup_narrows_any_searched_key_and_the_study_spec_loads() -> None:
@@ -177,20 +183,24 @@ def test_a_bad_narrowing_is_one_line(runner: CliRunner, narrowing: str, says: st
 def test_the_decay_figures_draw_its_bowls_and_decay_off(staged_run: tuple[Path, Path]) -> None:
     """The sweep draws weight_decay_timescale.png and _drift.png; the loss-vs-τ figure puts each width's decay-off
     loss as a dashed line and the x axis in log2 τ."""
-    from mutransfer.analysis.key_view import key_view
     from mutransfer.analysis.plots import transfer_figure
+    from mutransfer.analysis.summary import axis_table, search_settings
+    from mutransfer.schema import TRANSFER_AXES
 
     _, out = staged_run
     assert (out / "weight_decay_timescale.png").is_file() and (out / "weight_decay_timescale_drift.png").is_file()
     trials = pd.read_csv(out / "trials.csv")
-    summary = json.loads((out / "summary.json").read_text())
-    view = key_view(trials, summary, TAU, log2=True)
-    assert view[0]["log2_lr"].between(-6, 2).all() and len(view[0]) < (trials["search_key"] == TAU).sum()
-    fig = transfer_figure([("run", *view)], symbol="τ", quantity="weight-decay timescale τ")
+    summary = read_summary(out)
+    assert summary is not None
+    rows = axis_table(trials, TAU, search_settings(out, trials), TRANSFER_AXES[0])
+    assert rows["x"].between(-6, 2).all() and len(rows) < (trials["search_key"] == TAU).sum()
+    fig = transfer_figure([("run", rows, summary.setups(TAU))], symbol="τ", quantity="weight-decay timescale τ")
     ax = fig.axes[0]
     dashed = sorted(line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "--")
-    offs = sorted(e["off_loss"] for e in summary["keys"][TAU]["setups"]["mup_adamw"]["widths"].values())
+    points = summary.setups(TAU)["mup_adamw"].line.points.values()
+    assert all(e.decay is not None for e in points)
+    offs = sorted(e.decay.off_loss for e in points if e.decay is not None)
     assert dashed == pytest.approx(offs)
     assert ax.get_xlabel() == "log2(weight-decay timescale τ)" and "LR" not in ax.get_title()
-    slope = summary["keys"][TAU]["setups"]["mup_adamw"].get("slope")
+    slope = summary.setups(TAU)["mup_adamw"].line.slope
     assert ("τ* slope" in ax.get_title()) == (slope is not None)

@@ -47,10 +47,10 @@ def batch_curve(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds = T
     parts = {int(b): PointTrials.of(part) for b, part in rows.groupby("batch_size")}
     optima, _, _ = setup_optima(parts, settings.step, halfwidth, th)
     out = []
-    for opt in sorted(optima, key=lambda o: o.width):
+    for opt in sorted(optima, key=lambda o: o.point):
         seeds = opt.seed_best_losses or [opt.best_loss]
         spread = float(np.std(seeds, ddof=1)) / math.sqrt(len(seeds)) if len(seeds) > 1 else math.nan
-        out.append({"batch": opt.width, "log2_batch": math.log2(opt.width), "loss": opt.best_loss, "loss_se": spread,
+        out.append({"batch": opt.point, "log2_batch": math.log2(opt.point), "loss": opt.best_loss, "loss_se": spread,
                     "dof": len(seeds) - 1, "seed_losses": [float(v) for v in seeds],
                     "seeds": opt.vertex_seeds or [int(rows["seed"].min())], "log2_lr_star": opt.x_star,
                     "lr_censored": opt.censored})
@@ -75,11 +75,11 @@ def best_batches(curves: Mapping[int, pd.DataFrame],
     optima, _, _ = setup_optima({t: _curve_trials(c) for t, c in usable.items()}, 1.0, fit_halfwidth(1.0, True, th), th)
     out: dict[int, Optional[dict[str, Any]]] = {tokens: None for tokens in curves}
     for opt in optima:
-        x = usable[opt.width]["log2_batch"]
+        x = usable[opt.point]["log2_batch"]
         at = {"low": float(x.min()), "high": float(x.max())}.get(opt.censored or "", opt.x_star)
-        out[opt.width] = {"batch": 2.0**at, "log2_batch": at, "ci": [_power(v) for v in opt.ci],
+        out[opt.point] = {"batch": 2.0**at, "log2_batch": at, "ci": [_power(v) for v in opt.ci],
                           "ci_kind": opt.ci_kind, "censored": opt.censored,
-                          "loss": float(usable[opt.width]["loss"].min())}
+                          "loss": float(usable[opt.point]["loss"].min())}
     return out
 
 

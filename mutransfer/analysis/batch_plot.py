@@ -4,34 +4,35 @@ batch marked. A tidy table first (``batch_frame``), the figure from it. No torch
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
 from .colors import ordered_colors
 from .plots import PANELS_PER_ROW, _pyplot
+from .result import Summary
 
 __all__ = ["batch_frame", "batch_marks", "batch_figure"]
 
 
-def batch_frame(summary: Mapping[str, Any]) -> pd.DataFrame:
+def batch_frame(summary: Summary) -> pd.DataFrame:
     """One row per (setup, budget, batch): the best loss over the LR and its standard error from the seeds."""
     rows = []
-    for setup, info in summary.get("setups", {}).items():
-        for tokens, entry in ((info.get("batch") or {}).get("budgets") or {}).items():
+    for setup, info in summary.setups().items():
+        for tokens, entry in ((info.batch or {}).get("budgets") or {}).items():
             for point in entry.get("curve") or []:
                 rows.append({"setup": setup, "tokens": int(tokens), "batch": int(point["batch"]),
                              "loss": point["loss"], "loss_se": point["loss_se"]})
     return pd.DataFrame(rows, columns=["setup", "tokens", "batch", "loss", "loss_se"])
 
 
-def batch_marks(summary: Mapping[str, Any]) -> pd.DataFrame:
+def batch_marks(summary: Summary) -> pd.DataFrame:
     """One row per (setup, budget, kind ∈ {best, critical}): the batch, its interval, and whether it is a bound
     (best at the grid's edge, critical past the largest batch) or unresolved."""
     rows = []
-    for setup, info in summary.get("setups", {}).items():
-        for tokens, entry in ((info.get("batch") or {}).get("budgets") or {}).items():
+    for setup, info in summary.setups().items():
+        for tokens, entry in ((info.batch or {}).get("budgets") or {}).items():
             for kind in ("best", "critical"):
                 mark = entry.get(kind)
                 if not mark:

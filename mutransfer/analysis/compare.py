@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..defaults import COMPARE_TOLERANCE
 from ..schema import LR_KEY
+from .result import AxisFit, PointResult, Summary
 from .stats import welch_difference
 from .shift import SHIFT_VERDICTS, estimate_of, pooled_shift, shared_noise, shift_verdict, width_difference
 
@@ -41,42 +42,37 @@ SETUP_COLUMNS = ["key", "setup", "verdict", "reason", "shift", "shift_ci_low", "
                  "only_b"]
 
 
-def keyed_setups(summary: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """summary.json's entries as ``{searched key: {setup: entry}}`` (the learning rate under its own key)."""
-    keyed = {LR_KEY: dict(summary.get("setups", {}))} if summary.get("setups") else {}
-    for key, part in summary.get("keys", {}).items():
-        keyed[key] = dict(part.get("setups", {}))
-    return keyed
+def keyed_setups(summary: Summary) -> dict[str, dict[str, AxisFit]]:
+    """Each searched key's setups' width lines as a reader is shown them (``SetupResult.judged``)."""
+    return {key: {label: setup.judged(setup.line.axis) for label, setup in result.setups.items()}
+            for key, result in summary.keys.items() if result.setups}
 
 
-def loss_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[float, Optional[tuple[float, float]]]:
+def loss_difference(a: PointResult, b: PointResult) -> tuple[float, Optional[tuple[float, float]]]:
     """best loss B − A at one width, with Welch's 95 % interval from each run's seeds' fitted minima (None when
     either run has fewer than two)."""
-    d = float(b["best_loss"]) - float(a["best_loss"])
-    seeds_a = np.asarray(a.get("seed_best_losses") or [], dtype=float)
-    seeds_b = np.asarray(b.get("seed_best_losses") or [], dtype=float)
+    assert a.best_loss is not None and b.best_loss is not None
+    d = float(b.best_loss) - float(a.best_loss)
+    seeds_a = np.asarray(a.seed_best_losses, dtype=float)
+    seeds_b = np.asarray(b.seed_best_losses, dtype=float)
     return d, welch_difference(seeds_a, seeds_b, d)
 
 
-def _slope(info: Mapping[str, Any]) -> tuple[float, float, float]:
-    slope, ci = info.get("slope"), info.get("slope_ci") or (None, None)
-    return tuple(math.nan if v is None else float(v) for v in (slope, *ci))  # type: ignore[return-value]
+def _slope(fit: AxisFit) -> tuple[float, float, float]:
+    ci = fit.slope_ci or (math.nan, math.nan)
+    return (math.nan if fit.slope is None else float(fit.slope), float(ci[0]), float(ci[1]))
 
 
-def _measured_widths(info: Mapping[str, Any]) -> dict[int, Mapping[str, Any]]:
-    return {int(w): o for w, o in info.get("widths", {}).items() if o.get("log2_lr_star") is not None}
-
-
-def compare_setup(info_a: Mapping[str, Any], info_b: Mapping[str, Any], tolerance: float = DEFAULT_TOLERANCE,
+def compare_setup(info_a: AxisFit, info_b: AxisFit, tolerance: float = DEFAULT_TOLERANCE,
                   key: str = LR_KEY, setup: str = "") -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """One setup's two summary entries compared: its width rows and its setup row (``WIDTH_COLUMNS``,
+    """One setup's two width lines compared: its width rows and its setup row (``WIDTH_COLUMNS``,
     ``SETUP_COLUMNS``)."""
-    widths_a, widths_b = _measured_widths(info_a), _measured_widths(info_b)
+    widths_a, widths_b = info_a.estimated(), info_b.estimated()
     shared = sorted(set(widths_a) & set(widths_b))
     pairs = [shared_noise(estimate_of(widths_a[w]), estimate_of(widths_b[w])) for w in shared]
     est_a, est_b = [a for a, _ in pairs], [b for _, b in pairs]
     differences = [width_difference(w, a, b) for w, a, b in zip(shared, est_a, est_b)]
-    rho = max(float(info_a.get("seed_correlation") or 0.0), float(info_b.get("seed_correlation") or 0.0))
+    rho = max(float(info_a.seed_correlation or 0.0), float(info_b.seed_correlation or 0.0))
     shift = pooled_shift(differences, est_a, est_b, rho, rho)
     confidence = all(e.confidence for e in est_a + est_b)
     judged = shift_verdict(shift, differences, confidence, tolerance)
@@ -85,11 +81,12 @@ def compare_setup(info_a: Mapping[str, Any], info_b: Mapping[str, Any], toleranc
     for w, d, p_holm in zip(shared, differences, judged.p_holm):
         a, b = widths_a[w], widths_b[w]
         dl, loss_ci = loss_difference(a, b)
-        rows.append({"key": key, "setup": setup, "width": w, "x_a": a["log2_lr_star"], "ci_a_low": a["ci"][0],
-                     "ci_a_high": a["ci"][1], "x_b": b["log2_lr_star"], "ci_b_low": b["ci"][0],
-                     "ci_b_high": b["ci"][1], "difference": d.value, "ci_low": d.ci[0], "ci_high": d.ci[1],
+        ci_a, ci_b = a.ci or (math.nan, math.nan), b.ci or (math.nan, math.nan)
+        rows.append({"key": key, "setup": setup, "width": w, "x_a": a.x_star, "ci_a_low": ci_a[0],
+                     "ci_a_high": ci_a[1], "x_b": b.x_star, "ci_b_low": ci_b[0],
+                     "ci_b_high": ci_b[1], "difference": d.value, "ci_low": d.ci[0], "ci_high": d.ci[1],
                      "ci_kind": d.kind, "p": d.p, "p_holm": p_holm, "moved": w in judged.moved,
-                     "weight": weights.get(w, 0.0), "loss_a": a["best_loss"], "loss_b": b["best_loss"],
+                     "weight": weights.get(w, 0.0), "loss_a": a.best_loss, "loss_b": b.best_loss,
                      "loss_difference": dl, "loss_ci_low": loss_ci[0] if loss_ci else math.nan,
                      "loss_ci_high": loss_ci[1] if loss_ci else math.nan})
     slope_a, slope_b = _slope(info_a), _slope(info_b)
@@ -102,8 +99,8 @@ def compare_setup(info_a: Mapping[str, Any], info_b: Mapping[str, Any], toleranc
            "shift_dof": shift.dof if shift else math.nan, "moved_widths": judged.moved,
            "largest_shift": max((r["difference"] for r in moved_rows), key=abs) if moved_rows else math.nan,
            "slope_a": slope_a[0], "slope_a_low": slope_a[1], "slope_a_high": slope_a[2],
-           "verdict_a": info_a.get("verdict"), "slope_b": slope_b[0], "slope_b_low": slope_b[1],
-           "slope_b_high": slope_b[2], "verdict_b": info_b.get("verdict"),
+           "verdict_a": info_a.verdict, "slope_b": slope_b[0], "slope_b_low": slope_b[1],
+           "slope_b_high": slope_b[2], "verdict_b": info_b.verdict,
            "only_a": sorted(set(widths_a) - set(widths_b)), "only_b": sorted(set(widths_b) - set(widths_a))}
     return rows, row
 
@@ -132,7 +129,8 @@ class Comparison:
         return "moved" if "moved" in verdicts else "same" if verdicts == {"same"} else "inconclusive"
 
     def as_dict(self) -> dict[str, Any]:
-        """compare.json: summary.json's layout (the learning rate under ``setups``, other keys under ``keys``)."""
+        """compare.json: the learning rate's setups under ``setups``, other keys' under ``keys``, each setup's
+        width rows under ``widths``."""
         document: dict[str, Any] = {
             "mutransfer_compare": 2, "run_a": self.run_a, "run_b": self.run_b, "verdict": self.verdict,
             "moved": self.moved, "tolerance": self.tolerance,
@@ -161,7 +159,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def compare(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any], run_a: str = "A", run_b: str = "B",
+def compare(summary_a: Summary, summary_b: Summary, run_a: str = "A", run_b: str = "B",
             tolerance: float = DEFAULT_TOLERANCE) -> Comparison:
     """Every (key, setup) both summaries hold, compared (``compare_setup``); the others listed."""
     keyed_a, keyed_b = keyed_setups(summary_a), keyed_setups(summary_b)

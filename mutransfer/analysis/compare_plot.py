@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..schema import LR_KEY
 from .plots import BOWL_OCTAVES, _at_top, _colors, _grid_curve, _interval_bars, _label, _pyplot
+from .result import PointResult, Summary
 
 __all__ = ["compare_figure", "RunStyle", "RUN_STYLE"]
 
@@ -33,13 +34,20 @@ RUN_STYLE = {"a": RunStyle("-", "solid", "●", "v", "▼"), "b": RunStyle("--",
 """Run A filled, run B hollow (``mfc`` white), in each width's colour."""
 
 
+def _width_result(summary: Summary, key: str, setup: str, width: Any) -> Optional[PointResult]:
+    """A run's result at one width of one key's setup, None where it has none."""
+    result = summary.setups(key).get(setup)
+    return result.line.points.get(int(width)) if result is not None else None
+
+
 def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.DataFrame, setups: pd.DataFrame,
-                   names: tuple[str, str], tolerance: float) -> Any:
+                   names: tuple[str, str], tolerance: float, summaries: tuple[Summary, Summary]) -> Any:
     """Run A against run B, one column per compared (key, setup). Top: loss vs the searched value per width,
     A solid and filled, B dashed and hollow (``RUN_STYLE``) in the width's colour, each optimum marked at its
     best loss. Bottom: x*_B − x*_A per
     width with its 95 % interval, red where it moved (Holm), the pooled shift with its 95 % interval and the
-    ±``tolerance`` band. ``points_*``: key, setup, width, seed, x, loss, status."""
+    ±``tolerance`` band. ``points_*``: key, setup, width, seed, x, loss, status; ``summaries``: the two runs'
+    results (each width's line is drawn through its grid seeds)."""
     plt = _pyplot()
     columns = list(setups[["key", "setup"]].itertuples(index=False, name=None))
     fig, axes = plt.subplots(2, max(1, len(columns)), figsize=(5.6 * max(1, len(columns)), 7.6), squeeze=False,
@@ -51,18 +59,18 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
                  for p in (points_a, points_b)]
         colors = _colors(rows["width"].unique())
         low, high = _compare_range(parts, rows)
-        for part, name, side in zip(parts, names, ("a", "b")):
+        for part, name, side, summary in zip(parts, names, ("a", "b"), summaries):
             style = RUN_STYLE[side].line
             for width, one in part.groupby("width"):
-                line = _grid_curve(one, "x", "loss")
+                line = _grid_curve(one, _width_result(summary, key, setup, width))
                 _at_top(top, line[line["loss"] > high]["x"].tolist(), high, "^", colors[int(width)])
                 color = colors[int(width)]
                 top.plot(line["x"], line["loss"], style, marker="o", ms=3.5, lw=1.5, color=color,
                          mfc=color if side == "a" else "white")
                 row = rows[rows["width"] == width].iloc[0]
-                opt = {"log2_lr_star": row[f"x_{side}"], "ci": (row[f"ci_{side}_low"], row[f"ci_{side}_high"])}
+                opt = PointResult(width, row[f"x_{side}"], (row[f"ci_{side}_low"], row[f"ci_{side}_high"]))
                 below, above = _interval_bars(opt)
-                top.errorbar([opt["log2_lr_star"]], [row[f"loss_{side}"]], xerr=[[below], [above]],
+                top.errorbar([opt.x_star], [row[f"loss_{side}"]], xerr=[[below], [above]],
                              fmt=RUN_STYLE[side].optimum, color=color, mfc=color if side == "a" else "white",
                              ms=7, capsize=3, lw=1.0)
         top.set_ylim(low, high)

@@ -4,11 +4,12 @@ seeds. A best decay that does not beat decay off by more than the seeds' noise i
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
+from .result import AxisFit, DecayEffect, PointResult
 from .stats import welch_difference
 
 __all__ = ["EFFECTS", "decay_effect", "add_decay_effects"]
@@ -18,32 +19,28 @@ EFFECTS = ("effect", "no effect", "unmeasured")
 ``no effect``: it is not; ``unmeasured``: fewer than two seeds on a side, so the noise is unknown."""
 
 
-def decay_effect(entry: Mapping[str, Any], off_losses: np.ndarray) -> dict[str, Any]:
-    """The effect fields of one point's entry: decay off's mean loss and its seeds', the best decay's loss minus
-    it, that difference's interval, and the verdict (``EFFECTS``)."""
+def decay_effect(point: PointResult, off_losses: np.ndarray) -> DecayEffect:
+    """One point's effect: decay off's mean loss and its seeds', the best decay's loss minus it, that
+    difference's interval, and the verdict (``EFFECTS``)."""
     off_losses = off_losses[np.isfinite(off_losses)]
-    best = entry.get("best_loss")
-    if best is None or not len(off_losses):
-        return {"off_loss": float(np.mean(off_losses)) if len(off_losses) else None,
-                "off_seed_losses": [float(v) for v in off_losses], "effect": None, "effect_ci": None,
-                "decay_effect": "unmeasured"}
+    seeds = [float(v) for v in off_losses]
+    if point.best_loss is None or not len(off_losses):
+        return DecayEffect(float(np.mean(off_losses)) if len(off_losses) else None, seeds, None, None, "unmeasured")
     off = float(np.mean(off_losses))
-    effect = float(best) - off
-    ci = welch_difference(off_losses, np.asarray(entry.get("seed_best_losses") or [], dtype=float), effect)
+    effect = float(point.best_loss) - off
+    ci = welch_difference(off_losses, np.asarray(point.seed_best_losses, dtype=float), effect)
     verdict = "unmeasured" if ci is None else "effect" if ci[1] < 0 else "no effect"
-    return {"off_loss": off, "off_seed_losses": [float(v) for v in off_losses], "effect": effect,
-            "effect_ci": list(ci) if ci is not None else None, "decay_effect": verdict}
+    return DecayEffect(off, seeds, effect, (float(ci[0]), float(ci[1])) if ci is not None else None, verdict)
 
 
-def add_decay_effects(result: dict[str, Any], off_rows: pd.DataFrame, axis_column: str = "width",
-                      points: str = "widths") -> None:
-    """Add ``decay_effect`` fields to every point of every setup of one decay key's analysis (``analyze``'s
-    result, whose points are under ``points``), from the trials trained with decay off (``off_rows``: setup,
-    seed, the axis column, val_loss); each setup's ``decay_effect`` counts its points' verdicts."""
-    for setup, info in result.items():
+def add_decay_effects(result: Mapping[str, AxisFit], off_rows: pd.DataFrame, axis_column: str = "width") -> None:
+    """Set every point's ``decay`` of every setup's fit of one decay key (``analyze``'s result) from the trials
+    trained with decay off (``off_rows``: setup, seed, the axis column, val_loss); each fit's ``decay_counts``
+    counts its points' verdicts."""
+    for setup, fit in result.items():
         own = off_rows[off_rows["setup"] == setup]
-        for point, entry in info.get(points, {}).items():
-            losses = own.loc[own[axis_column] == int(point)].groupby("seed")["val_loss"].mean().to_numpy(float)
-            entry.update(decay_effect(entry, losses))
-        verdicts = [entry["decay_effect"] for entry in info.get(points, {}).values()]
-        info["decay_effect"] = {effect: verdicts.count(effect) for effect in EFFECTS}
+        for point, entry in fit.points.items():
+            losses = own.loc[own[axis_column] == point].groupby("seed")["val_loss"].mean().to_numpy(float)
+            entry.decay = decay_effect(entry, losses)
+        verdicts = [entry.decay.verdict for entry in fit.points.values() if entry.decay is not None]
+        fit.decay_counts = {effect: verdicts.count(effect) for effect in EFFECTS}

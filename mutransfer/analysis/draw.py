@@ -3,79 +3,99 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import pandas as pd
 
-from ..files import (BATCH_PLOT, CURVES_PLOT, DRIFT_PLOT, VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT, key_plot,
-                     transfer_plot)
+from ..files import (BATCH_PLOT, CURVES_PLOT, DRIFT_PLOT, VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT, VERIFY_VERSIONS,
+                     key_plot, transfer_plot)
+from ..schema import LR_KEY
 from .batch_plot import batch_figure, batch_frame, batch_marks
-from .key_view import key_label, key_view
+from .drift import SearchSettings
 from .optimum import Thresholds
-from .plots import curves_figure, drift_figure, save, transfer_figure
+from .plots import curves_figure, drift_figure, key_label, save, transfer_figure
+from .result import Summary
+from .summary import axis_table, read_tables, search_settings, summarize, swept_axes, width_axis
 from .verify_plot import verify_figure
-from .summary import axis_rows, read_tables, search_settings, summarize, swept_axes, width_axis
 
-__all__ = ["draw"]
+__all__ = ["draw", "verify_figure_of"]
 
 
 def draw(run_dirs: Sequence[Path], out: Optional[Path] = None, th: Thresholds = Thresholds()) -> list[Path]:
     """transfer.png (and transfer_depth.png, transfer_steps.png … for the axes swept), lr_drift.png with a panel
-    per swept axis, curves.png (several runs: a row each, axes shared), verify.png for a single run, and batch.png
-    for a single run across batch sizes at fixed budgets, into ``out`` or the run dir."""
-    runs, full = [], []
-    for run_dir in run_dirs:
-        trials, curves = read_tables(run_dir, all_axes=True)
-        summary = summarize(trials, search_settings(run_dir, trials), th)
-        runs.append((run_dir.name, width_axis(trials), curves, summary))
-        full.append(trials)
+    per swept axis, curves.png (several runs: a row each, axes shared), the same two figures for every other key
+    every run searched, verify.png for a single run, and batch.png for a single run across batch sizes at fixed
+    budgets, into ``out`` or the run dir."""
+    runs = [_Run.read(run_dir, th) for run_dir in run_dirs]
     target = out or run_dirs[0]
     target.mkdir(parents=True, exist_ok=True)
-    triples = [(name, trials, summary) for name, trials, _, summary in runs]
-    axes = [axis for axis in swept_axes(full[0]) if all(axis in swept_axes(t) for t in full)]
-    varied = [axis.name for axis in axes if any(t[axis.column].nunique() > 1 for t in full)] or ["width"]
-    written = [target / transfer_plot("width"), target / DRIFT_PLOT]
-    save(transfer_figure(triples), written[0])
-    save(drift_figure(triples, varied), written[1])
-    for axis in axes[1:]:
-        along = [(name, axis_rows(t, axis).assign(width=lambda rows, c=axis.column: rows[c]), summary)
-                 for (name, _, _, summary), t in zip(runs, full)]
-        written.append(target / transfer_plot(axis.name))
-        save(transfer_figure(along, axis=axis.name), written[-1])
-    written += _key_figures(runs, full, run_dirs, target, varied)
-    with_curves = [(name, trials, curves) for name, trials, curves, _ in runs if not curves.empty]
+    axes = [axis for axis in swept_axes(runs[0].trials) if all(axis in swept_axes(r.trials) for r in runs)]
+    varied = [axis.name for axis in axes if any(r.trials[axis.column].nunique() > 1 for r in runs)] or ["width"]
+    keys = [LR_KEY] + sorted(set.intersection(*(set(r.summary.other_keys()) for r in runs)))
+    written = []
+    for key in keys:
+        symbol, quantity = key_label(key)
+        log2 = all(s.log2 for r in runs for s in r.settings.get(key, {}).values())
+        drawn = axes if key == LR_KEY else axes[:1]
+        for i, axis in enumerate(drawn):
+            views = [(r.name, axis_table(r.trials, key, r.settings, axis), r.summary.setups(key)) for r in runs]
+            written.append(target / (transfer_plot(axis.name) if key == LR_KEY else key_plot(key)))
+            save(transfer_figure(views, axis.name, symbol, quantity, log2), written[-1])
+            if i == 0:
+                written.append(target / (DRIFT_PLOT if key == LR_KEY else key_plot(key, "drift")))
+                save(drift_figure([(r.name, r.summary.setups(key)) for r in runs], varied, symbol, quantity, log2),
+                     written[-1])
+    with_curves = [(r.name, width_axis(r.trials), r.curves) for r in runs if not r.curves.empty]
     if with_curves:
         written.append(target / CURVES_PLOT)
         save(curves_figure(with_curves), written[-1])
     if len(runs) == 1:
-        _, trials, _, summary = runs[0]
-        frame = batch_frame(summary)
-        if not frame.empty:
-            written.append(target / BATCH_PLOT)
-            save(batch_figure(frame, batch_marks(summary), th.batch_tolerance), written[-1])
-        report = _verify_report(run_dirs[0])
-        if report is not None:
-            written.append(target / VERIFY_PLOT)
-            save(verify_figure(trials, *report), written[-1])
+        written += _single_run_figures(runs[0], target, th)
     return written
 
 
-def _key_figures(runs: list[Any], full: list[pd.DataFrame], run_dirs: Sequence[Path], target: Path,
-                 varied: list[str]) -> list[Path]:
-    """For each other key every run searched: loss against it per width (``<key>.png``) and its optimum against
-    each swept axis (``<key>_drift.png``)."""
-    keys = set.intersection(*(set(summary.get("keys", {})) for *_, summary in runs))
+@dataclass(frozen=True)
+class _Run:
+    """One run directory's tables, search settings and summary, as the figures read them."""
+
+    name: str
+    path: Path
+    trials: pd.DataFrame
+    curves: pd.DataFrame
+    settings: dict[str, dict[str, SearchSettings]]
+    summary: Summary
+
+    @classmethod
+    def read(cls, run_dir: Path, th: Thresholds) -> "_Run":
+        trials, curves = read_tables(run_dir, all_axes=True)
+        settings = search_settings(run_dir, trials)
+        return cls(run_dir.name, run_dir, trials, curves, settings, summarize(trials, settings, th))
+
+
+def _single_run_figures(run: _Run, target: Path, th: Thresholds) -> list[Path]:
+    """batch.png for a batch axis at fixed budgets, verify.png after a verify."""
     written = []
-    for key in sorted(keys):
-        settings = [search_settings(d, t).get(key, {}) for d, t in zip(run_dirs, full)]
-        log2 = all(s.log2 for own in settings for s in own.values())
-        views = [(name, *key_view(trials, summary, key, log2)) for name, trials, _, summary in runs]
-        symbol, quantity = key_label(key)
-        written += [target / key_plot(key), target / key_plot(key, "drift")]
-        save(transfer_figure(views, symbol=symbol, quantity=quantity, log2=log2), written[-2])
-        save(drift_figure(views, varied, symbol=symbol, quantity=quantity, log2=log2), written[-1])
+    frame = batch_frame(run.summary)
+    if not frame.empty:
+        written.append(target / BATCH_PLOT)
+        save(batch_figure(frame, batch_marks(run.summary), th.batch_tolerance), written[-1])
+    report = _verify_report(run.path)
+    if report is not None:
+        written.append(target / VERIFY_PLOT)
+        save(_verify_figure(run, *report), written[-1])
     return written
+
+
+def verify_figure_of(run_dir: Path, rows: pd.DataFrame, report: dict[str, Any], th: Thresholds = Thresholds()) -> Any:
+    """verify.png of a run directory's verify (its rows and report), over the run's swept curves."""
+    return _verify_figure(_Run.read(run_dir, th), rows, report)
+
+
+def _verify_figure(run: _Run, rows: pd.DataFrame, report: dict[str, Any]) -> Any:
+    width = next(a for a in swept_axes(run.trials) if a.name == "width")
+    return verify_figure(axis_table(run.trials, LR_KEY, run.settings, width), run.summary.setups(), rows, report)
 
 
 def _verify_report(run_dir: Path) -> Optional[tuple[pd.DataFrame, dict[str, Any]]]:
@@ -88,7 +108,7 @@ def _verify_report(run_dir: Path) -> Optional[tuple[pd.DataFrame, dict[str, Any]
         rows = pd.read_csv(table)
     except (ValueError, pd.errors.ParserError):
         return None
-    if document.get("mutransfer_verify") != 1 or "study" not in rows.columns:
+    if document.get("mutransfer_verify") not in VERIFY_VERSIONS or "study" not in rows.columns:
         return None
     widths = {(t["setup"], t["width"]) for t in document["targets"]}
     prefix = f"{document.get('prefix')}."

@@ -17,7 +17,7 @@ with the reason and what would decide it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -25,12 +25,13 @@ import pandas as pd
 
 from ..schema import axis_named
 from .bowl import Asymmetry, pooled_asymmetry
-from .optimum import (CONFIDENCE, MIN_SE, RESOLUTION, Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays,
+from .result import AxisFit, PointResult, PointValue, point_value
+from .optimum import (CONFIDENCE, MIN_SE, RESOLUTION, Thresholds, Optimum, fit_halfwidth, optimum_of_arrays,
                       width_asymmetry)
 from .regression import MIN_POINTS_TO_ESTIMATE, Regression, regress
 from .stats import quantile
 
-__all__ = ["Drift", "drift", "verdict", "pool", "analyze", "analyze_setup", "SearchSettings", "VERDICTS",
+__all__ = ["drift", "verdict", "pool", "analyze", "analyze_setup", "SearchSettings", "VERDICTS",
            "PointTrials", "setup_optima", "best_losses", "common_se", "seed_correlation", "lack_of_fit_reason"]
 
 VERDICTS = ("transfers", "drifts", "inconclusive")
@@ -46,42 +47,7 @@ class SearchSettings:
     high: float = math.inf
 
 
-@dataclass
-class Drift:
-    slope: Optional[float]
-    ci: Optional[tuple[float, float]]
-    ci90: Optional[tuple[float, float]]
-    intercept: Optional[float]
-    centre: Optional[float]
-    se_slope: Optional[float]
-    se_centre: Optional[float]
-    dof: Optional[int]
-    ci_kind: str
-    verdict: str
-    reason: str = ""
-    fix: str = ""
-    widths_used: list[int] = field(default_factory=list)
-    lack_of_fit: Optional[dict[str, Any]] = None
-    between_sd: Optional[float] = None
-    between_source: Optional[str] = None
-    lack_of_fit_line: str = ""
-    asymmetry: Optional[float] = None
-    asymmetry_se_log: Optional[float] = None
-    seed_correlation: Optional[float] = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"slope": self.slope, "slope_ci": list(self.ci) if self.ci else None,
-                "slope_ci90": list(self.ci90) if self.ci90 else None, "intercept": self.intercept,
-                "centre_log2_width": self.centre, "se_slope": self.se_slope, "se_centre": self.se_centre,
-                "dof": self.dof, "ci_kind": self.ci_kind, "verdict": self.verdict, "reason": self.reason,
-                "fix": self.fix, "widths_used": self.widths_used, "lack_of_fit": self.lack_of_fit,
-                "between_sd": self.between_sd, "between_source": self.between_source,
-                "lack_of_fit_line": self.lack_of_fit_line, "asymmetry": self.asymmetry,
-                "asymmetry_se_log": self.asymmetry_se_log,
-                "seed_correlation": self.seed_correlation}
-
-
-def pool(optima: Sequence[WidthOptimum]) -> list[WidthOptimum]:
+def pool(optima: Sequence[Optimum]) -> list[Optimum]:
     """Confidence intervals with the seeds' vertex spread pooled over widths (more degrees of freedom than
     any one width has); resolution bounds are left as they are."""
     spread = {id(o) for o in optima if o.ci_kind == CONFIDENCE and o.measured and o.dof}
@@ -128,8 +94,8 @@ def _misfit(fit: Regression, plural: str) -> tuple[str, str]:
             f"(with 4 or more the scatter is measured and carried)")
 
 
-def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing: Sequence[int] = (),
-          axis: str = "width") -> Drift:
+def drift(optima: Sequence[Optimum], th: Thresholds = Thresholds(), missing: Sequence[PointValue] = (),
+          axis: str = "width") -> AxisFit:
     """The weighted slope of x* over log2(width) and the verdict; censored or ``missing`` widths (all their
     trials diverged or failed) make the verdict ``inconclusive``. ``axis`` names the axis in the reasons (the
     same rules fit the optimum against log2 depth or log2 steps)."""
@@ -137,8 +103,7 @@ def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing
     used = [o for o in optima if o.measured]
     kind = CONFIDENCE if used and all(o.ci_kind == CONFIDENCE for o in used) else RESOLUTION
     dof = min((o.dof for o in used if o.dof), default=None) if kind == CONFIDENCE else None
-    result = Drift(None, None, None, None, None, None, None, dof, kind, "inconclusive",
-                   widths_used=[o.width for o in used])
+    result = AxisFit(axis=axis, verdict="inconclusive", ci_kind=kind, dof=dof, used=[o.point for o in used])
     fit = _fit_line(result, used) if len(used) >= 2 else None
     blockers = _blockers(optima, missing, plural)
     if blockers:
@@ -148,14 +113,14 @@ def drift(optima: Sequence[WidthOptimum], th: Thresholds = Thresholds(), missing
     elif fit.fails:
         result.reason, result.fix = _misfit(fit, plural)
     else:
-        assert result.ci90 is not None
-        result.verdict = verdict(result.ci90, kind, th)
+        assert result.slope_ci90 is not None
+        result.verdict = verdict(result.slope_ci90, kind, th)
         if result.verdict == "inconclusive":
-            result.reason, result.fix = _undecided(result.ci90, th, kind, plural)
+            result.reason, result.fix = _undecided(result.slope_ci90, th, kind, plural)
     return result
 
 
-def seed_correlation(optima: Sequence[WidthOptimum]) -> float:
+def seed_correlation(optima: Sequence[Optimum]) -> float:
     """How much of a seed's vertex shift it carries to every width (seeds share their batches): the intraclass
     correlation of each seed's deviation from its width's mean vertex across the widths where it was measured,
     clipped to [0, 1] (0 with fewer than two widths or two seeds in common)."""
@@ -174,7 +139,7 @@ def seed_correlation(optima: Sequence[WidthOptimum]) -> float:
     return float(np.clip(cross / (pairs * total), 0.0, 1.0)) if total > 0 else 0.0
 
 
-def common_se(optima: Sequence[WidthOptimum]) -> float:
+def common_se(optima: Sequence[Optimum]) -> float:
     """The error every point shares: the bowl's asymmetry (the RMS of their ``shape_se``) and the part of the
     seeds' error their shared batches carry to every width (``seed_correlation`` · the mean se²). A shared
     error moves the line's centre, not its slope; the slope keeps the seeds' whole error (conservative)."""
@@ -185,8 +150,8 @@ def common_se(optima: Sequence[WidthOptimum]) -> float:
     return math.sqrt(shapes + shared)
 
 
-def _fit_line(result: Drift, used: Sequence[WidthOptimum]) -> Regression:
-    x = np.log2([o.width for o in used])
+def _fit_line(result: AxisFit, used: Sequence[Optimum]) -> Regression:
+    x = np.log2([o.point for o in used])
     y = np.array([o.x_star for o in used])
     se = np.array([o.se for o in used])
     fit = regress(np.column_stack([np.ones_like(x), x]), y, se, result.dof,
@@ -199,8 +164,8 @@ def _fit_line(result: Drift, used: Sequence[WidthOptimum]) -> Regression:
     q95, q90 = quantile(0.975, fit.dof), quantile(0.95, fit.dof)
     result.slope, result.se_slope, result.se_centre = slope, se_slope, se_centre
     result.centre, result.intercept, result.dof = centre, intercept, _whole(fit.dof)
-    result.ci = (slope - q95 * se_slope, slope + q95 * se_slope)
-    result.ci90 = (slope - q90 * se_slope, slope + q90 * se_slope)
+    result.slope_ci = (slope - q95 * se_slope, slope + q95 * se_slope)
+    result.slope_ci90 = (slope - q90 * se_slope, slope + q90 * se_slope)
     result.lack_of_fit, result.between_sd, result.between_source = fit.lack_of_fit, fit.between_sd, fit.between_source
     result.lack_of_fit_line = fit.lack_of_fit_line()
     result.seed_correlation = seed_correlation(used)
@@ -212,7 +177,7 @@ def _whole(dof: Optional[float]) -> Optional[int]:
     return None if dof is None else max(1, int(dof))
 
 
-def _blockers(optima: Sequence[WidthOptimum], missing: Sequence[int], plural: str) -> Optional[tuple[str, str]]:
+def _blockers(optima: Sequence[Optimum], missing: Sequence[PointValue], plural: str) -> Optional[tuple[str, str]]:
     """Why no verdict can be reached whatever the slope: censored optima or widths without any result."""
     if missing:
         names = ", ".join(map(str, missing))
@@ -221,7 +186,7 @@ def _blockers(optima: Sequence[WidthOptimum], missing: Sequence[int], plural: st
     for edge, word, sign in (("low", "below", -1), ("high", "above", 1)):
         hit = [o for o in optima if o.censored == edge]
         if hit:
-            names = ", ".join(str(o.width) for o in hit)
+            names = ", ".join(str(o.point) for o in hit)
             bound = min(o.x_star for o in hit) if sign < 0 else max(o.x_star for o in hit)
             return (f"the optimum is at the grid's {edge} edge (2^{bound:g}) at {plural} {names}",
                     f"extend the grid {word} 2^{bound:g} at {plural} {names} (search.extend, search.extend_max, "
@@ -247,8 +212,8 @@ class PointTrials:
                    status == "diverged")
 
 
-def setup_optima(points: Mapping[int, PointTrials], step: float, halfwidth: float,
-                 th: Thresholds = Thresholds()) -> tuple[list[WidthOptimum], list[int], Asymmetry]:
+def setup_optima(points: Mapping[Any, PointTrials], step: float, halfwidth: float,
+                 th: Thresholds = Thresholds()) -> tuple[list[Optimum], list[Any], Asymmetry]:
     """Every point's optimum at the setup's pooled bowl asymmetry, with the seeds' spread pooled over the
     points; the points without any result; the asymmetry."""
     bowl = pooled_asymmetry([width_asymmetry(t.x, t.seed, t.loss, t.ok, halfwidth, th) for t in points.values()])
@@ -267,39 +232,36 @@ def best_losses(points: Mapping[str, PointTrials], step: float, log2: bool, th: 
     setup's pooled asymmetry; the lowest mean loss until a bowl can be fitted): the live sweep table's."""
     labels = list(points)
     optima, _, _ = setup_optima(dict(enumerate(points.values())), step, fit_halfwidth(step, log2, th), th)
-    return {labels[o.width]: o.best_loss for o in optima}
+    return {labels[o.point]: o.best_loss for o in optima}
 
 
 def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds = Thresholds(),
-                  axis: str = "width") -> dict[str, Any]:
-    """One setup's summary entry: optimum per width (pooled intervals), drift, verdict, added points. With
-    ``axis='depth'`` (or ``'steps'``) the ``width`` column holds depths (horizons) and the entry's keys say so."""
+                  axis: str = "width") -> AxisFit:
+    """One setup's fit along ``axis`` from its tidy rows (``point``: the axis value, ``seed, x, loss, status``):
+    the optimum per point (intervals pooled over the points), the line, the verdict, the searched values past the
+    spec's range."""
     halfwidth = fit_halfwidth(settings.step, settings.log2, th)
-    parts = {int(width): part for width, part in rows.groupby("width")}
-    optima, missing, bowl = setup_optima({w: PointTrials.of(part) for w, part in parts.items()}, settings.step,
+    parts = {point_value(point): part for point, part in rows.groupby("point")}
+    optima, missing, bowl = setup_optima({p: PointTrials.of(part) for p, part in parts.items()}, settings.step,
                                          halfwidth, th)
-    entries: dict[str, dict[str, Any]] = {}
-    for width in missing:
-        status = parts[width]["status"]
-        flag = "all_diverged" if (status == "diverged").all() else "all_failed"
-        entries[str(width)] = {"log2_lr_star": None, "ci": None, "flags": [flag], "censored": None}
-    for opt in optima:
-        entries[str(opt.width)] = opt.as_dict()
-    for width, part in parts.items():
-        entries[str(width)]["added"] = sorted(float(x) for x in part["x"].unique()
-                                              if x < settings.low - 1e-9 or x > settings.high + 1e-9)
+    found = {opt.point: opt for opt in optima}
     fit = drift(optima, th, missing, axis)
     fit.asymmetry, fit.asymmetry_se_log = bowl.ratio, bowl.se_log
-    entry = {**fit.as_dict(), "widths": dict(sorted(entries.items(), key=lambda kv: int(kv[0])))}
-    named = axis_named(axis)
-    return {key.replace("widths", named.plural).replace("width", named.name): value for key, value in entry.items()}
+    for point, part in sorted(parts.items()):
+        added = sorted(float(x) for x in part["x"].unique() if x < settings.low - 1e-9 or x > settings.high + 1e-9)
+        if point in found:
+            fit.points[point] = found[point].result(added)
+        else:
+            flag = "all_diverged" if (part["status"] == "diverged").all() else "all_failed"
+            fit.points[point] = PointResult(point=point, x_star=None, ci=None, flags=[flag], added=added)
+    return fit
 
 
 def analyze(table: pd.DataFrame, settings: SearchSettings | Mapping[str, SearchSettings] = SearchSettings(),
-            th: Thresholds = Thresholds(), axis: str = "width") -> dict[str, Any]:
-    """``{setup: {slope, slope_ci, verdict, reason, widths: {width: {...}}}}`` for one searched key; each
-    setup with its own search settings when ``settings`` maps setup labels to them."""
-    out: dict[str, Any] = {}
+            th: Thresholds = Thresholds(), axis: str = "width") -> dict[str, AxisFit]:
+    """Each setup's fit along ``axis`` for one searched key (``analyze_setup``); each setup with its own search
+    settings when ``settings`` maps setup labels to them."""
+    out: dict[str, AxisFit] = {}
     for setup, rows in table.groupby("setup", sort=False):
         own = settings.get(str(setup), SearchSettings()) if isinstance(settings, Mapping) else settings
         out[str(setup)] = analyze_setup(rows, own, th, axis)

@@ -25,7 +25,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .bowl import UNMEASURED, Asymmetry, pooled_asymmetry
-from .optimum import Thresholds, WidthOptimum, fit_halfwidth, optimum_of_arrays, width_asymmetry
+from .optimum import Thresholds, Optimum, fit_halfwidth, optimum_of_arrays, width_asymmetry
 from .stats import t_quantile
 
 __all__ = ["Regret", "Fidelity", "measure_fidelity", "on_lattice"]
@@ -53,7 +53,7 @@ class Regret:
 @dataclass(frozen=True)
 class Fidelity:
     predicted: float
-    measured: Optional[WidthOptimum]
+    measured: Optional[Optimum]
     error: float
     error_ci: Optional[tuple[float, float]]
     regret: Optional[Regret]
@@ -66,7 +66,7 @@ class Fidelity:
 
     def as_dict(self) -> dict[str, Any]:
         return {"predicted_log2_lr": self.predicted,
-                "measured": self.measured.as_dict() if self.measured else None,
+                "measured": self.measured.result().to_json() if self.measured else None,
                 "error": self.error, "error_ci": list(self.error_ci) if self.error_ci else None,
                 "regret": self.regret.as_dict() if self.regret else None, "note": self.note}
 
@@ -95,7 +95,7 @@ def _loss_at(x: np.ndarray, loss: np.ndarray, at: float) -> float:
     return float(np.polyval(np.polyfit(xs[nearest], ys[nearest], 2), at))
 
 
-def _regret(measured: WidthOptimum, p: float, x: np.ndarray, seed: np.ndarray, loss: np.ndarray,
+def _regret(measured: Optimum, p: float, x: np.ndarray, seed: np.ndarray, loss: np.ndarray,
             good: np.ndarray, lattice: np.ndarray) -> Optional[Regret]:
     """Paired per-seed regret (module docstring); None when no seed trained both p and the fit window."""
     at_p = good & np.isclose(x, p, atol=1e-9)

@@ -19,13 +19,14 @@ the value when a slope is not applied (as ``analysis.prediction`` does for width
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .drift import PointTrials, SearchSettings, common_se, setup_optima
 from .optimum import CONFIDENCE, RESOLUTION, Thresholds, fit_halfwidth
+from .result import Law
 from .regression import MIN_POINTS_TO_ESTIMATE, regress
 from .stats import quantile
 
@@ -33,7 +34,7 @@ __all__ = ["fit_law", "fit_laws", "evaluate_law"]
 
 
 def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
-            th: Thresholds = Thresholds()) -> Optional[dict[str, Any]]:
+            th: Thresholds = Thresholds()) -> Optional[Law]:
     """One setup's law from its trials (columns ``seed, x, loss, status`` and one per axis name), or None when
     no axis varies or fewer measured points than coefficients remain (the points' own errors and the
     between-point scatter, not the residuals alone, give the covariance, as for the width slope from two widths)."""
@@ -46,7 +47,7 @@ def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
     used = [o for o in optima if o.measured]
     if not used:
         return None
-    logs = np.array([coordinates[o.width] for o in used])
+    logs = np.array([coordinates[o.point] for o in used])
     varying = [i for i, _ in enumerate(axes) if np.ptp(logs[:, i]) > 0]
     names = [axes[i] for i in varying]
     if not names or len(used) < len(names) + 1:
@@ -60,43 +61,41 @@ def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
     coefficients, covariance = fit.coefficients, fit.covariance
     dof = None if fit.dof is None else max(1, int(fit.dof))
     q = quantile(0.975, dof)
-    law: dict[str, Any] = {
-        "axes": names, "coefficients": {"intercept": float(coefficients[0]),
+    slope_ci = {n: (float(coefficients[k] - q * math.sqrt(covariance[k, k])),
+                    float(coefficients[k] + q * math.sqrt(covariance[k, k]))) for k, n in enumerate(names, start=1)}
+    law = Law(axes=names, coefficients={"intercept": float(coefficients[0]),
                                         **{n: float(c) for n, c in zip(names, coefficients[1:])}},
-        "covariance": covariance.tolist(), "dof": dof, "ci_kind": kind, "points_used": len(used),
-        "centre": {n: float(np.sum(fit.weights * logs[:, i]) / np.sum(fit.weights)) for n, i in zip(names, varying)},
-        "slope_ci": {n: [float(coefficients[k] - q * math.sqrt(covariance[k, k])),
-                         float(coefficients[k] + q * math.sqrt(covariance[k, k]))]
-                     for k, n in enumerate(names, start=1)},
-        "lack_of_fit": fit.lack_of_fit, "fails_lack_of_fit": fit.fails, "between_sd": fit.between_sd,
-        "between_source": fit.between_source, "lack_of_fit_line": fit.lack_of_fit_line(), "asymmetry": bowl.ratio}
+              covariance=covariance.tolist(), dof=dof, ci_kind=kind, points_used=len(used),
+              centre={n: float(np.sum(fit.weights * logs[:, i]) / np.sum(fit.weights)) for n, i in zip(names, varying)},
+              slope_ci=slope_ci, lack_of_fit=fit.lack_of_fit, fails_lack_of_fit=fit.fails, between_sd=fit.between_sd,
+              between_source=fit.between_source, lack_of_fit_line=fit.lack_of_fit_line(), asymmetry=bowl.ratio)
     horizon = next((name for name in ("tokens", "steps") if name in names), None)
     if horizon is not None:
-        lo, hi = law["slope_ci"][horizon]
-        law["beta"], law["beta_ci"] = -law["coefficients"][horizon], [-hi, -lo]
+        lo, hi = slope_ci[horizon]
+        law.beta, law.beta_ci = -law.coefficients[horizon], (-hi, -lo)
     return law
 
 
 def fit_laws(table: pd.DataFrame, axes: Sequence[str], settings: Mapping[str, SearchSettings],
-             th: Thresholds = Thresholds()) -> dict[str, Optional[dict[str, Any]]]:
+             th: Thresholds = Thresholds()) -> dict[str, Optional[Law]]:
     """``{setup: law}`` for one searched key's tidy table (``setup``, the axis columns, ``seed, x, loss, status``)."""
     return {str(setup): fit_law(rows, axes, settings.get(str(setup), SearchSettings()), th)
             for setup, rows in table.groupby("setup", sort=False)}
 
 
-def evaluate_law(law: Mapping[str, Any], target: Mapping[str, float],
+def evaluate_law(law: Law, target: Mapping[str, float],
                  applied: Sequence[str]) -> tuple[float, tuple[float, float]]:
     """(log2 η*, its 95 % range) at ``target`` ({axis: value}); the slopes of ``applied`` axes move η*, the
     others are read at the swept points' centre. The range is the whole law's at the target (its covariance and
     the target's own scatter about the law), stretched to reach the value when a slope is not applied."""
-    names = list(law["axes"])
-    coefficients = law["coefficients"]
+    names = list(law.axes)
+    coefficients = law.coefficients
     value = line = coefficients["intercept"]
     for name in names:
-        at = math.log2(target[name]) if name in applied else law["centre"][name]
+        at = math.log2(target[name]) if name in applied else law.centre[name]
         value += coefficients[name] * at
         line += coefficients[name] * math.log2(target[name])
     g = np.array([1.0] + [math.log2(target[name]) for name in names])
-    spread = float(g @ np.array(law["covariance"]) @ g) + float(law.get("between_sd") or 0.0) ** 2
-    half = quantile(0.975, law.get("dof")) * math.sqrt(max(spread, 0.0))
+    spread = float(g @ np.array(law.covariance) @ g) + float(law.between_sd or 0.0) ** 2
+    half = quantile(0.975, law.dof) * math.sqrt(max(spread, 0.0))
     return value, (min(line - half, value), max(line + half, value))

@@ -32,16 +32,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..defaults import BATCH_TOLERANCE
+from .result import PointResult
 from .bowl import ASYMMETRY_BOUNDS, SYMMETRIC, Asymmetry, asymmetry, vertex
 from .stats import Z95, t_quantile
 
-__all__ = ["Thresholds", "WidthOptimum", "optimum", "optimum_of_arrays", "fit_halfwidth", "local_optimum",
+__all__ = ["Thresholds", "Optimum", "optimum", "optimum_of_arrays", "fit_halfwidth", "local_optimum",
            "fit_window", "window_of", "grid_seeds", "width_asymmetry", "Z95", "CONFIDENCE", "RESOLUTION", "MIN_SE"]
 
 CONFIDENCE = "confidence"
@@ -64,8 +65,10 @@ class Thresholds:
 
 
 @dataclass
-class WidthOptimum:
-    width: int
+class Optimum:
+    """The optimum of one searched key at one point of the swept axes (``point``: the caller's label for it)."""
+
+    point: float
     x_star: float
     ci: tuple[float, float]
     best_loss: float
@@ -90,13 +93,15 @@ class WidthOptimum:
     """The fitted bowl's a (``analysis.bowl.Vertex``) where x* is its vertex; None where no bowl was fitted."""
     asymmetry: float = 1.0
     """The bowl's r the vertex was fitted at."""
+    grid_seeds: list[int] = field(default_factory=list)
+    """The seeds that trained the grid (``grid_seeds``): the curve the figures draw and censoring is judged on."""
 
     @property
     def measured(self) -> bool:
         """A point of the drift fit: not censored at a grid edge."""
         return self.censored is None
 
-    def with_se(self, se: float, dof: int) -> "WidthOptimum":
+    def with_se(self, se: float, dof: int) -> "Optimum":
         """The same optimum with a pooled standard error (confidence intervals only)."""
         lo, hi = _confidence(self.x_star, se, dof, self.shape_se)
         if "low" in self.seed_censored:
@@ -105,14 +110,17 @@ class WidthOptimum:
             hi = max(hi, max(self.window) + self.reach)
         if self.diverged_above is not None:
             hi = min(hi, max(self.diverged_above, self.x_star))
-        return WidthOptimum(**{**self.__dict__, "se": se, "dof": dof, "ci": (lo, hi)})
+        return Optimum(**{**self.__dict__, "se": se, "dof": dof, "ci": (lo, hi)})
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"log2_lr_star": self.x_star, "ci": list(self.ci), "se": self.se, "dof": self.dof,
-                "ci_kind": self.ci_kind, "best_loss": self.best_loss, "flags": self.flags, "censored": self.censored,
-                "diverged_above": self.diverged_above, "seed_vertices": self.seed_vertices, "window": self.window,
-                "shape_se": self.shape_se, "seed_censored": self.seed_censored,
-                "seed_best_losses": self.seed_best_losses, "curvature": self.curvature, "asymmetry": self.asymmetry}
+    def result(self, added: Sequence[float] = ()) -> PointResult:
+        """The optimum as ``summary.json`` records it; ``added``: the searched values past the spec's range."""
+        return PointResult(point=self.point, x_star=self.x_star, ci=self.ci, se=self.se, dof=self.dof,
+                           ci_kind=self.ci_kind, best_loss=self.best_loss, flags=list(self.flags),
+                           censored=self.censored, diverged_above=self.diverged_above,
+                           seed_vertices=list(self.seed_vertices), window=list(self.window), shape_se=self.shape_se,
+                           seed_censored=list(self.seed_censored), seed_best_losses=list(self.seed_best_losses),
+                           curvature=self.curvature, asymmetry=self.asymmetry, grid_seeds=list(self.grid_seeds),
+                           added=list(added))
 
 
 @dataclass(frozen=True)
@@ -242,10 +250,10 @@ def _shape_se(xs: np.ndarray, ys: np.ndarray, bowl: Asymmetry, reach: float) -> 
     return abs(hi - lo) / 2
 
 
-def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndarray, ok: np.ndarray,
+def optimum_of_arrays(point: float, x: np.ndarray, seed: np.ndarray, loss: np.ndarray, ok: np.ndarray,
                       diverged: np.ndarray, step: float, halfwidth: float,
                       th: Thresholds = Thresholds(), grid: Optional[Sequence[int]] = None,
-                      bowl: Asymmetry = SYMMETRIC) -> Optional[WidthOptimum]:
+                      bowl: Asymmetry = SYMMETRIC) -> Optional[Optimum]:
     """The optimum at one width from parallel arrays (the fast path the coverage simulations use).
 
     Every seed's mean loss at each point places the fit window (where the noise probes trained, their losses
@@ -263,7 +271,8 @@ def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndar
     tried = np.unique(x)
     div_above = float(x[diverged].min()) if diverged.any() else None
     x, seed, loss = x[good], seed[good], loss[good]
-    on_grid = np.isin(seed, grid_seeds(x, seed, halfwidth) if grid is None else np.asarray(grid))
+    grid_set = grid_seeds(x, seed, halfwidth) if grid is None else np.asarray(grid)
+    on_grid = np.isin(seed, grid_set)
     if not on_grid.any():
         return None
     xs, ys = _mean_curve(x, loss)
@@ -312,11 +321,12 @@ def optimum_of_arrays(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndar
     lo, hi = (min(lo, bounds["low"]) if "low" in sides else lo), (max(hi, bounds["high"]) if "high" in sides else hi)
     lo, hi = (-math.inf if censored == "low" else lo), (math.inf if censored == "high" else hi)
     hi = min(hi, div_above) if div_above is not None else hi
-    return WidthOptimum(width=width, x_star=x_star, ci=(min(lo, x_star), max(hi, x_star)), best_loss=best_loss,
-                        se=se, dof=dof, ci_kind=kind, flags=flags, diverged_above=div_above, censored=censored,
-                        seed_vertices=[float(v) for v in vertices], window=[float(v) for v in window_x],
-                        shape_se=shape_se, seed_censored=sides, reach=reach, vertex_seeds=vertex_seeds,
-                        seed_best_losses=[v.level for v in seeds_fit], curvature=curvature, asymmetry=bowl.ratio)
+    return Optimum(point=point, x_star=x_star, ci=(min(lo, x_star), max(hi, x_star)), best_loss=best_loss,
+                   se=se, dof=dof, ci_kind=kind, flags=flags, diverged_above=div_above, censored=censored,
+                   seed_vertices=[float(v) for v in vertices], window=[float(v) for v in window_x],
+                   shape_se=shape_se, seed_censored=sides, reach=reach, vertex_seeds=vertex_seeds,
+                   seed_best_losses=[v.level for v in seeds_fit], curvature=curvature, asymmetry=bowl.ratio,
+                   grid_seeds=sorted(int(s) for s in np.unique(seed[on_grid])))
 
 
 def _confidence(x_star: float, se: float, dof: int, shape_se: float) -> tuple[float, float]:
@@ -325,12 +335,12 @@ def _confidence(x_star: float, se: float, dof: int, shape_se: float) -> tuple[fl
     return x_star - half, x_star + half
 
 
-def optimum(table: pd.DataFrame, width: int, step: float, th: Thresholds = Thresholds(),
-            halfwidth: Optional[float] = None) -> Optional[WidthOptimum]:
+def optimum(table: pd.DataFrame, point: float, step: float, th: Thresholds = Thresholds(),
+            halfwidth: Optional[float] = None) -> Optional[Optimum]:
     """The optimum at one width from rows of one setup (columns seed, x, loss, status); ``halfwidth`` is the
     fit window's half-width (default: ``step``)."""
     status = table["status"].to_numpy()
-    return optimum_of_arrays(width, table["x"].to_numpy(float), table["seed"].to_numpy(), table["loss"].to_numpy(float),
+    return optimum_of_arrays(point, table["x"].to_numpy(float), table["seed"].to_numpy(), table["loss"].to_numpy(float),
                              status == "ok", status == "diverged", step, step if halfwidth is None else halfwidth, th)
 
 

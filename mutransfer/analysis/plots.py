@@ -1,26 +1,39 @@
-"""Figures from tidy tables only (trials.csv, curves.csv and the summary computed from them). No torch."""
+"""Figures from tidy tables only (one key's rows along one axis, curves.csv) and the results computed from them
+(``analysis.result``). No torch."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..files import atomic_path
-from ..schema import LR_COLUMN, LR_KEY, axis_named
+from ..schema import LR_COLUMN, LR_KEY
+from ..table.decay import DECAY_SYMBOLS
 from .bowl import Vertex, bowl_loss
 from .colors import ordered_colors, readable
-from .summary import axis_entry
+from .result import AxisFit, PointResult, SetupResult, point_key, point_value
 
-__all__ = ["transfer_figure", "drift_figure", "curves_figure", "save", "mark_partial", "fitted_bowl", "BOWL_OCTAVES",
+__all__ = ["Run", "key_label", "KEY_WORDS", "transfer_figure", "drift_figure", "curves_figure", "save", "mark_partial", "fitted_bowl", "BOWL_OCTAVES",
            "FITTED_BOWL"]
 
 
+KEY_WORDS = {"optimizer.weight_decay": "weight decay λ",
+             "optimizer.weight_decay_timescale": "weight-decay timescale τ"}
+"""How figures name a searched key besides the learning rate."""
 PANELS_PER_ROW = 3
 """A figure with more panels than this wraps them into rows."""
+
+
+def key_label(key: str) -> tuple[str, str]:
+    """(symbol, quantity) naming a searched key on a figure: ``("τ", "weight-decay timescale τ")``; the learning
+    rate's ``("LR", "base learning rate η")``."""
+    if key == LR_KEY:
+        return "LR", "base learning rate η"
+    return DECAY_SYMBOLS.get(key, key.rsplit(".", 1)[-1]), KEY_WORDS.get(key, key)
 
 
 def _pyplot() -> Any:
@@ -32,20 +45,26 @@ def _pyplot() -> Any:
     return plt
 
 
-def _colors(widths: Sequence[int]) -> dict[int, Any]:
-    """One colour per width (depth, horizon), dark to light along viridis, each readable on white."""
-    ordered = sorted(widths)
+def _colors(points: Sequence[Any]) -> dict[Any, Any]:
+    """One colour per point of an axis (width, depth, horizon …), dark to light along viridis, each readable on
+    white."""
+    ordered = sorted(points)
     return dict(zip(ordered, ordered_colors(len(ordered))))
 
 
-def _grid_of_panels(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], sharex: bool = True
+Run = tuple[str, pd.DataFrame, Mapping[str, SetupResult]]
+"""A run as a figure reads it: its name, one key's tidy rows along one axis (``summary.axis_table``: setup,
+point, seed, x, loss, status) and the key's setups' results."""
+
+
+def _grid_of_panels(runs: Sequence[tuple[str, pd.DataFrame, Any]], sharex: bool = True
                     ) -> tuple[Any, list[tuple[Any, str, str, int]]]:
     """The figure and its panels: one row per run and one column per setup (x shared down a column: one setup's
     searched range; y along a row: one run's losses) when there are several runs; one run's setups wrapped
     ``PANELS_PER_ROW`` to a row, all sharing y.
     Returns (figure, [(axes, run, setup, run index)])."""
     plt = _pyplot()
-    setups = list(dict.fromkeys(s for _, trials, _ in runs for s in trials[trials["search_key"] == LR_KEY]["setup"]))
+    setups = list(dict.fromkeys(s for _, rows, _ in runs for s in rows["setup"]))
     count = max(1, len(setups))
     if len(runs) > 1:
         rows_of, per_row = len(runs), count
@@ -58,8 +77,8 @@ def _grid_of_panels(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], sh
                              layout="constrained")
     flat = list(grid.reshape(-1))
     placed = []
-    for r, (run, trials, _) in enumerate(runs):
-        own = set(trials[trials["search_key"] == LR_KEY]["setup"])
+    for r, (run, rows, _) in enumerate(runs):
+        own = set(rows["setup"])
         for c, setup in enumerate(setups):
             ax = grid[r][c] if len(runs) > 1 else flat[c]
             if setup in own:
@@ -92,24 +111,24 @@ def _label_rows(placed: Sequence[tuple[Any, str, str, int]], ylabel: str) -> Non
             ax.tick_params(axis="y", labelleft=True)
 
 
-def _bowl_range(panels: Sequence[tuple[pd.DataFrame, dict[str, Any]]], axis: str) -> tuple[float, float]:
+def _bowl_range(panels: Sequence[tuple[pd.DataFrame, Optional[AxisFit]]]) -> tuple[float, float]:
     """(bottom, top) of the loss axis: every curve's lowest point and best loss, up to the highest loss any curve
-    reaches within ``BOWL_OCTAVES`` of its LR* (of its lowest point where no LR* was estimated), padded."""
+    reaches within ``BOWL_OCTAVES`` of its x* (of its lowest point where no x* was estimated), padded."""
     lows, highs = [], []
-    plural = axis_named(axis).plural
-    for rows, info in panels:
-        for width, part in rows.groupby("width"):
+    for rows, fit in panels:
+        for point, part in rows.groupby("point"):
             ok = part[part["status"] == "ok"]
             if ok.empty:
                 continue
-            line = _grid_curve(part)
-            opt = info.get(plural, {}).get(str(int(width))) or {}
-            centre = opt.get("log2_lr_star")
+            opt = _point(fit, point)
+            line = _grid_curve(part, opt)
+            centre = opt.x_star if opt is not None else None
             if centre is None or not np.isfinite(centre):
-                centre = float(line.loc[line["val_loss"].idxmin(), LR_COLUMN])
-            near = ok[(ok[LR_COLUMN] - centre).abs() <= BOWL_OCTAVES + 1e-9]["val_loss"]
-            lows.append(min(float(ok["val_loss"].min()), float(opt.get("best_loss") or np.inf)))
-            highs.append(float(near.max()) if len(near) else float(line["val_loss"].min()))
+                centre = float(line.loc[line["loss"].idxmin(), "x"])
+            near = ok[(ok["x"] - centre).abs() <= BOWL_OCTAVES + 1e-9]["loss"]
+            best = opt.best_loss if opt is not None and opt.best_loss is not None else np.inf
+            lows.append(min(float(ok["loss"].min()), float(best)))
+            highs.append(float(near.max()) if len(near) else float(line["loss"].min()))
     if not lows:
         return 0.0, 1.0
     low, high = min(lows), max(highs)
@@ -117,58 +136,67 @@ def _bowl_range(panels: Sequence[tuple[pd.DataFrame, dict[str, Any]]], axis: str
     return low - pad, high + pad
 
 
-def _title(name: str, info: dict[str, Any], axis: str, symbol: str = "LR") -> str:
+def _point(fit: Optional[AxisFit], point: Any) -> Optional[PointResult]:
+    """The result at ``point`` (a value of the tidy table's ``point`` column), None where there is none."""
+    return fit.points.get(point_value(point)) if fit is not None else None
+
+
+def _title(name: str, fit: Optional[AxisFit], axis: str, symbol: str = "LR") -> str:
     """A panel's title: the setup, its verdict, and the slope with its 95 % interval."""
-    verdict, slope = info.get("verdict", ""), info.get("slope")
-    if slope is None:
+    verdict = fit.verdict if fit is not None else ""
+    if fit is None or fit.slope is None:
         return f"{name}: {verdict}" if verdict else name
-    lo, hi = info.get("slope_ci") or (math.nan, math.nan)
-    return f"{name}: {verdict}\n{symbol}* slope {slope:+.2f} [{lo:+.2f}, {hi:+.2f}] octaves per {axis} doubling"
+    lo, hi = fit.slope_ci or (math.nan, math.nan)
+    return f"{name}: {verdict}\n{symbol}* slope {fit.slope:+.2f} [{lo:+.2f}, {hi:+.2f}] octaves per {axis} doubling"
 
 
-def transfer_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axis: str = "width",
-                    symbol: str = "LR", quantity: str = "base learning rate η", log2: bool = True) -> Any:
-    """Loss vs log2(LR), one line per width (the seeds that trained the grid), the seeds' spread shaded where
-    several trained a point (the noise probes), one panel per setup (a row per run), each run's loss axis set by
-    its bowls (``_bowl_range``). LR* is marked at the vertex of its fitted bowl (drawn thin through the fit
-    window's points) at the best loss, its 95 % interval a horizontal bar; an
-    optimum at the grid's edge is ◀ / ▶ at that edge; a diverged learning rate is × at the top edge where no seed
-    trained it to a finite loss. With ``axis='depth'`` (or ``'steps'``) the tables' ``width`` column holds the
-    depths (horizons), and each setup's ``axes.depth`` entry gives the optima. Another searched key (``symbol``,
-    ``quantity``; its tables through ``key_view``) draws the same way, and a point whose entry has ``off_loss``
-    (weight decay off) gets it as a dashed line."""
+def _judged(setups: Mapping[str, SetupResult], setup: str, axis: str) -> Optional[AxisFit]:
+    """A setup's fit along ``axis`` as a reader is shown it (``SetupResult.judged``), None where it has none."""
+    result = setups.get(setup)
+    return result.judged(axis) if result is not None and axis in result.axes else None
+
+
+def transfer_figure(runs: Sequence[Run], axis: str = "width", symbol: str = "LR",
+                    quantity: str = "base learning rate η", log2: bool = True) -> Any:
+    """Loss vs the searched value x, one line per point of ``axis`` (the seeds that trained the grid), the seeds'
+    spread shaded where several trained a point (the noise probes), one panel per setup (a row per run), each run's
+    loss axis set by its bowls (``_bowl_range``). x* is marked at the vertex of its fitted bowl (drawn thin through
+    the fit window's points) at the best loss, its 95 % interval a horizontal bar; an optimum at the grid's edge is
+    ◀ / ▶ at that edge; a diverged value is × at the top edge where no seed trained it to a finite loss. A point
+    whose result has a decay effect gets decay off's loss as a dashed line. ``symbol`` and ``quantity`` name the
+    searched key (η for the learning rate)."""
     fig, placed = _grid_of_panels(runs)
-    summaries = {run: summary for run, _, summary in runs}
-    tables = {run: trials for run, trials, _ in runs}
-    parts = [(tables[run][(tables[run]["search_key"] == LR_KEY) & (tables[run]["setup"] == setup)],
-              axis_entry(summaries[run].get("setups", {}).get(setup, {}), axis)) for _, run, setup, _ in placed]
-    ranges = {index: _bowl_range([part for (*_, i), part in zip(placed, parts) if i == index], axis)
+    summaries = {run: setups for run, _, setups in runs}
+    tables = {run: rows for run, rows, _ in runs}
+    parts = [(tables[run][tables[run]["setup"] == setup], _judged(summaries[run], setup, axis))
+             for _, run, setup, _ in placed]
+    ranges = {index: _bowl_range([part for (*_, i), part in zip(placed, parts) if i == index])
               for index in {i for *_, i in placed}}
-    plural = axis_named(axis).plural
-    for (ax, run, setup, index), (rows, info) in zip(placed, parts):
+    for (ax, run, setup, index), (rows, fit) in zip(placed, parts):
         bottom, top = ranges[index]
-        colors = _colors(rows["width"].unique())
-        for width, part in rows.groupby("width"):
-            color = colors[int(width)]
-            line = _grid_curve(part)
-            ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=3.5, lw=1.5, label=f"{axis} {width}")
+        colors = _colors(rows["point"].unique())
+        for point, part in rows.groupby("point"):
+            color = colors[point]
+            opt = _point(fit, point)
+            line = _grid_curve(part, opt)
+            ax.plot(line["x"], line["loss"], "-o", color=color, ms=3.5, lw=1.5,
+                    label=f"{axis} {point_key(point_value(point))}")
             _spread(ax, part, color)
-            above = line[line["val_loss"] > top][LR_COLUMN].tolist()
-            finite = set(np.round(part[part["status"] == "ok"][LR_COLUMN], 9))
-            div = [x for x in part[part["status"] == "diverged"][LR_COLUMN].unique() if round(x, 9) not in finite]
+            above = line[line["loss"] > top]["x"].tolist()
+            finite = set(np.round(part[part["status"] == "ok"]["x"], 9))
+            div = [x for x in part[part["status"] == "diverged"]["x"].unique() if round(x, 9) not in finite]
             _at_top(ax, above, top, "^", color)
             _at_top(ax, div, top, "x", color)
-            opt = info.get(plural, {}).get(str(int(width)))
-            if opt and opt.get("log2_lr_star") is not None:
+            if opt is not None and opt.x_star is not None:
                 fitted_bowl(ax, opt, color)
                 _optimum_marker(ax, opt, part, line, color)
-            if opt and opt.get("off_loss") is not None:
-                ax.axhline(opt["off_loss"], ls="--", lw=0.9, color=color)
+            if opt is not None and opt.decay is not None and opt.decay.off_loss is not None:
+                ax.axhline(opt.decay.off_loss, ls="--", lw=0.9, color=color)
         ax.set_ylim(bottom, top)
         name = setup if len(runs) == 1 else f"{run}: {setup}"
-        _label(ax, _title(name, info, axis, symbol), f"log2({quantity})" if log2 else quantity, title_size=10)
+        _label(ax, _title(name, fit, axis, symbol), f"log2({quantity})" if log2 else quantity, title_size=10)
     _label_rows(placed, "validation loss (nats/token)")
-    off = "\n- - - loss with weight decay off, per width" if symbol != "LR" else ""
+    off = f"\n- - - loss with weight decay off, per {axis}" if symbol != "LR" else ""
     fig.suptitle(f"Loss vs {quantity} per {axis}\n◆ {symbol}* at the vertex of its fitted bowl (thin line) with its "
                  f"95 % interval · ◀ ▶ optimum "
                  f"at the grid's edge\n▲ loss above the range shown · × diverged{off}", fontsize=10)
@@ -186,30 +214,29 @@ def _spread(ax: Any, part: pd.DataFrame, color: Any) -> None:
     """The seeds' spread, shaded, where several seeds trained a point."""
     ok = part[part["status"] == "ok"]
     if ok["seed"].nunique() > 1:
-        spread = ok.groupby(LR_COLUMN)["val_loss"].agg(["min", "max", "count"]).reset_index()
+        spread = ok.groupby("x")["loss"].agg(["min", "max", "count"]).reset_index()
         spread = spread[spread["count"] > 1]
-        ax.fill_between(spread[LR_COLUMN], spread["min"], spread["max"], color=color, alpha=0.25, lw=0)
+        ax.fill_between(spread["x"], spread["min"], spread["max"], color=color, alpha=0.25, lw=0)
 
 
-def _interval_bars(opt: dict[str, Any]) -> tuple[float, float]:
-    """The distances from LR* to its interval's ends (0 on a censored, open side)."""
-    lo, hi = opt["ci"] if opt.get("ci") else (None, None)
-    x = opt["log2_lr_star"]
-    below = x - lo if lo is not None and np.isfinite(lo) else 0.0
-    above = hi - x if hi is not None and np.isfinite(hi) else 0.0
+def _interval_bars(opt: PointResult) -> tuple[float, float]:
+    """The distances from x* to its interval's ends (0 on a censored, open side)."""
+    assert opt.x_star is not None
+    lo, hi = opt.ci if opt.ci is not None else (math.nan, math.nan)
+    below = opt.x_star - lo if np.isfinite(lo) else 0.0
+    above = hi - opt.x_star if np.isfinite(hi) else 0.0
     return below, above
 
 
-def fitted_bowl(ax: Any, opt: dict[str, Any], color: Any) -> None:
+def fitted_bowl(ax: Any, opt: PointResult, color: Any) -> None:
     """The two-sided parabola the optimum was fitted as (``analysis.bowl``), thin, across its fit window and its
     vertex: the curve the optimum's marker sits on. Nothing where no bowl was fitted (a flat curve, an optimum at
     the grid's edge, a summary written before the bowl was recorded)."""
-    curvature, window = opt.get("curvature"), opt.get("window") or []
-    if curvature is None or not window or opt.get("best_loss") is None:
+    if opt.curvature is None or not opt.window or opt.best_loss is None or opt.x_star is None:
         return
-    x_star = float(opt["log2_lr_star"])
-    xs = np.union1d(np.linspace(min(min(window), x_star), max(max(window), x_star), 61), [x_star])
-    ys = bowl_loss(xs, Vertex(x_star, None, float(opt["best_loss"]), float(curvature)), float(opt.get("asymmetry", 1.0)))
+    x_star = float(opt.x_star)
+    xs = np.union1d(np.linspace(min(min(opt.window), x_star), max(max(opt.window), x_star), 61), [x_star])
+    ys = bowl_loss(xs, Vertex(x_star, None, float(opt.best_loss), float(opt.curvature)), float(opt.asymmetry))
     ax.plot(xs, ys, "-", color=color, lw=0.9, alpha=0.85, gid=FITTED_BOWL, label="_fitted bowl", zorder=3)
 
 
@@ -218,26 +245,24 @@ def mark_partial(fig: Any, line: str) -> None:
     fig.text(0.01, 0.995, line, color="#b00020", va="top", fontsize=9)
 
 
-def _optimum_marker(ax: Any, opt: dict[str, Any], part: pd.DataFrame, line: pd.DataFrame, color: Any) -> None:
-    """◆ at (LR*, best loss) with its interval as a horizontal bar; for an optimum censored at the grid's edge,
+def _optimum_marker(ax: Any, opt: PointResult, part: pd.DataFrame, line: pd.DataFrame, color: Any) -> None:
+    """◆ at (x*, best loss) with its interval as a horizontal bar; for an optimum censored at the grid's edge,
     ◀ or ▶ on the curve's point at that edge."""
-    edge = opt.get("censored")
-    if edge in ("low", "high"):
-        x = float(part[LR_COLUMN].min() if edge == "low" else part[LR_COLUMN].max())
-        at = line[np.isclose(line[LR_COLUMN], x)]
-        y = float(at["val_loss"].iloc[0]) if len(at) else float(opt["best_loss"])
-        ax.plot([x], [y], "<" if edge == "low" else ">", color=color, ms=9, mec="black", mew=0.6, zorder=4)
+    if opt.censored in ("low", "high"):
+        x = float(part["x"].min() if opt.censored == "low" else part["x"].max())
+        at = line[np.isclose(line["x"], x)]
+        y = float(at["loss"].iloc[0]) if len(at) else float(opt.best_loss or math.nan)
+        ax.plot([x], [y], "<" if opt.censored == "low" else ">", color=color, ms=9, mec="black", mew=0.6, zorder=4)
         return
     below, above = _interval_bars(opt)
-    ax.errorbar([opt["log2_lr_star"]], [opt["best_loss"]], xerr=[[below], [above]], fmt="D", color=color, ms=6,
+    ax.errorbar([opt.x_star], [opt.best_loss], xerr=[[below], [above]], fmt="D", color=color, ms=6,
                 mec="black", mew=0.6, capsize=3, lw=1.4, zorder=4)
 
 
-def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axes: Sequence[str] = ("width",),
+def drift_figure(runs: Sequence[tuple[str, Mapping[str, SetupResult]]], axes: Sequence[str] = ("width",),
                  symbol: str = "LR", quantity: str = "base learning rate η", log2: bool = True) -> Any:
-    """log2(LR*) vs log2(width) with intervals and the fitted line, one series per setup; one panel per axis
-    in ``axes`` (a setup's depth and steps entries are its summary's ``axes.depth`` and ``axes.steps``); another
-    searched key as ``transfer_figure`` draws one."""
+    """x* vs log2 of each axis's value with intervals and the fitted line, one series per setup (``runs``: each
+    run's name and one key's setups); one panel per axis in ``axes``; ``symbol`` and ``quantity`` name the key."""
     plt = _pyplot()
     fig, panels = plt.subplots(1, len(axes), figsize=(10.5 * len(axes), 4.6), layout="constrained", squeeze=False)
     for ax, axis in zip(panels[0], axes):
@@ -245,41 +270,39 @@ def drift_figure(runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axes:
     return fig
 
 
-def _drift_panel(ax: Any, runs: Sequence[tuple[str, pd.DataFrame, dict[str, Any]]], axis: str, symbol: str,
+def _drift_panel(ax: Any, runs: Sequence[tuple[str, Mapping[str, SetupResult]]], axis: str, symbol: str,
                  ylabel: str) -> None:
-    plural = axis_named(axis).plural
     cmap = _pyplot().get_cmap("tab10")
     index = 0
-    for run, _, summary in runs:
-        for setup, whole in summary.get("setups", {}).items():
-            info = axis_entry(whole, axis)
-            points = info.get(plural, {})
-            widths = sorted(int(w) for w, o in points.items() if o.get("log2_lr_star") is not None)
-            if not widths:
+    for run, setups in runs:
+        for setup in setups:
+            fit = _judged(setups, setup, axis)
+            estimated = fit.estimated() if fit is not None else {}
+            if fit is None or not estimated:
                 continue
+            points = sorted(estimated)
             label = setup if len(runs) == 1 else f"{run}: {setup}"
             color = readable(cmap(index % 10))
             index += 1
-            slope = info.get("slope")
-            if slope is not None:
-                lo, hi = info["slope_ci"]
-                label += f" (slope {slope:+.2f} [{lo:+.2f}, {hi:+.2f}], {info['verdict']})"
+            if fit.slope is not None and fit.intercept is not None:
+                lo, hi = fit.slope_ci or (math.nan, math.nan)
+                label += f" (slope {fit.slope:+.2f} [{lo:+.2f}, {hi:+.2f}], {fit.verdict})"
                 if axis == "steps" and symbol == "LR":
-                    label += f", β = {-slope:.2f}"
-                x = np.log2(widths)
-                ax.plot(x, info["intercept"] + slope * x, "--", color=color, lw=1)
+                    label += f", β = {-fit.slope:.2f}"
+                x = np.log2(points)
+                ax.plot(x, fit.intercept + fit.slope * x, "--", color=color, lw=1)
             else:
-                label += f" ({info.get('verdict', 'inconclusive')})"
-            for i, width in enumerate(widths):
-                opt = points[str(width)]
+                label += f" ({fit.verdict or 'inconclusive'})"
+            for i, point in enumerate(points):
+                opt = estimated[point]
                 below, above = _interval_bars(opt)
-                marker = {"low": "v", "high": "^"}.get(opt.get("censored") or "", "o")
-                ax.errorbar([np.log2(width)], [opt["log2_lr_star"]], yerr=[[below], [above]], fmt=marker, color=color,
+                marker = {"low": "v", "high": "^"}.get(opt.censored or "", "o")
+                ax.errorbar([np.log2(point)], [opt.x_star], yerr=[[below], [above]], fmt=marker, color=color,
                             capsize=3, label=label if i == 0 else None)
-    all_widths = sorted({int(w) for _, _, summary in runs for info in summary.get("setups", {}).values()
-                         for w in axis_entry(info, axis).get(plural, {})})
-    if all_widths:
-        ax.set_xticks(np.log2(all_widths), [str(w) for w in all_widths])
+    every = sorted({p for _, setups in runs for result in setups.values() if axis in result.axes
+                    for p in result.axes[axis].points})
+    if every:
+        ax.set_xticks(np.log2(every), [point_key(p) for p in every])
     _label(ax, f"{symbol}* vs {axis}  (▼ ▲ past the grid's edge)", f"{axis} (log2 axis)", ylabel)
 
 
@@ -298,7 +321,7 @@ def _label(ax: Any, title: str, xlabel: str, ylabel: str | None = None, title_si
 def curves_figure(runs: Sequence[tuple[str, pd.DataFrame, pd.DataFrame]]) -> Any:
     """Training loss curves of each width's lowest-loss trial, one panel per setup (a row per run, steps and loss
     shared). ``runs``: (name, trials, curves)."""
-    fig, placed = _grid_of_panels([(name, trials, {}) for name, trials, _ in runs])
+    fig, placed = _grid_of_panels([(name, trials[trials["search_key"] == LR_KEY], {}) for name, trials, _ in runs])
     tables = {name: (trials, curves) for name, trials, curves in runs}
     for ax, run, setup, _ in placed:
         trials, curves = tables[run]
@@ -317,12 +340,14 @@ def curves_figure(runs: Sequence[tuple[str, pd.DataFrame, pd.DataFrame]]) -> Any
     return fig
 
 
-def _grid_curve(rows: pd.DataFrame, x: str = LR_COLUMN, y: str = "val_loss") -> pd.DataFrame:
-    """Mean ok loss per searched value over the seeds that trained the most points (the grid seeds)."""
+def _grid_curve(rows: pd.DataFrame, opt: Optional[PointResult]) -> pd.DataFrame:
+    """One point's tidy rows as the line a figure draws: the mean ok loss per searched value over the seeds that
+    trained the grid (the analysis's ``grid_seeds``: the noise probes train the fit window only); over every seed
+    where the point has no result."""
     ok = rows[rows["status"] == "ok"]
-    points = ok.groupby("seed")[x].nunique()
-    grid = ok[ok["seed"].isin(points[points == points.max()].index)]
-    return grid.groupby(x)[y].mean().reset_index()
+    if opt is not None and opt.grid_seeds:
+        ok = ok[ok["seed"].isin(opt.grid_seeds)]
+    return ok.groupby("x")["loss"].mean().reset_index()
 
 
 def save(fig: Any, path: Path, dpi: int = 120) -> None:

@@ -25,9 +25,9 @@ import numpy as np
 
 from .law import evaluate_law
 from .stats import quantile
-from .summary import estimated_widths, measured_widths
+from .result import AxisFit, Law, SetupResult
 
-__all__ = ["Prediction", "predict", "transferred_lr", "law_prediction", "line_range", "narrowing_advice",
+__all__ = ["Prediction", "predict", "predict_setup", "carried_law", "transferred_lr", "law_prediction", "line_range", "narrowing_advice",
            "MAX_EXTRA_SEEDS"]
 
 MAX_EXTRA_SEEDS = 32
@@ -69,25 +69,27 @@ class Prediction:
         return out
 
 
-def transferred_lr(info: Mapping[str, Any], width: int, correct_drift: bool) -> float:
+def transferred_lr(info: AxisFit, width: int, correct_drift: bool) -> float:
     """log2 η* at ``width``: the fitted line at its centre (the inverse-variance mean of the measured optima; of
     the edge bounds when no optimum was measured, and ``transfer`` then warns that the setup is inconclusive), or
     the line at ``width`` with drift correction."""
-    if info.get("slope") is not None:
-        at = math.log2(width) if correct_drift else float(info["centre_log2_width"])
-        return float(info["intercept"] + info["slope"] * at)
-    widths = measured_widths(info) or estimated_widths(info)
-    weights = {w: 1.0 / max(o["se"], 1e-6) ** 2 for w, o in widths.items()}
-    return sum(widths[w]["log2_lr_star"] * weights[w] for w in widths) / sum(weights.values())
+    if info.slope is not None:
+        assert info.intercept is not None and info.centre is not None
+        at = math.log2(width) if correct_drift else float(info.centre)
+        return float(info.intercept + info.slope * at)
+    widths = info.measured() or info.estimated()
+    weights = {w: 1.0 / max(o.se or 0.0, 1e-6) ** 2 for w, o in widths.items()}
+    return sum(float(widths[w].x_star or 0.0) * weights[w] for w in widths) / sum(weights.values())
 
 
-def line_range(info: Mapping[str, Any], width: int) -> tuple[float, float]:
+def line_range(info: AxisFit, width: int) -> tuple[float, float]:
     """(the fitted line at ``width``, the 95 % half-width that holds the true optimum there)."""
-    doublings = math.log2(width) - float(info["centre_log2_width"])
-    between = float(info.get("between_sd") or 0.0)
-    half = quantile(0.975, info.get("dof")) * math.sqrt(info["se_centre"] ** 2 + doublings**2 * info["se_slope"] ** 2
-                                                        + between**2)
-    return float(info["intercept"] + info["slope"] * math.log2(width)), half
+    assert info.centre is not None and info.se_centre is not None and info.se_slope is not None
+    assert info.intercept is not None and info.slope is not None
+    doublings = math.log2(width) - float(info.centre)
+    between = float(info.between_sd or 0.0)
+    half = quantile(0.975, info.dof) * math.sqrt(info.se_centre**2 + doublings**2 * info.se_slope**2 + between**2)
+    return float(info.intercept + info.slope * math.log2(width)), half
 
 
 def _design_half(logs: Sequence[float], se: Sequence[float], between: float, common: float, target: float,
@@ -100,24 +102,24 @@ def _design_half(logs: Sequence[float], se: Sequence[float], between: float, com
     return q * math.sqrt(1.0 / float(np.sum(w)) + common**2 + (target - centre) ** 2 / sxx + between**2)
 
 
-def narrowing_advice(info: Mapping[str, Any], width: int, tolerance: float) -> str:
+def narrowing_advice(info: AxisFit, width: int, tolerance: float) -> str:
     """What would bring the range at ``width`` inside ±``tolerance``, computed from the measured noise: how many
     noise seeds per width, or which added width; or that neither can, when the between-point scatter alone
     exceeds it."""
-    if info.get("ci_kind") != "confidence":
+    if info.ci_kind != "confidence":
         return "measure seed noise (search.noise_seeds ≥ 1): with one seed the range is a resolution bound"
-    used = {int(w): o for w, o in measured_widths(info).items() if o.get("seed_vertices")}
-    between = float(info.get("between_sd") or 0.0)
-    q = quantile(0.975, info.get("dof"))
+    used = {w: o for w, o in info.measured().items() if o.seed_vertices}
+    between = float(info.between_sd or 0.0)
+    q = quantile(0.975, info.dof)
     if q * between >= tolerance:
         return (f"no sweep can: the optima's scatter about the line (σ_b {between:.2f} octave) alone gives "
                 f"±{q * between:.2f} at any width; only a measurement at width {width} narrows it")
     if len(used) < 2:
         return "sweep at least two widths whose optimum is inside the grid"
     logs = [math.log2(w) for w in used]
-    seeds = [len(o["seed_vertices"]) for o in used.values()]
-    spread = [o["se"] * math.sqrt(k) for o, k in zip(used.values(), seeds)]
-    common = math.sqrt(sum(o.get("shape_se", 0.0) ** 2 for o in used.values()) / len(used))
+    seeds = [len(o.seed_vertices) for o in used.values()]
+    spread = [float(o.se or 0.0) * math.sqrt(k) for o, k in zip(used.values(), seeds)]
+    common = math.sqrt(sum(o.shape_se**2 for o in used.values()) / len(used))
     target = math.log2(width)
     for extra in range(1, MAX_EXTRA_SEEDS + 1):
         se = [s / math.sqrt(k + extra) for s, k in zip(spread, seeds)]
@@ -134,48 +136,65 @@ def narrowing_advice(info: Mapping[str, Any], width: int, tolerance: float) -> s
             f"measurement at width {width} narrows it")
 
 
-def predict(info: Mapping[str, Any], width: int, correct_drift: bool, tolerance: float) -> Prediction:
-    """The prediction at ``width`` for one setup's summary entry."""
+def predict(info: AxisFit, width: int, correct_drift: bool, tolerance: float) -> Prediction:
+    """The prediction at ``width`` from one setup's width line."""
     log2_lr = transferred_lr(info, width, correct_drift)
-    if info.get("slope") is None or info.get("se_slope") is None or info.get("se_centre") is None:
+    if info.slope is None or info.se_slope is None or info.se_centre is None or info.centre is None:
         return Prediction(width, log2_lr, None, None, False, tolerance, math.nan,
                           "sweep at least two widths whose optimum is inside the grid: without a slope the range at "
                           "another width is unknown")
     line, half = line_range(info, width)
     lo, hi = min(line - half, log2_lr), max(line + half, log2_lr)
     reach = max(log2_lr - lo, hi - log2_lr)
-    doublings = math.log2(width) - float(info["centre_log2_width"])
+    doublings = math.log2(width) - float(info.centre)
     narrow = "" if reach <= tolerance else narrowing_advice(info, width, tolerance)
     return Prediction(width, log2_lr, (lo, hi), reach, reach <= tolerance, tolerance, doublings, narrow,
-                      lack_of_fit=str(info.get("lack_of_fit_line") or ""))
+                      lack_of_fit=info.lack_of_fit_line or "")
 
 
-def law_prediction(info: Mapping[str, Any], target: Mapping[str, int], correct_drift: bool,
+def law_prediction(info: SetupResult, target: Mapping[str, int], correct_drift: bool,
                    tolerance: float) -> Prediction:
     """The prediction at ``target`` ({axis: value}) from a setup's fitted law (a sweep over several axes): the
     width slope is applied with ``correct_drift``, the depth and steps slopes whenever their axis does not
     transfer (or with ``correct_drift``); the range is the law's at the target, stretched to the value."""
-    law = info["law"]
-    verdicts = {name: (info.get("axes") or {}).get(name, {}).get("verdict") for name in law["axes"]}
-    applied = tuple(name for name in law["axes"]
+    law = info.law
+    assert law is not None
+    verdicts = {name: info.axes[name].verdict if name in info.axes else None for name in law.axes}
+    applied = tuple(name for name in law.axes
                     if correct_drift or (name != "width" and verdicts.get(name) != "transfers"))
     log2_lr, (lo, hi) = evaluate_law(law, target, applied)
     reach = max(log2_lr - lo, hi - log2_lr)
     width = int(target["width"])
-    doublings = math.log2(width) - law["centre"]["width"] if "width" in law["centre"] else math.nan
-    kind = law.get("ci_kind", "resolution")
+    doublings = math.log2(width) - law.centre["width"] if "width" in law.centre else math.nan
+    kind = law.ci_kind
     if reach <= tolerance:
         narrow = ""
     elif kind != "confidence":
         narrow = "measure seed noise (search.noise_seeds ≥ 1): with one seed the range is a resolution bound"
-    elif quantile(0.975, law.get("dof")) * float(law.get("between_sd") or 0.0) >= tolerance:
-        narrow = (f"no sweep can: the points' scatter about the law (σ_b {law['between_sd']:.2f} octave) alone "
+    elif quantile(0.975, law.dof) * float(law.between_sd or 0.0) >= tolerance:
+        narrow = (f"no sweep can: the points' scatter about the law (σ_b {law.between_sd:.2f} octave) alone "
                   f"exceeds ±{tolerance:g}; only a measurement at the target narrows it")
     else:
         narrow = "sweep points nearer the target on the axes it extrapolates, or more noise seeds"
     return Prediction(width, log2_lr, (lo, hi), reach, reach <= tolerance, tolerance, doublings,
-                      narrow, depth=target.get("depth") if "depth" in law["axes"] else None,
-                      steps=target.get("steps") if "steps" in law["axes"] else None,
-                      batch=target.get("batch") if "batch" in law["axes"] else None,
-                      tokens=target.get("tokens") if "tokens" in law["axes"] else None, applied=applied,
-                      lack_of_fit=str(law.get("lack_of_fit_line") or ""))
+                      narrow, depth=target.get("depth") if "depth" in law.axes else None,
+                      steps=target.get("steps") if "steps" in law.axes else None,
+                      batch=target.get("batch") if "batch" in law.axes else None,
+                      tokens=target.get("tokens") if "tokens" in law.axes else None, applied=applied,
+                      lack_of_fit=law.lack_of_fit_line or "")
+
+
+def carried_law(setup: SetupResult) -> Optional[Law]:
+    """The law a prediction carries: the setup's when it was fitted across width and another axis; None when the
+    width line alone carries it."""
+    law = setup.law
+    return law if law is not None and "width" in law.axes and len(law.axes) > 1 else None
+
+
+def predict_setup(setup: SetupResult, target: Mapping[str, int], correct_drift: bool,
+                  tolerance: float) -> Prediction:
+    """The prediction at ``target`` ({axis: value}, width among them) for one setup: from its law when it carries
+    one (``carried_law``), from its width line otherwise."""
+    if carried_law(setup) is not None:
+        return law_prediction(setup, target, correct_drift, tolerance)
+    return predict(setup.line, int(target["width"]), correct_drift, tolerance)

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
+from .result import PointResult
 from .stats import Z95, f_sf, quantile
 
 __all__ = ["Estimate", "WidthDifference", "Shift", "Verdict", "estimate_of", "shared_noise", "width_difference",
@@ -77,22 +78,24 @@ def _quantile(p: float, dof: float) -> float:
     return quantile(p, dof if math.isfinite(dof) else None)
 
 
-def estimate_of(entry: Mapping[str, Any]) -> Estimate:
-    """A summary.json width entry as an ``Estimate``: each side's seeds' error widened to the interval's reach
-    on that side (never narrowed: a cap from diverged trials is not a smaller error)."""
-    x = float(entry["log2_lr_star"])
-    lo, hi = (math.nan if v is None else float(v) for v in (entry.get("ci") or (None, None)))
+def estimate_of(entry: PointResult) -> Estimate:
+    """A point's optimum as an ``Estimate``: each side's seeds' error widened to the interval's reach on that
+    side (never narrowed: a cap from diverged trials is not a smaller error)."""
+    assert entry.x_star is not None
+    x = float(entry.x_star)
+    lo, hi = entry.ci if entry.ci is not None else (math.nan, math.nan)
     reach = {"low": x - lo, "high": hi - x}
-    confidence = entry.get("ci_kind") == "confidence" and bool(entry.get("dof")) and entry.get("se") is not None
+    confidence = entry.ci_kind == "confidence" and bool(entry.dof) and entry.se is not None
     if not confidence:
         sides = {k: (h / Z95 if math.isfinite(h) else math.inf) for k, h in reach.items()}
-        return Estimate(x, (lo, hi), max(sides.values()), math.inf, 0.0, False, entry.get("censored"),
+        return Estimate(x, (lo, hi), max(sides.values()), math.inf, 0.0, False, entry.censored,
                         sides["low"], sides["high"])
-    se, dof, shape = float(entry["se"]), float(entry["dof"]), float(entry.get("shape_se") or 0.0)
+    assert entry.se is not None and entry.dof is not None
+    se, dof, shape = float(entry.se), float(entry.dof), float(entry.shape_se or 0.0)
     q = _quantile(0.975, dof)
     sides = {k: math.sqrt(max(h * h - (Z95 * shape) ** 2, 0.0)) / q if math.isfinite(h) else math.inf
              for k, h in reach.items()}
-    return Estimate(x, (lo, hi), se, dof, shape, True, entry.get("censored"), max(se, sides["low"]),
+    return Estimate(x, (lo, hi), se, dof, shape, True, entry.censored, max(se, sides["low"]),
                     max(se, sides["high"]))
 
 

@@ -1,16 +1,17 @@
 """A sweep run directory's tables and its summary: ``trials.csv`` and ``curves.csv`` written and read back,
-and ``summary.json`` (optimum per width, drift and verdict per setup) computed from ``trials.csv``.
+and the ``Summary`` (``analysis.result``: per key and setup, the optimum per point, a fit per swept axis, the
+law, the verdict) computed from ``trials.csv`` and written as ``summary.json``.
 
-A sweep across depth or horizon adds a ``depth`` or ``horizon`` column to ``trials.csv``; each axis is then the
-rows where every other axis sits at its base (smallest) value, and each setup's entry gains ``axes: {width:
-{...}, depth: {...}, steps: {...}}`` (the axes swept) and ``law`` (one fit over every point). Without those
-columns the table and summary keep their first layout."""
+A sweep across depth, horizon, batch size or token budget adds that axis's column to ``trials.csv``; each axis
+is then the rows where every other axis sits at its base (smallest) value, and a setup with two or more axes
+gains ``law`` (one fit over every point)."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -18,21 +19,17 @@ import pandas as pd
 from ..errors import UserError
 from ..files import CONFIG_FILE, CURVE_COLUMNS, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, load_yaml, \
     read_user_text, write_json
-from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis
+from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis, axis_named
 from ..table.decay import DECAY_OFF_VALUES
 from .batch import batch_analysis
 from .decay_effect import add_decay_effects
 from .drift import SearchSettings, analyze, lack_of_fit_reason
 from .law import fit_laws
 from .optimum import Thresholds
+from .result import AxisFit, KeyResult, SetupResult, Summary
 
 __all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "write_summary", "summarize_run",
-           "searched_column", "measured_widths", "estimated_widths", "width_axis", "axis_rows", "swept_axes", "axis_entry", "AXIS_FIELDS"]
-
-AXIS_FIELDS = ("slope", "slope_ci", "slope_ci90", "se_slope", "dof", "ci_kind", "verdict", "reason", "fix",
-               "lack_of_fit", "between_sd", "between_source", "lack_of_fit_line", "asymmetry",
-               "asymmetry_se_log", "seed_correlation")
-"""The fields of a setup's entry that ``axes.width`` repeats (the depth entry has them all, per depth)."""
+           "read_summary", "searched_column", "key_value", "width_axis", "axis_rows", "axis_table", "swept_axes", "tidy_rows"]
 
 
 def searched_column(key: str) -> str:
@@ -49,19 +46,29 @@ def searched_values(part: pd.DataFrame, key: str, settings: Mapping[str, SearchS
     return x
 
 
-def swept_axes(trials: pd.DataFrame) -> list[Axis]:
+def key_value(x: float, log2: bool) -> float:
+    """A searched key's value from its coordinate (``searched_values``' inverse): 2^x on a log2 scale."""
+    return 2.0**x if log2 else x
+
+
+def swept_axes(trials: pd.DataFrame, named: Sequence[str] = ()) -> list[Axis]:
     """The axes a table varies: width, and depth, steps or batch when it has their columns; the token budget when
     a batch axis held it (``hold`` tokens) at two or more values. Under ``hold: steps`` the tokens follow from the
-    batch, so they are not an axis of their own: the law's coordinates are the batch and the steps."""
+    batch, so they are not an axis of their own: the law's coordinates are the batch and the steps. ``named``:
+    the axes a table declares instead, in their order, each by its name (``schema.axis_named``: an axis the
+    registry lacks — a parameter count, tokens per parameter — is its name's column, any positive values)."""
+    if named:
+        return [axis_named(name) for name in named]
     held = set(trials["hold"].dropna().astype(str)) if "hold" in trials.columns else set()
     return [axis for axis in TRANSFER_AXES if axis.column in trials.columns and
             (axis.name != "tokens" or held == {"tokens"} and trials[axis.column].nunique() > 1)]
 
 
-def axis_rows(trials: pd.DataFrame, axis: Axis) -> pd.DataFrame:
-    """The rows on ``axis``'s line through the base point: every other swept axis at its smallest value."""
+def axis_rows(trials: pd.DataFrame, axis: Axis, axes: Optional[Sequence[Axis]] = None) -> pd.DataFrame:
+    """The rows on ``axis``'s line through the base point: every other swept axis (``axes``, default
+    ``swept_axes``) at its smallest value."""
     keep = np.ones(len(trials), dtype=bool)
-    for other in swept_axes(trials):
+    for other in swept_axes(trials) if axes is None else axes:
         if other != axis:
             keep &= (trials[other.column] == trials[other.column].min()).to_numpy()
     return trials[keep].reset_index(drop=True)
@@ -74,33 +81,30 @@ def width_axis(trials: pd.DataFrame) -> pd.DataFrame:
     return axis_rows(trials, TRANSFER_AXES[0]).drop(columns=extra) if extra else trials
 
 
-def axis_entry(info: Mapping[str, Any], axis: str) -> Mapping[str, Any]:
-    """A setup's summary entry for one axis: the entry itself for width, ``axes.<axis>`` otherwise."""
-    return info if axis == "width" else (info.get("axes") or {}).get(axis) or {}
-
-
-def _tidy(part: pd.DataFrame, x: pd.Series, columns: dict[str, str]) -> pd.DataFrame:
-    """The analysis's table: ``columns`` maps its names to the trials' columns (``width`` → the axis)."""
+def tidy_rows(part: pd.DataFrame, x: pd.Series, columns: Mapping[str, str]) -> pd.DataFrame:
+    """The analysis's table: ``columns`` maps its names to the trials' columns (``point`` → the axis's)."""
     return pd.DataFrame({**{name: part[column] for name, column in columns.items()}, "setup": part["setup"],
                          "seed": part["seed"], "x": x, "loss": part["val_loss"].astype(float),
                          "status": part["status"]})
 
 
+def axis_table(trials: pd.DataFrame, key: str, settings: Mapping[str, Mapping[str, SearchSettings]],
+               axis: Axis) -> pd.DataFrame:
+    """One key's tidy rows along ``axis`` through the base point, as the analysis reads them: ``setup, point, seed,
+    x, loss, status`` with ``x`` on the analysis's scale (``searched_values``; finite values only)."""
+    rows = trials[trials["search_key"] == key].reset_index(drop=True)
+    return _bowl(axis_rows(rows, axis), key, dict(settings.get(key, {})), {"point": axis.column})
+
+
 def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSettings]],
-              th: Thresholds = Thresholds()) -> dict[str, Any]:
-    """summary.json: the learning rate under ``setups``, every other searched key under ``keys``;
-    ``settings[key][setup]`` says how each setup searched each key. A depth or horizon column adds each
-    setup's ``axes`` entry (the same optimum, interval and verdict rules with log2 depth or steps as the x) and
-    ``law`` (one fit over every point)."""
-    summary: dict[str, Any] = {"setups": {}, "keys": {}}
-    if "hold" in trials.columns:
-        summary["hold"] = str(trials["hold"].iloc[0])  # what a batch axis held fixed: tokens or steps
+              th: Thresholds = Thresholds(), axes: Sequence[str] = ()) -> Summary:
+    """Every searched key's results; ``settings[key][setup]`` says how each setup searched each key. Each swept
+    axis (``swept_axes``; ``axes`` names them instead) gets its fit (the same optimum, interval and verdict rules
+    with log2 of the axis value as the x), and two or more axes the law (one fit over every point)."""
+    summary = Summary(hold=str(trials["hold"].iloc[0]) if "hold" in trials.columns else None)
     for key, rows in trials.groupby("search_key", sort=False):
-        result = _analysis(rows.reset_index(drop=True), str(key), dict(settings.get(str(key), {})), th)
-        if key == LR_KEY:
-            summary["setups"] = result
-        else:
-            summary["keys"][str(key)] = {"setups": result}
+        setups = _analysis(rows.reset_index(drop=True), str(key), dict(settings.get(str(key), {})), th, axes)
+        summary.keys[str(key)] = KeyResult(str(key), setups)
     return summary
 
 
@@ -111,7 +115,7 @@ def _bowl(rows: pd.DataFrame, key: str, own: Mapping[str, SearchSettings],
     with np.errstate(divide="ignore"):
         x = searched_values(rows, key, own)
     keep = np.isfinite(x).to_numpy()
-    return _tidy(rows[keep], x[keep], columns)
+    return tidy_rows(rows[keep], x[keep], columns)
 
 
 def _off(rows: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -121,32 +125,28 @@ def _off(rows: pd.DataFrame, key: str) -> pd.DataFrame:
     return rows[rows[key] == DECAY_OFF_VALUES[key]]
 
 
-def _analysis(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings], th: Thresholds) -> dict[str, Any]:
-    """One key's entry per setup: the width analysis, and with a depth or horizon column the other axes and the
-    law; a decay key's points say whether the best decay beats decay off (``decay_effect``)."""
-    line = width_axis(rows)
-    result = analyze(_bowl(line, key, own, {"width": "width"}), own, th)
-    decay = key in DECAY_OFF_VALUES
-    if decay:
-        add_decay_effects(result, _off(line, key))
-    axes = swept_axes(rows)
-    if len(axes) < 2:
-        return result
-    across = {}
-    for axis in axes[1:]:
-        part = axis_rows(rows, axis)
-        across[axis.name] = analyze(_bowl(part, key, own, {"width": axis.column}), own, th, axis.name)
-        if decay:
-            add_decay_effects(across[axis.name], _off(part, key), axis.column, axis.plural)
-    laws = fit_laws(_bowl(rows, key, own, {a.name: a.column for a in axes}), [a.name for a in axes], own, th)
-    batches = _batches(rows, key, own, th)
-    for label, info in result.items():
-        info["axes"] = {"width": {k: info.get(k) for k in AXIS_FIELDS},
-                        **{name: entry.get(label) for name, entry in across.items()}}
-        info["law"] = laws.get(label)
-        _judge_law(info)
+def _analysis(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings], th: Thresholds,
+              named: Sequence[str]) -> dict[str, SetupResult]:
+    """One key's result per setup: a fit per swept axis and, with two or more, the law (and the batch worth using
+    across batch sizes held at fixed tokens); a decay key's points say whether the best decay beats decay off."""
+    axes = swept_axes(rows, named)
+    fits: dict[str, dict[str, AxisFit]] = {}
+    for axis in axes:
+        part = axis_rows(rows, axis, axes)
+        fits[axis.name] = analyze(_bowl(part, key, own, {"point": axis.column}), own, th, axis.name)
+        if key in DECAY_OFF_VALUES:
+            add_decay_effects(fits[axis.name], _off(part, key), axis.column)
+    laws = fit_laws(_bowl(rows, key, own, {a.name: a.column for a in axes}), [a.name for a in axes], own, th) \
+        if len(axes) > 1 else {}
+    batches = _batches(rows, key, own, th) if len(axes) > 1 else None
+    result = {}
+    for label, line in fits[axes[0].name].items():
+        setup = SetupResult(label, {name: fit[label] for name, fit in fits.items() if label in fit}, line.verdict,
+                            line.reason, line.fix, law=laws.get(label))
+        _judge_law(setup)
         if batches is not None:
-            info["batch"] = {"hold": "tokens", **batches[label]} if label in batches else None
+            setup.batch = {"hold": "tokens", **batches[label]} if label in batches else None
+        result[label] = setup
     return result
 
 
@@ -164,16 +164,16 @@ def _batches(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings],
     return batch_analysis(_bowl(base, key, own, {"batch_size": "batch_size", "tokens": "tokens"}), own, th)
 
 
-def _judge_law(info: dict[str, Any]) -> None:
+def _judge_law(setup: SetupResult) -> None:
     """A setup whose law fails the lack-of-fit test is ``inconclusive``: its prediction would carry a line the
     points do not follow."""
-    law = info.get("law")
-    if not law or not law.get("fails_lack_of_fit") or info.get("verdict") == "inconclusive":
+    law = setup.law
+    if law is None or not law.fails_lack_of_fit or setup.verdict == "inconclusive" or law.lack_of_fit is None:
         return
-    info["verdict"] = "inconclusive"
-    info["reason"] = lack_of_fit_reason("the points lie off the law", law["between_sd"], law["lack_of_fit"])
-    info["fix"] = ("look at the curves (mutransfer plot) for a point whose optimum is off, or sweep 4 or more values "
-                   "per axis so the scatter is measured and carried")
+    setup.verdict = "inconclusive"
+    setup.reason = lack_of_fit_reason("the points lie off the law", law.between_sd or 0.0, law.lack_of_fit)
+    setup.fix = ("look at the curves (mutransfer plot) for a point whose optimum is off, or sweep 4 or more values "
+                 "per axis so the scatter is measured and carried")
 
 
 def write_tables(run_dir: Path, trials: pd.DataFrame, curves: pd.DataFrame) -> None:
@@ -266,7 +266,7 @@ def search_settings(run_dir: Path, trials: pd.DataFrame) -> dict[str, dict[str, 
     return settings
 
 
-def summarize_run(run_dir: Path, th: Thresholds = Thresholds()) -> dict[str, Any]:
+def summarize_run(run_dir: Path, th: Thresholds = Thresholds()) -> Summary:
     """The summary computed afresh from the run directory's trials.csv (so it matches the tables even when
     summary.json is older)."""
     trials, _ = read_tables(run_dir, all_axes=True)
@@ -274,21 +274,19 @@ def summarize_run(run_dir: Path, th: Thresholds = Thresholds()) -> dict[str, Any
 
 
 def write_summary(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Thresholds(),
-                  status: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+                  status: Optional[Mapping[str, Any]] = None) -> Summary:
     """The summary of ``trials`` written to summary.json, with the sweep's ``status`` (``SweepStatus.as_dict``:
     complete, or how many trials and which setups are missing) when given."""
     summary = summarize(trials, search_settings(run_dir, trials), th)
-    if status is not None:
-        summary = {"status": dict(status), **summary}
-    write_json(run_dir / SUMMARY_FILE, summary)
+    summary.status = dict(status) if status is not None else None
+    write_json(run_dir / SUMMARY_FILE, summary.to_json())
     return summary
 
 
-def estimated_widths(info: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """A setup's widths with an estimate (a measured optimum, or a bound at the grid's edge)."""
-    return {w: o for w, o in info.get("widths", {}).items() if o.get("log2_lr_star") is not None}
-
-
-def measured_widths(info: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """A setup's widths whose optimum was measured (not censored, not all diverged or failed)."""
-    return {w: o for w, o in estimated_widths(info).items() if not o.get("censored")}
+def read_summary(run_dir: Path) -> Optional[Summary]:
+    """The run directory's summary.json as written (either layout), or None when it is missing or damaged (the
+    analysis then reads trials.csv and says what is wrong with it)."""
+    try:
+        return Summary.from_json(json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
+        return None

@@ -3,34 +3,38 @@ Tidy tables and the verify report in, a figure out."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from ..schema import LR_COLUMN, LR_KEY
+from ..schema import LR_COLUMN
 from .colors import ordered_colors
 from .plots import _colors, _grid_curve, _interval_bars, _label, _pyplot, fitted_bowl
+from .result import SetupResult, measured_point
 
 __all__ = ["verify_figure"]
 
 
-def verify_figure(swept: pd.DataFrame, rows: pd.DataFrame, report: dict[str, Any]) -> Any:
+def verify_figure(swept: pd.DataFrame, setups: Mapping[str, SetupResult], rows: pd.DataFrame,
+                  report: dict[str, Any]) -> Any:
     """Loss vs log2 η at each verified width — the prediction as a band (its 95 % range) and a dashed line,
-    the measured optimum as ★ with its interval — over the swept widths' curves, faded; one panel per setup."""
+    the measured optimum as ★ with its interval — over the swept widths' curves, faded (``swept``: the learning
+    rate's tidy rows along width, ``summary.axis_table``; ``setups``: their results); one panel per setup."""
     plt = _pyplot()
     targets = report["targets"]
-    setups = list(dict.fromkeys(t["setup"] for t in targets))
-    fig, axes = plt.subplots(1, max(1, len(setups)), figsize=(6.4 * max(1, len(setups)), 4.8), squeeze=False,
+    labels = list(dict.fromkeys(t["setup"] for t in targets))
+    fig, axes = plt.subplots(1, max(1, len(labels)), figsize=(6.4 * max(1, len(labels)), 4.8), squeeze=False,
                              layout="constrained")
     widths = sorted({t["width"] for t in targets})
     colors = dict(zip(widths, ordered_colors(len(widths), plt.get_cmap("autumn"))))
-    for ax, setup in zip(axes[0], setups):
-        behind = swept[(swept["setup"] == setup) & (swept["search_key"] == LR_KEY)]
-        faded = _colors(behind["width"].unique())
-        for width, part in behind.groupby("width"):
-            line = _grid_curve(part)
-            ax.plot(line[LR_COLUMN], line["val_loss"], "-", color=faded[int(width)], alpha=0.35, lw=1.2,
+    for ax, setup in zip(axes[0], labels):
+        behind = swept[swept["setup"] == setup]
+        faded = _colors(behind["point"].unique())
+        line_of = setups[setup].line if setup in setups else None
+        for width, part in behind.groupby("point"):
+            line = _grid_curve(part, line_of.points.get(width) if line_of is not None else None)
+            ax.plot(line["x"], line["loss"], "-", color=faded[width], alpha=0.35, lw=1.2,
                     label=f"swept width {width}")
         mine = rows[rows["setup"] == setup]
         for t in (t for t in targets if t["setup"] == setup):
@@ -42,7 +46,7 @@ def verify_figure(swept: pd.DataFrame, rows: pd.DataFrame, report: dict[str, Any
         _label(ax, f"{setup}: verified at width {', '.join(str(t['width']) for t in mine_targets)}{point}",
                "log2(base learning rate η)", title_size=10)
     axes[0][0].set_ylabel("validation loss (nats/token)")
-    measured = any((t.get("measured") or {}).get("log2_lr_star") is not None for t in targets)
+    measured = any(measured_point(t["width"], t.get("measured")) is not None for t in targets)
     fig.suptitle("Verification at the target width\nband: predicted 95 % range · dashed: predicted η*"
                  + ("\n★ measured optimum at the vertex of its fitted bowl (thin line), with its 95 % interval"
                     if measured else "\nthe η* × factors trained"), fontsize=10)
@@ -57,7 +61,7 @@ def _zoom(ax: Any, rows: pd.DataFrame, behind: pd.DataFrame) -> None:
         return
     left, right = float(rows[LR_COLUMN].min()) - 1.0, float(rows[LR_COLUMN].max()) + 1.0
     ax.set_xlim(left, right)
-    seen = behind[(behind["status"] == "ok") & behind[LR_COLUMN].between(left, right)]["val_loss"]
+    seen = behind[(behind["status"] == "ok") & behind["x"].between(left, right)]["loss"]
     low, high = min(float(ok["val_loss"].min()), float(seen.min()) if len(seen) else np.inf), float(ok["val_loss"].max())
     pad = 0.15 * (high - low if high > low else 1.0)
     ax.set_ylim(low - pad, high + pad)
@@ -74,11 +78,10 @@ def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: 
     if prediction.get("interval"):
         ax.axvspan(*prediction["interval"], color=color, alpha=0.12, lw=0)
     ax.axvline(target.get("predicted_log2_lr", prediction["log2_lr"]), color=color, ls="--", lw=1)
-    measured = target.get("measured")
-    if measured and measured.get("log2_lr_star") is not None:
+    measured = measured_point(target["width"], target.get("measured"))
+    if measured is not None:
         below, above = _interval_bars(measured)
-        y = measured["best_loss"]
         fitted_bowl(ax, measured, color)
-        ax.errorbar([measured["log2_lr_star"]], [y], xerr=[[below], [above]], fmt="*", color=color, ms=12,
+        ax.errorbar([measured.x_star], [measured.best_loss], xerr=[[below], [above]], fmt="*", color=color, ms=12,
                     mec="black", mew=0.6, capsize=3, lw=1.2,
                     label=f"error {target['error']:+.2f} octaves" if target.get("error") is not None else None)

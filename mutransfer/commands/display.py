@@ -13,8 +13,8 @@ from rich.live import Live
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ..analysis.summary import axis_entry
-from ..schema import LR_KEY, axis_named
+from ..analysis.result import Summary, point_key
+from ..schema import LR_KEY
 from ..table.decay import DECAY_OFF_VALUES, DECAY_SYMBOLS
 from ..sweep.search import OFF_X
 
@@ -114,14 +114,14 @@ def _number(value: Any, digits: int) -> str:
     return f"{value:.{digits}f}" if value is not None else "-"
 
 
-def summary_table(summary: dict[str, Any], title: str = "", axis: str = "width", key: str = LR_KEY) -> Table:
+def summary_table(summary: Summary, title: str = "", axis: str = "width", key: str = LR_KEY) -> Table:
     """setup × width (or depth, ``axis``) → log2 of the key's optimum (LR* by default), interval (95 %
     confidence, or a resolution bound with one seed), best loss, flags (a decay key: the best decay's loss minus
     decay off's, and its ``decay_effect``); then each setup's slope and verdict."""
     name = "LR" if key == LR_KEY else DECAY_SYMBOLS.get(key, key.rsplit(".", 1)[-1])
-    setups = summary.get("setups", {}) if key == LR_KEY else summary.get("keys", {}).get(key, {}).get("setups", {})
+    setups = summary.setups(key)
     decay = key in DECAY_OFF_VALUES
-    status = summary.get("status") or {}
+    status = summary.status or {}
     partial = status.get("complete") is False
     table = Table(title=(title or f"optimal {'learning rate' if key == LR_KEY else key} per {axis}")
                   + (f" — partial: {status.get('line')}" if partial else ""))
@@ -131,21 +131,20 @@ def summary_table(summary: dict[str, Any], title: str = "", axis: str = "width",
         table.add_column(column, justify="right" if column not in ("setup", "flags", "verdict", "vs decay off")
                          else "left", no_wrap=column == "vs decay off")
     colors = {"transfers": "green", "drifts": "red", "inconclusive": "yellow"}
-    for setup, whole in setups.items():
-        info = axis_entry(whole, axis)
-        plural = axis_named(axis).plural
-        widths = sorted(info.get(plural, {}), key=int)
-        slope = info.get("slope")
-        slope_text = f"{slope:+.2f} {format_interval(info.get('slope_ci'))}" if slope is not None and math.isfinite(slope) else "-"
-        verdict = info.get("verdict", "inconclusive")
-        for i, width in enumerate(widths):
-            opt = info[plural][width]
-            kind = " (res.)" if opt.get("ci_kind") == "resolution" else ""
-            effect = (f"{_number(opt.get('effect'), 3)} {format_interval(opt.get('effect_ci'), '+.3f')} "
-                      f"{opt.get('decay_effect')}",) if decay else ()
-            table.add_row(setup if i == 0 else "", width, _number(opt.get("log2_lr_star"), 2),
-                          format_interval(opt.get("ci")) + kind, _number(opt.get("best_loss"), 4), *effect,
-                          ", ".join(opt.get("flags", [])) or "-", slope_text if i == 0 else "",
+    for setup, result in setups.items():
+        if axis not in result.axes:
+            continue
+        info = result.judged(axis)
+        slope = info.slope
+        slope_text = f"{slope:+.2f} {format_interval(info.slope_ci)}" if slope is not None and math.isfinite(slope) else "-"
+        verdict = info.verdict
+        for i, (point, opt) in enumerate(sorted(info.points.items())):
+            kind = " (res.)" if opt.ci_kind == "resolution" else ""
+            effect = (f"{_number(opt.decay.effect, 3)} {format_interval(opt.decay.effect_ci, '+.3f')} "
+                      f"{opt.decay.verdict}",) if decay and opt.decay is not None else ("",) if decay else ()
+            table.add_row(setup if i == 0 else "", point_key(point), _number(opt.x_star, 2),
+                          format_interval(opt.ci) + kind, _number(opt.best_loss, 4), *effect,
+                          ", ".join(opt.flags) or "-", slope_text if i == 0 else "",
                           f"[{colors.get(verdict, 'white')}]{verdict}[/]" + (" (partial)" if partial else "")
                           if i == 0 else "")
         table.add_section()
@@ -155,18 +154,18 @@ def summary_table(summary: dict[str, Any], title: str = "", axis: str = "width",
     return table
 
 
-def verdict_notes(summary: dict[str, Any], axis: str = "width") -> list[str]:
+def verdict_notes(summary: Summary, axis: str = "width") -> list[str]:
     """One line per setup that is not decided on ``axis``: why, and what would decide it."""
     where = "" if axis == "width" else f" across {axis}"
-    entries = {setup: axis_entry(info, axis) for setup, info in summary.get("setups", {}).items()}
-    return [f"{setup}: inconclusive{where} — {info['reason']}; {info['fix']}"
-            for setup, info in entries.items() if info.get("verdict") == "inconclusive" and info.get("reason")]
+    entries = {setup: result.judged(axis) for setup, result in summary.setups().items() if axis in result.axes}
+    return [f"{setup}: inconclusive{where} — {info.reason}; {info.fix}"
+            for setup, info in entries.items() if info.verdict == "inconclusive" and info.reason]
 
 
-def batch_table(summary: dict[str, Any]) -> Optional[Table]:
+def batch_table(summary: Summary) -> Optional[Table]:
     """setup × token budget → the best batch and the critical batch with their 95 % intervals and status, and the
     growth of each with the budget where fitted; None when no setup swept batches at fixed budgets."""
-    setups = {label: info["batch"] for label, info in summary.get("setups", {}).items() if info.get("batch")}
+    setups = {label: info.batch for label, info in summary.setups().items() if info.batch}
     if not setups:
         return None
     tolerance = next(iter(setups.values()))["tolerance"]

@@ -16,7 +16,7 @@ from ..sweep.spec import Point, SweepSpec
 from ..sweep.studies import StudyKey, study_keys
 from ..sweep.trial import trial_config, trials_per_batch
 from ..train.budget import tokens_read
-from ..train.data import load_corpus
+from ..train.data import Corpora
 from ..train.timing import measure_trial
 from ..train.trunk import trained_steps
 
@@ -50,7 +50,7 @@ def estimate_sweep(spec: SweepSpec, workers: int, threads: int) -> SweepEstimate
 
 def _branches(spec: SweepSpec, cfg: Config, batch: int) -> bool:
     """Whether the point's trials branch off trunks (``trunks``: a WSD horizon axis, trials one by one)."""
-    return spec.trunks and cfg.train.schedule == "wsd" and len(spec.steps) > 1 and batch == 1
+    return spec.branches(cfg.train) and batch == 1
 
 
 def search_range(search: SearchSpec) -> str:
@@ -74,12 +74,10 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
     for column in ("setup", "width", *extra, "studies", "trials", "+ext.", "steps", "tokens/trial", "GFLOP/trial",
                    "stacked", "s/step", "est. s/trial"):
         table.add_column(column, justify="left" if column == "setup" else "right")
-    corpora: dict[str, str] = {}
+    corpora, headlines = Corpora(), []
     for point in estimate.points:
         cfg = _middle_config(spec, point.key, threads)
-        tag = repr((cfg.data, cfg.train.seq_len))
-        if tag not in corpora:
-            corpora[tag] = load_corpus(cfg.data, cfg.train.seq_len).headline()
+        headlines.append(corpora.get(cfg.data, cfg.train.seq_len).headline())
         tokens = tokens_read(cfg.train)
         coordinates = [str(getattr(point.key.point, axis)) for axis in extra]
         table.add_row(point.key.setup, str(point.key.width), *coordinates, str(point.studies), str(point.trials),
@@ -92,4 +90,4 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
                      f"(range {_minutes(low)} – {_minutes(high)}) with {workers} worker(s), measured on this machine "
                      "now: a busy machine measures slow steps and runs slower")
     ranges = {f"{point.key.setup}: searched {search_range(point.key.search)}": None for point in estimate.points}
-    return Group(*corpora.values(), table, *ranges)
+    return Group(*dict.fromkeys(headlines), table, *ranges)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
+from ..analysis.result import Summary
 from ..errors import UserError
 
 __all__ = ["run", "export_run"]
 
 
-def export_run(storage_url: str, prefix: str, out: Path) -> dict[str, Any]:
+def export_run(storage_url: str, prefix: str, out: Path) -> Summary:
     """Rebuild the run directory ``out`` from the studies named ``<prefix>.*``; returns the summary."""
     import optuna
 
@@ -39,5 +38,5 @@ def export_run(storage_url: str, prefix: str, out: Path) -> dict[str, Any]:
 def run(storage_url: str, prefix: str, out: Path) -> str:
     """The export command; returns the line to print."""
     summary = export_run(storage_url, prefix, out)
-    return (f"exported {sum(len(v['widths']) for v in summary['setups'].values())} optima of "
-            f"{len(summary['setups'])} setups to {out}")
+    setups = summary.setups()
+    return f"exported {sum(len(v.line.points) for v in setups.values())} optima of {len(setups)} setups to {out}"

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..analysis.result import SUMMARY_VERSION, Summary
 from ..defaults import BATCH_TOLERANCE, option_text
 from ..errors import UserError
 
@@ -72,29 +73,27 @@ def validate_trials(spec: Any, warned: Optional[set[str]] = None,
 def check_trials(spec: Any, composed: list[tuple[Any, Any]], warned: Optional[set[str]] = None) -> None:
     """What a composed config cannot say alone: model=hf with stacked trials, trunks the schedule cannot branch,
     each corpus against what the trials read (an epoch warning once across calls that share ``warned``)."""
-    from ..train.data import check_validation_split, epochs_warning, load_corpus
+    from ..train.data import Corpora, check_validation_split, epochs_warning
     from ..train.trunk import trunk_problem
 
-    corpora: dict[str, Any] = {}
+    corpora = Corpora()
     warned = set() if warned is None else warned
     for key, cfg in composed:
         if cfg.model.hf is not None and spec.batch_trials not in ("auto", 1):
             raise UserError(f"batch_trials={spec.batch_trials} stacks learning-rate trials of the built-in GPT, not "
                             f"model=hf (setup {key.setup})", "set batch_trials=1 (or auto)")
-        problem = trunk_problem(cfg.train, spec.steps) if spec.trunks and len(spec.steps) > 1 else None
+        problem = trunk_problem(cfg.train, spec.steps) if spec.branches(cfg.train) else None
         if problem is not None:
             raise UserError(*problem)
-        tag = repr((cfg.data, cfg.train.seq_len))
-        if tag not in corpora:
-            corpora[tag] = load_corpus(cfg.data, cfg.train.seq_len)
-        check_validation_split(corpora[tag], cfg.data, cfg.train)
-        warning = epochs_warning(corpora[tag], cfg.train)
+        corpus = corpora.get(cfg.data, cfg.train.seq_len)
+        check_validation_split(corpus, cfg.data, cfg.train)
+        warning = epochs_warning(corpus, cfg.train)
         if warning and warning not in warned:
             print(f"warning: {warning}", file=sys.stderr)
             warned.add(warning)
 
 
-def up_to_date_summary(run_dir: Path, fingerprint: str, th: Any) -> Optional[dict[str, Any]]:
+def up_to_date_summary(run_dir: Path, fingerprint: str, th: Any) -> Optional[Summary]:
     """The summary of a finished sweep that a rerun would only rewrite as it is: the same sweep (fingerprint),
     complete, its tables written after its journal's last change, at the default thresholds; None when anything
     could differ. For the default storage and study only: a database may hold other machines' new trials."""
@@ -107,12 +106,17 @@ def up_to_date_summary(run_dir: Path, fingerprint: str, th: Any) -> Optional[dic
     journal, config, *tables = paths
     try:
         record = load_yaml(config, "the sweep record")
-        summary = json.loads(tables[-1].read_text(encoding="utf-8"))
+        data = json.loads(tables[-1].read_text(encoding="utf-8"))
     except (UserError, ValueError, OSError):
         return None
-    status = summary.get("status") if isinstance(summary, dict) else None
+    if not isinstance(data, dict) or data.get("version") != SUMMARY_VERSION:
+        return None  # a summary written in another layout is rewritten in this one
+    status = data.get("status")
     if not isinstance(record, dict) or record.get("fingerprint") != fingerprint or not isinstance(status, dict) \
-            or status.get("complete") is not True or not summary.get("setups"):
+            or status.get("complete") is not True:
+        return None
+    summary = Summary.from_json(data)
+    if not summary.setups():
         return None
     written = min(path.stat().st_mtime_ns for path in tables)
     return summary if journal.stat().st_mtime_ns <= written else None
@@ -138,7 +142,7 @@ def precheck(spec: Any, steps: int = 3) -> dict[str, list[str]]:
 
 
 def finalize(spec: Any, run_dir: Path, storage_url: Optional[str], prefix: str, th: Any = None,
-             resume: str = "") -> dict[str, Any]:
+             resume: str = "") -> Summary:
     """Storage → trials.csv, curves.csv → summary.json (with the sweep's status: complete, or what is missing and
     ``resume``, the command that finishes it) → plots (``th``: the analysis thresholds, default ones when None).
     A complete sweep removes the transfer files made from it while it was partial. Returns the summary."""
@@ -158,7 +162,7 @@ def finalize(spec: Any, run_dir: Path, storage_url: Optional[str], prefix: str, 
         for path in remove_partial_outputs(run_dir):
             print(f"removed {path}: it was made while the sweep was unfinished (run transfer again)", file=sys.stderr)
     if trials.empty:
-        return {"status": status.as_dict(), "setups": {}, "keys": {}}
+        return Summary(status=status.as_dict())
     th = th if th is not None else Thresholds()
     summary = write_summary(run_dir, trials, th, status.as_dict())
     draw([run_dir], th=th)
@@ -207,7 +211,7 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
     if not dry_run and workers is not None and storage is None and study is None:
         summary = up_to_date_summary(run_dir, record["fingerprint"], th)
         if summary is not None:
-            done = summary["status"]["done"]
+            done = (summary.status or {})["done"]
             screen.print(f"sweep {spec.name}: {done}/{done} trials already done; the tables are up to date (delete "
                          f"{run_dir / SUMMARY_FILE} to rewrite them)", highlight=False, soft_wrap=True)
             return _report(screen, spec, summary, run_dir, 0)
@@ -330,17 +334,17 @@ def _execute(screen: Any, spec: Any, opts: Any, th: Any, resume: str = "") -> in
                    interrupted)
 
 
-def _report(screen: Any, spec: Any, summary: dict[str, Any], run_dir: Path, interrupted: int) -> int:
+def _report(screen: Any, spec: Any, summary: Summary, run_dir: Path, interrupted: int) -> int:
     """The sweep's status, its tables per swept axis (and per searched key), the files written and the next
     command; returns the exit code."""
     from .display import batch_table, summary_table, verdict_notes
 
-    status = summary["status"]
+    status = summary.status or {}
     screen.print(f"sweep {spec.name}: {status['line']}" + ("" if status["complete"] else
                  " — every verdict below is partial; transfer, verify and compare refuse this run until it is "
                  "finished (or pass --partial)"), highlight=False, soft_wrap=True)
     screen.print()
-    if summary["setups"]:
+    if summary.setups():
         for axis in spec.swept():
             screen.print(summary_table(summary, axis=axis))
             for note in verdict_notes(summary, axis):
@@ -348,7 +352,7 @@ def _report(screen: Any, spec: Any, summary: dict[str, Any], run_dir: Path, inte
         batches = batch_table(summary)
         if batches is not None:
             screen.print(batches)
-    for key in summary.get("keys", {}):
+    for key in summary.other_keys():
         for axis in spec.swept():
             screen.print(summary_table(summary, axis=axis, key=key))
     written = sorted(p.name for p in run_dir.iterdir() if p.is_file() and not p.name.startswith("."))
@@ -357,16 +361,15 @@ def _report(screen: Any, spec: Any, summary: dict[str, Any], run_dir: Path, inte
     return interrupted
 
 
-def next_step(spec: Any, summary: dict[str, Any], run_dir: Path, interrupted: int = 0) -> str:
+def next_step(spec: Any, summary: Summary, run_dir: Path, interrupted: int = 0) -> str:
     """The command to run after a sweep: ``transfer`` to 4× the largest swept value of each axis (width at least
     4096; the batch at the largest swept, since the optimal LR stops following the batch past the critical batch),
     from this run; resuming the sweep when it was interrupted or finished no trial."""
     import shlex
 
-    from ..analysis.summary import axis_entry
     from ..schema import axis_named
 
-    if interrupted or not summary["setups"]:
+    if interrupted or not summary.setups():
         return "next: run the same command again to resume the sweep"
     targets = {axis: (1 if axis == "batch" else 4) * max(getattr(spec, axis_named(axis).plural))
                for axis in spec.swept()}
@@ -374,7 +377,7 @@ def next_step(spec: Any, summary: dict[str, Any], run_dir: Path, interrupted: in
     command = " ".join(["mutransfer transfer", *(f"{axis_named(axis).option} {value}"
                                                  for axis, value in targets.items()),
                         "--from", shlex.quote(str(run_dir))])
-    if any(axis_entry(info, "width").get("verdict") == "transfers" for info in summary["setups"].values()):
+    if any(info.verdict == "transfers" for info in summary.setups().values()):
         return f"next: {command}"
     return f"next: {command} (no setup transfers yet: transfer takes the one whose optimum moves least, and warns)"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..analysis.result import measured_point
 from .display import format_bound, format_interval
 
 __all__ = ["run", "EXIT_MISSED"]
@@ -128,9 +129,8 @@ def _execute(screen: Any, verification: Any, specs: Sequence[Any], storage: Opti
 def _finish(screen: Any, verification: Any, rows: Any, unfinished: Any = None) -> dict[str, Any]:
     """verify.csv, verify.json, verify.png, and the report on screen; each marked partial when the sweep it
     verifies is unfinished (``unfinished``: its status)."""
+    from ..analysis.draw import verify_figure_of
     from ..analysis.plots import mark_partial, save
-    from ..analysis.verify_plot import verify_figure
-    from ..analysis.summary import read_tables
     from ..files import VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT
     from ..transfer.verify import write_outputs
 
@@ -139,8 +139,7 @@ def _finish(screen: Any, verification: Any, rows: Any, unfinished: Any = None) -
     if unfinished is not None:
         document = {"partial": unfinished.as_dict(), **document}
     write_outputs(run_dir, rows, document)
-    swept, _ = read_tables(run_dir)
-    figure = verify_figure(swept, rows, document)
+    figure = verify_figure_of(run_dir, rows, document)
     if unfinished is not None:
         mark_partial(figure, f"PARTIAL: the sweep is {unfinished.line()}")
     save(figure, run_dir / VERIFY_PLOT)
@@ -162,7 +161,8 @@ def decay_result_line(target: dict[str, Any]) -> str:
     best decay beat decay off there."""
     decay = target["decay"]
     unit = "log2 " if decay["log2"] else ""
-    measured, interval = ((decay.get("measured") or {}).get(k) for k in ("log2_lr_star", "ci"))
+    found = measured_point(target["width"], decay.get("measured"))
+    measured, interval = (found.x_star, found.ci) if found is not None else (None, None)
     regret = decay.get("regret") or {}
     effect = decay.get("effect")
     return (f"{target['setup']} at width {target['width']}: weight decay {decay['key']} predicted {unit}"
@@ -200,13 +200,14 @@ def _results_table(document: dict[str, Any]) -> Any:
                    "regret (%)", "result"):
         table.add_column(column, justify="left" if column in ("setup", "result") else "right")
     for t in document["targets"]:
-        measured, regret = t["measured"] or {}, t["regret"] or {}
+        measured, regret = measured_point(t["width"], t["measured"]), t["regret"] or {}
         bound = "≥ " if regret.get("bound") else ""
         result = "[green]within tolerance[/]" if t["passed"] else f"[red]misses by more than {tol:g}[/]"
         if t["passed"] and t["error_ci"] and not -tol <= t["error_ci"][0] <= t["error_ci"][1] <= tol:
             result += f" (its interval reaches past ±{tol:g})"
         table.add_row(t["setup"], str(t["width"]), f"{t['predicted_log2_lr']:.2f}",
-                      format_bound(measured.get("log2_lr_star"), ".2f"), _ci(measured.get("ci"), ".2f"),
+                      format_bound(measured.x_star if measured else None, ".2f"),
+                      _ci(measured.ci if measured else None, ".2f"),
                       f"{format_bound(t['error'])} {_ci(t['error_ci'])}",
                       f"{bound}{format_bound(regret.get('nats'), '+.4f')} {_ci(regret.get('nats_ci'), '+.4f')}" if regret else "-",
                       f"{bound}{format_bound(regret.get('percent'))} {_ci(regret.get('percent_ci'))}" if regret else "-", result)

@@ -35,7 +35,7 @@ class StudyKey:
 
     @property
     def point(self) -> Point:
-        return Point(self.width, self.depth, self.steps, self.batch, self.tokens)
+        return Point(*(getattr(self, axis.name) for axis in TRANSFER_AXES))
 
     def tags(self) -> list[str]:
         """``w64``, ``d8``, ``t300``, ``b16``, ``tok262144``: the point's coordinates on the axes it sets."""
@@ -66,6 +66,6 @@ def probe_seeds(spec: SweepSpec, search: SearchSpec) -> tuple[int, ...]:
 
 
 def study_keys(spec: SweepSpec) -> list[StudyKey]:
-    return [StudyKey(setup.label, search, point.width, seed, probe_seeds(spec, search) if seed == spec.seeds[0] else (),
-                     point.depth, point.steps, point.batch, point.tokens)
+    return [StudyKey(setup.label, search, seed=seed, probe_seeds=probe_seeds(spec, search) if seed == spec.seeds[0]
+                     else (), **point._asdict())
             for setup in spec.setups for search in setup.search for point in spec.points() for seed in spec.seeds]

@@ -22,9 +22,9 @@ from ..errors import UserError
 from .search import OFF_X, SearchSpec
 
 __all__ = ["SearchPolicy", "GridPolicy", "RefinePolicy", "SamplerPolicy", "policy_for", "refine_points",
-           "extension_point", "probe_points", "Point", "Finished"]
+           "extension_point", "probe_points", "Planned", "Finished"]
 
-Point = tuple[float, int]
+Planned = tuple[float, int]
 """(x, seed): a searched value and the seed that trains it."""
 Finished = Sequence[tuple[float, int, float]]
 """(x, seed, loss) of finished trials; the loss is inf for a diverged or failed one."""
@@ -44,7 +44,7 @@ def extension_point(own: dict[float, float], step: float, low: float, high: floa
     return []
 
 
-def probe_points(finished: Finished, halfwidth: float, seeds: Sequence[int]) -> list[Point]:
+def probe_points(finished: Finished, halfwidth: float, seeds: Sequence[int]) -> list[Planned]:
     """Every point of the fit window — placed by every seed's mean loss at each point, as the analysis places it
     — for every probe seed. Where the probes' losses move the window (the grid seed's lowest point was noise on
     a flat bowl), the probes follow it; the window only ever lands on points the grid tried, so this ends."""
@@ -117,11 +117,11 @@ class SearchPolicy:
         """Trials the study holds when it is done (grid extensions, which depend on the results, not counted)."""
         return self.search.budget()
 
-    def initial_points(self) -> list[Point]:
+    def initial_points(self) -> list[Planned]:
         """Points to queue before any trial has finished."""
         return []
 
-    def next_points(self, finished: Finished) -> list[Point]:
+    def next_points(self, finished: Finished) -> list[Planned]:
         """Points to queue once the queue is empty, given the finished trials."""
         return []
 
@@ -134,11 +134,11 @@ class GridPolicy(SearchPolicy):
         anchors = len(self.search.anchors) * (1 + len(self.probe_seeds)) - on_grid
         return len(self.search.grid()) + window * len(self.probe_seeds) + anchors
 
-    def initial_points(self) -> list[Point]:
+    def initial_points(self) -> list[Planned]:
         anchors = [(x, seed) for x in self.search.anchors for seed in (self.seed, *self.probe_seeds)]
         return [(x, self.seed) for x in self.search.grid()] + anchors
 
-    def next_points(self, finished: Finished) -> list[Point]:
+    def next_points(self, finished: Finished) -> list[Planned]:
         done = {(round(x, 9), seed) for x, seed, _ in finished}
         if self.search.anchors:
             finished = [f for f in finished if self.search.on_grid(f[0]) and f[0] != OFF_X]
@@ -150,7 +150,7 @@ class GridPolicy(SearchPolicy):
         return [p for p in self._more(own) or probe_points(finished, self.halfwidth, self.probe_seeds)
                 if (round(p[0], 9), p[1]) not in done]
 
-    def _more(self, own: dict[float, float]) -> list[Point]:
+    def _more(self, own: dict[float, float]) -> list[Planned]:
         """Points this policy adds to its own seed's curve before the probes."""
         return []
 
@@ -160,7 +160,7 @@ class RefinePolicy(GridPolicy):
         n = round(self.halfwidth / (self.search.step / 4)) - 1
         return len(self.search.grid()) + 2 * (n - n // 4) + (2 * n + 1) * len(self.probe_seeds)
 
-    def _more(self, own: dict[float, float]) -> list[Point]:
+    def _more(self, own: dict[float, float]) -> list[Planned]:
         done = {x: loss for x, loss in own.items() if math.isfinite(loss)}
         points = refine_points(done, self.search.step, *self.reach, self.halfwidth)
         return [(x, self.seed) for x in points if x not in own]

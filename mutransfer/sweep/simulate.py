@@ -18,19 +18,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
 from ..analysis.bowl import Asymmetry
-from ..analysis.drift import Drift, PointTrials, drift, setup_optima
-from ..analysis.optimum import Thresholds, WidthOptimum, fit_halfwidth
+from ..analysis.drift import PointTrials, drift, setup_optima
+from ..analysis.result import AxisFit
+from ..analysis.optimum import Thresholds, Optimum, fit_halfwidth
 from ..analysis.fidelity import Fidelity, measure_fidelity
 from .policy import GridPolicy, extension_point, probe_points
 from .spec import SearchSpec
 
 __all__ = ["SWEPT_SE_LOG", "Truth", "Design", "Outcome", "SharedSeeds", "SimulatedPoint", "sweep_point", "simulate",
-           "true_optima", "summary_entry", "simulate_verify", "population_loss"]
+           "true_optima", "simulate_verify", "population_loss"]
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,8 @@ class Design:
 
 @dataclass
 class Outcome:
-    optima: list[WidthOptimum]
-    fit: Drift
+    optima: list[Optimum]
+    fit: AxisFit
     truth: dict[int, float] = field(default_factory=dict)
     trained: dict[int, int] = field(default_factory=dict)
     """Points trained per width: what the simulated sweep cost."""
@@ -209,12 +210,8 @@ def simulate(truth: Truth, design: Design, rng: np.random.Generator, th: Thresho
     optima, missing, bowl = setup_optima(points, design.step, halfwidth, th)
     fit = drift(optima, th, missing)
     fit.asymmetry, fit.asymmetry_se_log = bowl.ratio, bowl.se_log
+    fit.points = {o.point: o.result() for o in sorted(optima, key=lambda o: o.point)}
     return Outcome(optima, fit, truths, trained)
-
-
-def summary_entry(out: Outcome) -> dict[str, Any]:
-    """The setup's summary.json entry for a simulated sweep (what ``transfer`` reads)."""
-    return {**out.fit.as_dict(), "widths": {str(o.width): o.as_dict() for o in out.optima}}
 
 
 @lru_cache(maxsize=1)

@@ -5,7 +5,7 @@ known truth and how often each verdict comes out — per width and slope, over s
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pandas as pd
@@ -15,10 +15,11 @@ from ..analysis.drift import SearchSettings
 from ..analysis.law import evaluate_law, fit_law
 from ..analysis.optimum import fit_halfwidth
 from ..analysis.prediction import law_prediction, predict
+from ..analysis.result import PointResult, SetupResult
 from ..analysis.summary import summarize
 from ..schema import LR_COLUMN, LR_KEY, axis_named
 from .simulate import (Design, SharedSeeds, SimulatedPoint, Truth, population_loss, simulate, simulate_verify,
-                       summary_entry, sweep_point, true_optima)
+                       sweep_point, true_optima)
 from .spec import SearchSpec
 
 __all__ = ["coverage", "real_coverage", "law_coverage", "real_law_coverage", "verify_coverage", "compare_rates"]
@@ -73,8 +74,8 @@ def compare_rates(truth_a: Truth, truth_b: Truth, design: Design, sims: int, see
     for _ in range(sims):
         optima_a = true_optima(truth_a, design, rng)
         optima_b = {w: x + truth_b.optimum(w, base) - truth_a.optimum(w, base) for w, x in optima_a.items()}
-        a = summary_entry(simulate(truth_a, design, rng, optima=optima_a))
-        b = summary_entry(simulate(truth_b, design, rng, optima=optima_b))
+        a = simulate(truth_a, design, rng, optima=optima_a).fit
+        b = simulate(truth_b, design, rng, optima=optima_b).fit
         rows, row = compare_setup(a, b, tolerance)
         verdicts[row["verdict"]] += 1
         true_shift = {w: optima_b[w] - optima_a[w] for w in optima_a}
@@ -125,7 +126,7 @@ def law_coverage(truth: Truth, slopes: dict[str, float], points: list[dict[str, 
             continue
         fitted += 1
         for a in axes:
-            lo, hi = law["slope_ci"][a]
+            lo, hi = law.slope_ci[a]
             hits[a] += lo <= slopes[a] <= hi
         _, (lo, hi) = evaluate_law(law, target, axes)
         predicted += lo <= truth.departed(optimum(target), rng) <= hi
@@ -158,12 +159,12 @@ def real_coverage(truth: Truth, design: Design, sims: int, seed: int = 0, target
         verdicts[out.fit.verdict] += 1
         for opt in out.optima:
             if opt.measured:
-                _hit(tallies["width"], opt.ci, out.truth[opt.width])
-        if out.fit.ci is not None:
-            _hit(tallies["slope"], out.fit.ci, truth.slope)
+                _hit(tallies["width"], opt.ci, out.truth[opt.point])
+        if out.fit.slope_ci is not None:
+            _hit(tallies["slope"], out.fit.slope_ci, truth.slope)
         if out.fit.slope is not None:
             corrected = truth.slope != 0 if correct_when_truth_drifts else out.fit.verdict != "transfers"
-            forecast = predict(summary_entry(out), target, corrected, 1.0)
+            forecast = predict(out.fit, target, corrected, 1.0)
             assert forecast.interval is not None
             _hit(tallies["prediction"], forecast.interval,
                  truth.departed(truth.optimum(target, design.widths[0]), rng))
@@ -171,13 +172,12 @@ def real_coverage(truth: Truth, design: Design, sims: int, seed: int = 0, target
             **{k: v / sims for k, v in verdicts.items()}}
 
 
-def _point_entry(info: dict[str, Any], point: dict[str, int], base: dict[str, int]) -> Optional[dict[str, Any]]:
-    """A point's entry in a setup's summary: from the line of the first axis it lies on through the base point
+def _point_entry(setup: SetupResult, point: dict[str, int], base: dict[str, int]) -> Optional[PointResult]:
+    """A point's result in a setup's summary: from the line of the first axis it lies on through the base point
     (the width line for the base point itself); None for a point off every line (``axes: product``)."""
     for name in point:
         if all(point[other] == base[other] for other in point if other != name):
-            entry = info if name == "width" else info["axes"][name]
-            return entry[axis_named(name).plural].get(str(point[name]))
+            return setup.axes[name].points.get(point[name])
     return None
 
 
@@ -209,19 +209,19 @@ def real_law_coverage(truth: Truth, slopes: dict[str, float], points: list[dict[
             truths.append(width.x_true)
             rows += [{**{axis_named(a).column: point[a] for a in axes}, "setup": "s", "seed": s, "search_key": LR_KEY,
                       LR_COLUMN: x, "val_loss": loss, "status": status} for x, s, loss, status in width.points]
-        info = summarize(pd.DataFrame(rows), settings)["setups"]["s"]
-        verdicts[info["verdict"]] += 1
+        setup = summarize(pd.DataFrame(rows), settings).setups()["s"]
+        verdicts[setup.verdict] += 1
         for point, x_true in zip(points, truths):
-            entry = _point_entry(info, point, base)
-            if entry and entry.get("log2_lr_star") is not None and not entry.get("censored"):
-                _hit(tallies["point"], entry["ci"], x_true)
-        law = info.get("law")
+            entry = _point_entry(setup, point, base)
+            if entry is not None and entry.measured and entry.ci is not None:
+                _hit(tallies["point"], entry.ci, x_true)
+        law = setup.law
         if law is None:
             continue
         for a in axes:
-            _hit(tallies[f"{a}_slope"], law["slope_ci"][a], slopes[a])
+            _hit(tallies[f"{a}_slope"], law.slope_ci[a], slopes[a])
         for name, target in targets.items():
-            forecast = law_prediction(info, target, info["verdict"] != "transfers", 1.0)
+            forecast = law_prediction(setup, target, setup.verdict != "transfers", 1.0)
             assert forecast.interval is not None
             _hit(tallies[f"range_{name}"], forecast.interval, truth.departed(optimum(target), rng))
     return {**_rates(tallies), "fitted": tallies[f"{axes[0]}_slope"][1] / sims,

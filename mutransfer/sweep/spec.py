@@ -17,17 +17,18 @@ import yaml
 
 from ..errors import UserError, closest, did_you_mean
 from ..files import load_yaml
-from ..schema import LR_KEY, TRANSFER_AXES, axis_named
+from ..fingerprint import prune_spec, restore_spec
+from ..schema import LR_KEY, TRANSFER_AXES, TrainConfig
 from ..yamldoc import YAMLBoundError, parse_yaml
 from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES, SEARCH_KEYS, SearchSpec,
                      base_searches, check_grid, parse_search, search_name)
-from .spec_axes import COMBINATIONS, axis_list, batch_axis, combination, int_list
+from .spec_axes import AXIS_KEYS, COMBINATIONS, combination, int_list, listed_axes, swept_axes
 
 __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_from_dict", "spec_dir", "shipped_specs",
            "check_grid", "SAMPLERS", "PRUNERS", "SCALES", "COMBINATIONS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
 
-SPEC_KEYS = ("name", "setups", "widths", "depths", "steps", "batch_sizes", "hold", "tokens", "axes", "seeds", "search",
-             "overrides", "coord_check", "batch_trials", "trunks", "model")
+SPEC_KEYS = ("name", "setups", *AXIS_KEYS, "axes", "seeds", "search", "overrides", "coord_check", "batch_trials",
+             "trunks", "model")
 @dataclass(frozen=True)
 class SetupSpec:
     label: str
@@ -73,15 +74,19 @@ class SweepSpec:
     """``COMBINATIONS``, or the plurals of the axes crossed with each other (``(batch_sizes, tokens)``)."""
     source: str = field(default="", compare=False)
 
+    def branches(self, train: TrainConfig) -> bool:
+        """Whether a trial trained one by one under ``train`` branches off a trunk (``train.trunk``): a horizon
+        axis of two or more steps under ``schedule: wsd``, unless the spec turns trunks off. Stacked trials
+        (``batch_trials`` > 1) train from scratch."""
+        return self.trunks and len(self.steps) > 1 and train.schedule == "wsd"
+
     def swept(self) -> tuple[str, ...]:
         """The axes this spec varies: width always, the others when it lists two or more values."""
-        return tuple(axis.name for axis, listed in zip(TRANSFER_AXES, self._values())
-                     if axis.name == "width" or len(listed) > 1)
+        return swept_axes({axis.name: getattr(self, axis.plural) for axis in TRANSFER_AXES})
 
     def _values(self) -> list[tuple[Optional[int], ...]]:
         """Each axis's values in ``TRANSFER_AXES`` order; (None,) for an axis the spec leaves at the config's."""
-        return [self.widths, *(listed or (None,) for listed in (self.depths, self.steps, self.batch_sizes,
-                                                                 self.tokens))]
+        return [getattr(self, axis.plural) or (None,) for axis in TRANSFER_AXES]
 
     def points(self) -> list[Point]:
         """The points studied: every combination of the crossed axes' values (``axes: one``: the widths alone;
@@ -102,24 +107,11 @@ class SweepSpec:
         return {"model": self.model} if self.model else None
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain data; a search without anchors, or at the base LR, leaves the key out, so sweeps recorded before
-        anchors, stages and trunks existed keep their fingerprint."""
+        """Plain data (``spec_from_dict``'s inverse), the keys added after earlier sweeps were recorded left out at
+        their defaults (``fingerprint.spec_later_keys``), so those sweeps keep their fingerprint."""
         data = dataclasses.asdict(self)
         data.pop("source")
-        for key in ("depths", "steps", "batch_sizes", "hold", "tokens"):
-            if not data[key]:
-                data.pop(key)
-        if len(self.swept()) == 1:
-            data.pop("axes")
-        if self.trunks:
-            data.pop("trunks")
-        for setup in data["setups"]:
-            for search in setup["search"]:
-                if not search["anchors"]:
-                    search.pop("anchors")
-                if search["at"] == "base":
-                    search.pop("at")
-        return data
+        return prune_spec(data, one_axis=len(self.swept()) == 1)
 
 
 def spec_dir() -> Path:
@@ -315,45 +307,39 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
                             f"add {{key: {LR_KEY}}} to search")
     _refuse_shadowed(data["setups"], overrides)
     setups = _setups(data["setups"], base)
-    extra = data.get("overrides") or []
-    if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
-        raise UserError("overrides must be a list of key=value strings", "e.g. overrides: [train.steps=100]")
+    extra = data["overrides"]  # a list of key=value strings: ``apply_overrides`` checked it
     model = _model(data.get("model"), source)
     batch_trials = _batch_trials(data.get("batch_trials", "auto"), setups, model)
     trunks = data.get("trunks", True)
     if not isinstance(trunks, bool):
         raise UserError(f"trunks={trunks!r} is not true or false", "set trunks=true (the default) or trunks=false")
-    depths = axis_list(data, axis_named("depth"), "[2, 4, 8]")
-    steps = axis_list(data, axis_named("steps"), "[150, 300, 600]")
-    batch_sizes, hold, tokens = batch_axis(data)
+    values, hold = listed_axes(data)
+    batch_sizes = values["batch"]
     if batch_sizes and not any(o.startswith("train.eval_batch_size=") for o in extra):
         extra = [*extra, f"train.eval_batch_size={max(batch_sizes)}"]  # one set of validation windows for every batch
-    swept = [name for name, listed in (("width", (1, 2)), ("depth", depths), ("steps", steps),
-                                       ("batch", batch_sizes), ("tokens", tokens)) if len(listed) > 1]
-    axes = combination(data, swept)
-    if depths and model is not None:
+    axes = combination(data, swept_axes(values))
+    if values["depth"] and model is not None:
         raise UserError("depths: a model.factory model is built at one depth", "remove depths from the spec")
     for setup in setups:
         for i, (search, shared) in enumerate(zip(setup.search, base)):
             check_grid(search_name(i, len(base)) if search is shared else f"setups.{setup.label}.search", search)
-    return SweepSpec(name=data["name"], setups=tuple(setups), widths=int_list("widths", data["widths"], True),
+    return SweepSpec(name=data["name"], setups=tuple(setups),
                      seeds=int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
-                     trunks=trunks,
-                     depths=depths, steps=steps, batch_sizes=batch_sizes, hold=hold, tokens=tokens, axes=axes,
-                     source=source)
+                     trunks=trunks, hold=hold, axes=axes, source=source,
+                     **{axis.plural: values[axis.name] for axis in TRANSFER_AXES})
 
 
 def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
-    """The inverse of ``SweepSpec.as_dict`` (a spec stored with a sweep's studies)."""
+    """The inverse of ``SweepSpec.as_dict`` (a spec stored with a sweep's studies): the keys it leaves out at
+    their defaults restored (``fingerprint.restore_spec``)."""
+    data = restore_spec(data)
     setups = tuple(SetupSpec(label=s["label"], overrides=tuple(s["overrides"]),
-                             search=tuple(SearchSpec(**{**x, "anchors": tuple(x.get("anchors", ()))}) for x in s["search"]))
+                             search=tuple(SearchSpec(**{**x, "anchors": tuple(x["anchors"])}) for x in s["search"]))
                    for s in data["setups"])
-    return SweepSpec(name=data["name"], setups=setups, widths=tuple(data["widths"]), seeds=tuple(data["seeds"]),
+    return SweepSpec(name=data["name"], setups=setups, seeds=tuple(data["seeds"]),
                      overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
                      batch_trials=data.get("batch_trials", "auto"), model=data.get("model"),
-                     trunks=data.get("trunks", True),
-                     depths=tuple(data.get("depths", ())), steps=tuple(data.get("steps", ())),
-                     batch_sizes=tuple(data.get("batch_sizes", ())), hold=data.get("hold", ""),
-                     tokens=tuple(data.get("tokens", ())),
-                     axes=tuple(data["axes"]) if isinstance(data.get("axes"), list) else data.get("axes", "one"))
+                     trunks=data["trunks"], hold=data["hold"],
+                     axes=tuple(data["axes"]) if isinstance(data["axes"], list) else data["axes"],
+                     **{axis.plural: tuple(data[axis.plural]) for axis in TRANSFER_AXES})

@@ -4,13 +4,14 @@ tuples out; every refusal is one ``UserError`` line."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..errors import UserError
 from ..schema import TRANSFER_AXES, Axis, axis_named
 from .search import spec_number
 
-__all__ = ["COMBINATIONS", "HOLDS", "int_list", "axis_list", "batch_axis", "combination"]
+__all__ = ["COMBINATIONS", "HOLDS", "AXIS_KEYS", "int_list", "axis_list", "batch_axis", "listed_axes",
+           "swept_axes", "combination"]
 
 COMBINATIONS = ("one", "product")
 """``axes: one`` sweeps each axis through the base point (the first value of every axis); ``product`` the full
@@ -18,6 +19,9 @@ grid; a list of axes' plurals crosses those."""
 HOLDS = ("tokens", "steps")
 """What a batch axis holds fixed: the token budget (batch × steps × sequence length; the steps follow from it) or
 the steps (the tokens grow with the batch)."""
+AXIS_KEYS: tuple[str, ...] = tuple(key for axis in TRANSFER_AXES
+                                   for key in (axis.plural, *(("hold",) if axis.name == "batch" else ())))
+"""The spec keys of the axes: each axis's plural, in ``TRANSFER_AXES`` order, and ``hold`` after the batch sizes."""
 
 
 def int_list(where: str, value: Any, positive: bool) -> tuple[int, ...]:
@@ -53,7 +57,8 @@ def axis_list(data: dict[str, Any], axis: Axis, example: str) -> tuple[int, ...]
 
 def batch_axis(data: dict[str, Any]) -> tuple[tuple[int, ...], str, tuple[int, ...]]:
     """The batch axis: its sizes, what it holds fixed (``HOLDS``; tokens by default) and the token budgets."""
-    sizes = axis_list(data, axis_named("batch"), "[4, 8, 16, 32]")
+    batch = axis_named("batch")
+    sizes = axis_list(data, batch, batch.example)
     hold = data.get("hold")
     if hold is not None and hold not in HOLDS:
         raise UserError(f"hold={hold!r} is not something a batch axis can hold fixed",
@@ -61,7 +66,7 @@ def batch_axis(data: dict[str, Any]) -> tuple[tuple[int, ...], str, tuple[int, .
     if not sizes:
         if hold is not None or data.get("tokens") is not None:
             what = f"hold: {hold}" if hold is not None else "tokens"
-            raise UserError(f"{what} needs a batch axis", "add batch_sizes: [4, 8, 16, 32], or remove it")
+            raise UserError(f"{what} needs a batch axis", f"add {batch.plural}: {batch.example}, or remove it")
         return (), "", ()
     hold = hold or "tokens"
     if hold == "steps":
@@ -78,6 +83,27 @@ def batch_axis(data: dict[str, Any]) -> tuple[tuple[int, ...], str, tuple[int, .
     if any(o.startswith("train.tokens=") for o in data.get("overrides") or []):
         raise UserError("the spec names tokens and also overrides train.tokens", "remove the train.tokens override")
     return sizes, hold, int_list("tokens", data["tokens"], True)
+
+
+def listed_axes(data: dict[str, Any]) -> tuple[dict[str, tuple[int, ...]], str]:
+    """Every axis's values by name, in ``TRANSFER_AXES`` order ((): the config's), and what a batch axis holds
+    fixed ('' without one): the widths (``int_list``: one or more), the batch sizes with their token budgets
+    (``batch_axis``), and each other axis by ``axis_list``."""
+    widths, *others = TRANSFER_AXES
+    values = {widths.name: int_list(widths.plural, data[widths.plural], True)}
+    hold = ""
+    for axis in others:
+        if axis.name == "batch":
+            values[axis.name], hold, values["tokens"] = batch_axis(data)
+        elif axis.name not in values:
+            values[axis.name] = axis_list(data, axis, axis.example)
+    return values, hold
+
+
+def swept_axes(values: Mapping[str, Sequence[Any]]) -> tuple[str, ...]:
+    """The axes a spec varies, in ``TRANSFER_AXES`` order: width (the first) always, any other whose values (by
+    axis name) are two or more."""
+    return tuple(axis.name for i, axis in enumerate(TRANSFER_AXES) if i == 0 or len(values[axis.name]) > 1)
 
 
 def combination(data: dict[str, Any], swept: Sequence[str]) -> str | tuple[str, ...]:

@@ -46,7 +46,7 @@ def _rows(study: optuna.Study, key: StudyKey) -> list[dict[str, Any]]:
         if key.search.column not in t.params:
             continue
         loss = t.user_attrs.get("val_loss")
-        rows.append({"width": key.width, "setup": key.setup, "seed": seed_of(t, key), "x": t.params[key.search.column],
+        rows.append({"point": key.width, "setup": key.setup, "seed": seed_of(t, key), "x": t.params[key.search.column],
                      "loss": float(loss) if isinstance(loss, (int, float)) else math.nan,
                      "status": t.user_attrs.get("status") or STATE_STATUS[t.state]})
     return rows
@@ -69,9 +69,9 @@ def point_optimum(spec: SweepSpec, key: StudyKey, storage: optuna.storages.BaseS
         return None
     table = pd.DataFrame(rows)
     settings = SearchSettings(step=search.step, log2=True, low=search.min, high=search.max)
-    entry = analyze(table, settings)[key.setup]["widths"][str(key.width)]
-    if entry.get("log2_lr_star") is not None:
-        return float(entry["log2_lr_star"])
+    entry = analyze(table, settings)[key.setup].points[key.width]
+    if entry.x_star is not None:
+        return float(entry.x_star)
     finite = table[(table["status"] == "ok") & table["loss"].map(math.isfinite)]
     if len(finite):
         return float(finite.groupby("x")["loss"].mean().idxmin())

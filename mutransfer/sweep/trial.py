@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from operator import attrgetter
 from typing import Any, Optional
 
 from ..config import compose, to_dict
 from ..errors import UserError
+from ..fingerprint import EXECUTION_CONFIG_KEYS, EXECUTION_KEYS, sweep_record_of
 from ..schema import LR_KEY, TRANSFER_AXES, Config
 from ..train.budget import tokens_read
 from ..table.decay import DECAY_OFF_OVERRIDES
 from .search import OFF_X
 from .spec import Point, SweepSpec
 from .keys import StudyKey
-
-EXECUTION_KEYS = ("batch_trials", "trunks")
-"""Spec keys that say how a sweep runs, not what it computes: left out of its fingerprint, so changing them resumes
-the same sweep."""
-EXECUTION_CONFIG_KEYS = ("train.compile",)
-"""Config keys of the same kind: left out of the record's configs and overrides."""
 
 __all__ = ["EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS", "trial_config", "setup_config", "point_overrides", "axis_values",
            "setup_configs", "sweep_record", "auto_trials", "trials_per_batch"]
@@ -71,27 +64,12 @@ def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:
 
 
 def sweep_record(spec: SweepSpec, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What a sweep computes (its run directory's config.yaml and its studies' record), with a fingerprint.
+    """What a sweep computes (its run directory's config.yaml and its studies' record), with a fingerprint
+    (``fingerprint.sweep_record_of``).
 
     How it runs is left out: changing ``batch_trials``, ``trunks`` or ``train.compile`` resumes the same sweep.
     """
-    data = {k: v for k, v in spec.as_dict().items() if k not in EXECUTION_KEYS}
-    for part in [data, *data["setups"]]:
-        part["overrides"] = type(part["overrides"])(
-            item for item in part["overrides"] if item.split("=", 1)[0].lstrip("+") not in EXECUTION_CONFIG_KEYS)
-    configs = {label: _without_execution(config) for label, config in configs.items()}
-    record = {"kind": "sweep", "spec": data, "setups": configs}
-    fingerprint = hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    return {"fingerprint": fingerprint, **record}
-
-
-def _without_execution(config: dict[str, Any]) -> dict[str, Any]:
-    """A config's plain data without ``EXECUTION_CONFIG_KEYS``."""
-    out = {group: dict(values) if isinstance(values, dict) else values for group, values in config.items()}
-    for key in EXECUTION_CONFIG_KEYS:
-        group, name = key.split(".", 1)
-        out.get(group, {}).pop(name, None)
-    return out
+    return sweep_record_of(spec.as_dict(), configs)
 
 
 def auto_trials(device_type: str, width: int) -> int:

@@ -16,7 +16,7 @@ import optuna
 from optuna.trial import TrialState
 
 from ..schema import Config
-from ..train.data import Corpus, load_corpus, vocab_size
+from ..train.data import Corpora, Corpus, vocab_size
 from ..train.loop import TrainResult, train_model, train_trials
 from ..train.trunk import TRUNK_DIR, Trunk, trunk_for
 from .liveness import process_identity
@@ -84,7 +84,7 @@ class Worker:
     def __init__(self, spec: SweepSpec, opts: SweepOptions, on_event: Optional[EventCallback] = None) -> None:
         self.spec, self.opts, self.on_event = spec, opts, on_event
         self.storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
-        self.corpora: dict[str, Corpus] = {}
+        self.corpora = Corpora()
         self.batch_sizes: dict[StudyKey, int] = {}
         self.base_configs: dict[StudyKey, Config] = {}
         self.stage_lrs: dict[tuple[str, Any], Optional[float]] = {}
@@ -305,17 +305,13 @@ class Worker:
         return train_trials(cfgs[0], corpus, [cfg.optimizer.lr for cfg in cfgs], on_eval=on_eval)[0]
 
     def _trunk(self, cfg: Config) -> Optional[Trunk]:
-        """The trunk a trial trained on its own branches off (``train.trunk``): under ``schedule: wsd`` with a
-        horizon axis, unless the spec turns trunks off. Stacked trials (``batch_trials`` > 1) train from scratch."""
-        if not self.spec.trunks or cfg.train.schedule != "wsd" or len(self.spec.steps) < 2:
+        """The trunk a trial trained on its own branches off (``SweepSpec.branches``), None without one."""
+        if not self.spec.branches(cfg.train):
             return None
         return trunk_for(cfg, self.opts.run_dir / TRUNK_DIR, self.spec.steps)
 
     def _corpus(self, cfg: Config) -> Corpus:
-        tag = f"{cfg.data.kind}:{cfg.data.path}:{cfg.data.val_fraction}:{cfg.train.seq_len}"
-        if tag not in self.corpora:
-            self.corpora[tag] = load_corpus(cfg.data, cfg.train.seq_len)
-        return self.corpora[tag]
+        return self.corpora.get(cfg.data, cfg.train.seq_len)
 
 
 def _waiting(study: optuna.Study) -> int:

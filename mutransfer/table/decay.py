@@ -18,11 +18,11 @@ m^-wd/(τ·T) under ``independent``, m^-wd/(η_p·τ·T) under ``lr_scaled``.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import Any, Mapping, Optional, TypeVar
+from typing import Any, Optional, TypeVar
 
-from ..schema import ROLES, OptimizerConfig, RoleFlags, family_of
+from ..fingerprint import DECAY_OFF, config_later_keys, later_defaults, omit_at_defaults
+from ..schema import OptimizerConfig, family_of
 
 __all__ = ["DECAY_OFF_VALUES", "DECAY_SYMBOLS", "DECAY_OFF_OVERRIDES", "DECAY_RULES", "RULES_BY_FAMILY",
            "RULE_FORMULAS", "decay_on", "decay_rule", "decay_problem",
@@ -113,20 +113,5 @@ def decay_per_step(opt: OptimizerConfig, factor: float, lr: LR, steps: Optional[
 
 def later_decay_keys() -> dict[str, Any]:
     """The config keys weight decay added (dotted), at their defaults: a config leaves them out at these values
-    while decay is off, so every fingerprint and file from before them stays valid."""
-    return {"optimizer.weight_decay_rule": None, "optimizer.weight_decay_timescale": None,
-            "optimizer.decayed": dataclasses.asdict(RoleFlags()),
-            **{f"parametrization.roles.{role}.wd": 0.0 for role in ROLES}}
-
-
-def omit_at_defaults(data: dict[str, Any], defaults: Mapping[str, Any], prefix: str = "") -> None:
-    """Delete from the nested ``data`` each dotted key of ``defaults`` (under ``prefix``) that holds its default."""
-    for path, default in defaults.items():
-        if prefix and not path.startswith(prefix):
-            continue
-        *parents, leaf = path[len(prefix):].split(".")
-        node: Any = data
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict) and leaf in node and node[leaf] == default:
-            del node[leaf]
+    while decay is off (``fingerprint.config_later_keys`` declares them)."""
+    return later_defaults(config_later_keys(), DECAY_OFF)

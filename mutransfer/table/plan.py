@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from ..files import atomic_write_text, dump_yaml
+from ..fingerprint import config_later_keys, prune_config, restore
 from ..schema import OptimizerConfig, ParametrizationConfig, RoleFlags, RoleFloats, RoleRules, family_of
-from .decay import (decay_factor, decay_on, decay_per_step, decay_rule, later_decay_keys, omit_at_defaults,
-                    weight_decay)
+from .decay import decay_factor, decay_on, decay_per_step, decay_rule, weight_decay
 from .rules import UPDATE_BY_FAMILY, DepthExponents, base_value, depth_exponents, matrix_dims, muon_scale
 
 __all__ = ["ParamPlan", "Plan", "make_plan", "PLAN_FORMAT", "Shape"]
@@ -172,12 +172,10 @@ class Plan:
             groups.append(entry)
         depth = {"depth": self.depth, "base_depth": self.base_depth, "depth_alpha": self.depth_alpha,
                  "branch_multiplier": self.branch_multiplier} if self.depth_alpha else {}
-        optimizer = asdict(self.optimizer_config)
+        optimizer = prune_config(asdict(self.optimizer_config), decay_off=not decaying, prefix="optimizer.")
         decay: dict[str, Any] = {"weight_decay_rule": self.weight_decay_rule} if decaying else {}
         if self.optimizer_config.weight_decay_timescale is not None:
             decay["steps"] = self.steps
-        if not decaying:
-            omit_at_defaults(optimizer, later_decay_keys(), prefix="optimizer.")
         return {"mutransfer_plan": PLAN_FORMAT, "preset": self.preset, "width": self.width,
                 "base_width": self.base_width, **depth, "lr": self.lr, "log2_lr": math.log2(self.lr), **decay,
                 "optimizer": optimizer, "param_groups": groups}
@@ -236,12 +234,12 @@ class Plan:
 
 
 def _optimizer_from_dict(data: Mapping[str, Any]) -> OptimizerConfig:
-    fields = dict(data)
+    """A plan file's optimizer section, the keys it leaves out at their defaults (``to_document``) restored."""
+    fields = restore(data, config_later_keys(), prefix="optimizer.")
     fields["init"] = RoleRules(**fields["init"])
     fields["multiplier"] = RoleFloats(**fields["multiplier"])
     fields["lr_mult"] = RoleRules(**fields["lr_mult"])
-    if "decayed" in fields:
-        fields["decayed"] = RoleFlags(**fields["decayed"])
+    fields["decayed"] = RoleFlags(**fields["decayed"])
     fields["ns_coeffs"] = list(fields["ns_coeffs"])
     return OptimizerConfig(**fields)
 

@@ -6,7 +6,9 @@ nanoGPT's ``.bin`` format, memory-mapped, with ``data.vocab_size``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import math
 import sysconfig
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from ..errors import UserError
 from ..schema import DataConfig, TrainConfig
 from .budget import tokens_read
 
-__all__ = ["Corpus", "load_corpus", "stdlib_files", "vocab_size", "Batches", "fixed_batches", "BYTE_VOCAB",
+__all__ = ["Corpus", "Corpora", "load_corpus", "stdlib_files", "vocab_size", "Batches", "fixed_batches", "BYTE_VOCAB",
            "epochs_warning", "check_validation_split"]
 
 BYTE_VOCAB = 256
@@ -105,6 +107,19 @@ def _load_tokens(cfg: DataConfig, min_tokens: int) -> Corpus:
                         "give a longer file or lower train.seq_len")
     return Corpus(train=ids[: len(ids) - n_val], val=ids[len(ids) - n_val :], vocab_size=vocab,
                   source=str(path.resolve()), size_bytes=path.stat().st_size, sha256=_file_digest(path))
+
+
+class Corpora:
+    """Corpora loaded once each: a corpus is its data config read at a sequence length (``load_corpus``)."""
+
+    def __init__(self) -> None:
+        self.loaded: dict[str, Corpus] = {}
+
+    def get(self, data: DataConfig, seq_len: int) -> Corpus:
+        key = json.dumps([dataclasses.asdict(data), seq_len], sort_keys=True)
+        if key not in self.loaded:
+            self.loaded[key] = load_corpus(data, seq_len)
+        return self.loaded[key]
 
 
 def load_corpus(cfg: DataConfig, min_tokens: int) -> Corpus:

@@ -11,8 +11,6 @@ a killed run resumes from the last one written.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -21,6 +19,7 @@ import torch
 
 from ..config import to_dict
 from ..files import atomic_path
+from ..fingerprint import fingerprint_of
 from ..schema import Config, TrainConfig
 from .schedule import cooldown_start, warmup_steps
 
@@ -62,7 +61,7 @@ def _key(cfg: Config) -> str:
     data = to_dict(cfg)
     data["train"].pop("steps")
     data["train"].pop("tokens", None)
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return fingerprint_of(data)
 
 
 @dataclass(frozen=True)

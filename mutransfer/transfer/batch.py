@@ -4,8 +4,9 @@ trains, and what a user should know when the batch leaves the swept range or pas
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
+from ..analysis.result import SetupResult
 from ..errors import UserError
 from ..schema import Config
 from ..train.budget import budget_problem, budget_steps, tokens_per_step
@@ -49,7 +50,7 @@ def target_horizon(base: Config, batch: Optional[int], tokens: Optional[int], st
     return Horizon(size, budget_steps(budget, size, seq_len), budget)
 
 
-def batch_warnings(label: str, info: Mapping[str, Any], batch: int, swept: int, tokens: int,
+def batch_warnings(label: str, info: SetupResult, batch: int, swept: int, tokens: int,
                    in_law: bool) -> list[str]:
     """What to know about the batch ``batch`` at ``tokens``: outside the swept batches by more than
     ``BATCH_REACH``, past the critical batch measured at the budget nearest ``tokens``, or a batch the sweep
@@ -60,8 +61,7 @@ def batch_warnings(label: str, info: Mapping[str, Any], batch: int, swept: int, 
         return [f"batch {batch} differs from the swept batch {swept}: the LR is kept — assumed, not measured; below "
                 "the critical batch Adam's optimum grows about as √B (Malladi et al.) and SGD's as B (Goyal et al.); "
                 "sweep batch_sizes: [...] to measure it"]
-    entry = (info.get("axes") or {}).get("batch") or {}
-    swept_sizes = sorted(int(b) for b in entry.get("batch_sizes", {})) or [swept]
+    swept_sizes = sorted(int(b) for b in info.axes["batch"].points) if "batch" in info.axes else [swept]
     warnings = []
     if batch > BATCH_REACH * swept_sizes[-1] or batch < swept_sizes[0] / BATCH_REACH:
         warnings.append(f"batch {batch} is more than {BATCH_REACH:g}× outside the swept batches {swept_sizes[0]}–"
@@ -75,9 +75,9 @@ def batch_warnings(label: str, info: Mapping[str, Any], batch: int, swept: int, 
     return warnings
 
 
-def _critical_near(info: Mapping[str, Any], tokens: int) -> Optional[dict[str, Any]]:
+def _critical_near(info: SetupResult, tokens: int) -> Optional[dict[str, Any]]:
     """The critical batch measured at the swept budget nearest ``tokens`` (in log2), with that budget."""
-    budgets = ((info.get("batch") or {}).get("budgets") or {})
+    budgets = (info.batch or {}).get("budgets") or {}
     if not budgets:
         return None
     nearest = min(budgets, key=lambda d: abs(math.log2(int(d)) - math.log2(tokens)))

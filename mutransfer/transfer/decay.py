@@ -8,7 +8,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Optional
 
-from ..analysis.prediction import Prediction, law_prediction, predict
+from ..analysis.prediction import Prediction, predict_setup
+from ..analysis.result import Summary
+from ..analysis.summary import key_value
 from ..errors import UserError
 from ..schema import ROLES, Config
 from ..table.decay import DECAY_OFF_VALUES, DECAY_SYMBOLS, decay_rule
@@ -30,10 +32,10 @@ class DecayTransfer:
     effects: Mapping[str, int]
 
     def as_dict(self) -> dict[str, Any]:
-        low, high = self.prediction.interval or (None, None)
-        scale = (lambda x: 2.0**x) if self.log2 else (lambda x: x)
+        interval = self.prediction.interval
         return {"key": self.key, "value": self.value, "verdict": self.verdict, "decay_effect": dict(self.effects),
-                "range": [scale(low), scale(high)] if low is not None else None, "log2": self.log2,
+                "range": [key_value(v, self.log2) for v in interval] if interval is not None else None,
+                "log2": self.log2,
                 "prediction": self.prediction.as_dict()}
 
 
@@ -71,24 +73,19 @@ def decay_setups(record: Mapping[str, Any], configs: Mapping[str, Config], rule:
     return chosen
 
 
-def predict_decay(summary: Mapping[str, Any], record: Mapping[str, Any], label: str, target: Mapping[str, int],
+def predict_decay(summary: Summary, record: Mapping[str, Any], label: str, target: Mapping[str, int],
                   tolerance: float) -> Optional[DecayTransfer]:
     """The decay at ``target`` (width, depth, steps) for setup ``label``, or None when the sweep searched none."""
     search = decay_search(record, label)
     if search is None:
         return None
     key = search["key"]
-    info = ((summary.get("keys") or {}).get(key) or {}).get("setups", {}).get(label)
-    if not info or not any(o.get("log2_lr_star") is not None for o in info.get("widths", {}).values()):
+    info = summary.setups(key).get(label)
+    if info is None or not info.line.estimated():
         return None
-    law = info.get("law")
-    if law and "width" in law["axes"] and len(law["axes"]) > 1:
-        prediction = law_prediction(info, target, False, tolerance)
-    else:
-        prediction = predict(info, target["width"], False, tolerance)
+    prediction = predict_setup(info, target, False, tolerance)
     log2 = search.get("scale") == "log2"
-    value = 2.0**prediction.log2_lr if log2 else prediction.log2_lr
-    return DecayTransfer(key, value, prediction, log2, info.get("verdict"), info.get("decay_effect") or {})
+    return DecayTransfer(key, key_value(prediction.log2_lr, log2), prediction, log2, info.verdict, info.line.decay_counts or {})
 
 
 def with_decay(cfg: Config, decay: DecayTransfer) -> Config:
@@ -116,10 +113,6 @@ def decay_warnings(label: str, decay: DecayTransfer) -> list[str]:
     return out
 
 
-def decay_verdicts(summary: Mapping[str, Any]) -> dict[str, str]:
+def decay_verdicts(summary: Summary) -> dict[str, str]:
     """Each setup's verdict on its searched decay's optimum (setups without a decay search left out)."""
-    out: dict[str, str] = {}
-    for key in DECAY_OFF_VALUES:
-        for label, info in (((summary.get("keys") or {}).get(key) or {}).get("setups") or {}).items():
-            out[label] = info.get("verdict", "inconclusive")
-    return out
+    return {label: info.verdict for key in DECAY_OFF_VALUES for label, info in summary.setups(key).items()}

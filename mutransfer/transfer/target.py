@@ -12,7 +12,8 @@ from typing import Any, Optional
 
 
 from ..analysis.optimum import Thresholds
-from ..analysis.summary import estimated_widths, summarize_run
+from ..analysis.result import SetupResult, Summary
+from ..analysis.summary import summarize_run
 from ..defaults import TRANSFER_TOLERANCE
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
@@ -21,7 +22,7 @@ from ..model.build import model_plan
 from ..schema import Config, axis_named, family_of
 from ..table.rules import depth_exponents
 from ..train.data import vocab_size
-from ..analysis.prediction import Prediction, law_prediction, predict
+from ..analysis.prediction import Prediction, carried_law, predict_setup
 from ..train.budget import tokens_read
 from .batch import batch_warnings, target_horizon
 from .decay import (DecayTransfer, decay_rule_name, decay_setups, decay_verdicts, decay_warnings, predict_decay,
@@ -53,20 +54,19 @@ def read_sweep_record(run_dir: Path) -> dict[str, Any]:
     return record
 
 
-def _choose(summary: dict[str, Any], setup: Optional[str],
-            allowed: Optional[list[str]] = None) -> tuple[str, dict[str, Any], list[str]]:
+def _choose(summary: Summary, setup: Optional[str],
+            allowed: Optional[list[str]] = None) -> tuple[str, SetupResult, list[str]]:
     """The setup to transfer: ``setup``; else, among ``allowed`` (all), the best-loss one whose LR transfers —
     and whose searched decay transfers too, where any does — else the one whose optimum moves least."""
-    setups = {k: v for k, v in summary.get("setups", {}).items() if estimated_widths(v)
-              and (allowed is None or k in allowed)}
+    setups = {k: v for k, v in summary.setups().items() if v.line.estimated() and (allowed is None or k in allowed)}
     if not setups:
         raise UserError("the sweep has no finished trials to transfer from", "run or resume the sweep first")
     if setup is not None:
         if setup not in setups:
             raise UserError(f"unknown setup '{setup}'", f"choose one of: {', '.join(setups)}")
         return setup, setups[setup], []
-    best_loss = {k: min(w["best_loss"] for w in estimated_widths(v).values()) for k, v in setups.items()}
-    transfers = [k for k, v in setups.items() if v.get("verdict") == "transfers"]
+    best_loss = {k: min(float(w.best_loss or math.inf) for w in v.line.estimated().values()) for k, v in setups.items()}
+    transfers = [k for k, v in setups.items() if v.verdict == "transfers"]
     decays = decay_verdicts(summary)
     both = [k for k in transfers if decays.get(k) == "transfers"]
     if transfers:
@@ -74,10 +74,10 @@ def _choose(summary: dict[str, Any], setup: Optional[str],
         note = ([f"no setup's decay optimum transfers; '{label}' is the best-loss setup whose LR does"]
                 if decays and not both else [])
         return label, setups[label], note
-    label = min(setups, key=lambda k: abs(setups[k]["slope"]) if setups[k].get("slope") is not None else math.inf)
+    label = min(setups, key=lambda k: abs(setups[k].line.slope or 0.0) if setups[k].line.slope is not None else math.inf)
     if len(setups) == 1:
         return label, setups[label], [f"'{label}' is the only setup with results and its LR is not shown to transfer "
-                                      f"across widths (verdict {setups[label].get('verdict')}): treat the result "
+                                      f"across widths (verdict {setups[label].verdict}): treat the result "
                                       "with care"]
     return label, setups[label], [f"no setup's LR transfers across widths; using '{label}', whose optimum moves "
                                   "least (|slope| smallest): treat the result with care"]
@@ -115,12 +115,8 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
               **horizon.point(base.train.seq_len)}
     swept = {"depth": base.model.depth, "steps": base.train.steps, "batch": base.train.batch_size,
              "tokens": tokens_read(base.train)}
-    law = info.get("law")
-    if law and "width" in law["axes"] and len(law["axes"]) > 1:
-        prediction = law_prediction(info, target, correct_drift, tolerance)
-    else:
-        law = None
-        prediction = predict(info, width, correct_drift, tolerance)
+    law = carried_law(info)
+    prediction = predict_setup(info, target, correct_drift, tolerance)
     cfg = replace(base, model=replace(base.model, width=width, depth=target["depth"]),
                   train=replace(base.train, steps=horizon.steps, batch_size=horizon.batch, tokens=horizon.tokens),
                   optimizer=replace(base.optimizer, lr=2.0**prediction.log2_lr))
@@ -128,10 +124,10 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     if decay is not None:
         cfg = with_decay(cfg, decay)
         warnings += decay_warnings(label, decay)
-    slope = info.get("slope")
+    slope = info.line.slope
     implied = abs(slope * prediction.doublings) if slope is not None else math.nan
     warnings += _warnings(label, info, prediction, implied, correct_drift)
-    measured = law["axes"] if law is not None else []
+    measured = law.axes if law is not None else []
     for name in ("depth", "tokens" if base.train.tokens is not None else "steps", "batch"):
         if target[name] == swept[name]:
             continue
@@ -145,12 +141,13 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     document = {
         "mutransfer_transfer": 1,
         "prediction": prediction.as_dict(),
-        "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.get("verdict"), **at_statistic_precision({
-                   "reason": info.get("reason"), "slope": slope, "slope_ci": info.get("slope_ci"),
-                   "asymmetry": info.get("asymmetry"), "asymmetry_se_log": info.get("asymmetry_se_log"),
-                   "swept_widths": sorted(int(w) for w in info["widths"]), "swept_depth": base.model.depth,
-                   **_swept_axes(info), "log2_lr_star": {w: o["log2_lr_star"] for w, o in info["widths"].items()},
-                   **({"law": law} if law is not None else {})})},
+        "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.verdict, **at_statistic_precision({
+                   "reason": info.reason, "slope": slope,
+                   "slope_ci": list(info.line.slope_ci) if info.line.slope_ci else None,
+                   "asymmetry": info.line.asymmetry, "asymmetry_se_log": info.line.asymmetry_se_log,
+                   "swept_widths": sorted(int(w) for w in info.line.points), "swept_depth": base.model.depth,
+                   **_swept_axes(info), "log2_lr_star": {str(w): o.x_star for w, o in info.line.points.items()},
+                   **({"law": law.to_json()} if law is not None else {})})},
         **({"decay": {**decay.as_dict(), "rule": decay_rule_name(base)}} if decay is not None else {}),
         "correct_drift": correct_drift,
         "implied_error_octaves": at_statistic_precision(implied),
@@ -168,15 +165,14 @@ def _decay_rule_setups(record: dict[str, Any], rule: str, run_dir: Path) -> list
     return decay_setups(record, configs, rule)
 
 
-def _swept_axes(info: dict[str, Any]) -> dict[str, Any]:
-    """The depth and steps axes' slopes, intervals, verdicts and swept values, for the axes the sweep varied."""
+def _swept_axes(info: SetupResult) -> dict[str, Any]:
+    """The other axes' slopes, intervals, verdicts and swept values, for the axes the sweep varied."""
     out: dict[str, Any] = {}
-    for name, entry in (info.get("axes") or {}).items():
-        if name != "width" and entry:
+    for name, fit in info.axes.items():
+        if fit is not info.line:
             plural = axis_named(name).plural
-            out.update({f"{name}_slope": entry.get("slope"), f"{name}_slope_ci": entry.get("slope_ci"),
-                        f"{name}_verdict": entry.get("verdict"),
-                        f"swept_{plural}": sorted(int(v) for v in entry.get(plural, {}))})
+            out.update({f"{name}_slope": fit.slope, f"{name}_slope_ci": list(fit.slope_ci) if fit.slope_ci else None,
+                        f"{name}_verdict": fit.verdict, f"swept_{plural}": sorted(fit.points)})
     return out
 
 
@@ -246,41 +242,42 @@ def _first_difference(found: Any, wanted: Any, key: str) -> Optional[tuple[str, 
     return None if found == wanted else (key, found, wanted)
 
 
-def _warnings(label: str, info: dict[str, Any], prediction: Prediction, implied: float,
+def _warnings(label: str, info: SetupResult, prediction: Prediction, implied: float,
               correct_drift: bool) -> list[str]:
     """What a user should know before trusting the transferred η* at the target width."""
     warnings = []
-    width, slope, largest = prediction.width, info.get("slope"), max(int(w) for w in info["widths"])
+    width, slope, largest = prediction.width, info.line.slope, max(int(w) for w in info.line.points)
     if not prediction.within_tolerance:
         span = f"reaches {prediction.half_width:.2f} octaves from η*" if prediction.half_width is not None else \
             "is unknown"
         warnings.append(f"the predicted range at width {width} {span}, wider than transfer's --tolerance "
                         f"{prediction.tolerance:g}: {prediction.narrow}")
-    if info.get("verdict") == "drifts":
+    if info.verdict == "drifts":
         warnings.append(f"setup '{label}' drifts ({slope:+.2f} octaves of LR per width doubling): expect the optimum "
                         f"at width {width} to be off by about {implied:.1f} octaves" +
                         ("" if correct_drift else "; --correct-drift applies the fitted slope"))
-    if info.get("verdict") == "inconclusive" and info.get("reason"):
-        warnings.append(f"setup '{label}' is inconclusive: {info['reason']}; {info['fix']}")
+    if info.verdict == "inconclusive" and info.reason:
+        warnings.append(f"setup '{label}' is inconclusive: {info.reason}; {info.fix}")
     if width > FAR_FACTOR * largest:
         warnings.append(f"width {width} is more than {FAR_FACTOR}× the largest swept width {largest}")
     return warnings
 
 
-def _axis_warnings(label: str, info: dict[str, Any], name: str, value: int, swept: int, applied: bool) -> list[str]:
+def _axis_warnings(label: str, info: SetupResult, name: str, value: int, swept: int, applied: bool) -> list[str]:
     """What a measured depth or steps axis says about carrying η* from the swept base point to ``value``."""
-    entry = (info.get("axes") or {}).get(name) or {}
-    slope = info["law"]["coefficients"][name]
-    largest = max((int(v) for v in entry.get(axis_named(name).plural, {})), default=swept)
+    assert info.law is not None
+    entry = info.axes.get(name)
+    slope = info.law.coefficients[name]
+    largest = max((int(v) for v in entry.points), default=swept) if entry is not None else swept
+    verdict = entry.verdict if entry is not None else None
     moved = slope * math.log2(value / swept)
     warnings = []
     if applied:
         warnings.append(f"setup '{label}': the fitted {name} slope ({slope:+.2f} octaves of LR per doubling) is "
                         f"applied, moving η* by {moved:+.2f} octaves from {name} {swept} to {value}" +
-                        ("" if entry.get("verdict") == "transfers" else
-                         f" ({name} axis {entry.get('verdict', 'not measured')})"))
-    if entry.get("verdict") == "inconclusive" and entry.get("reason"):
-        warnings.append(f"setup '{label}' is inconclusive across {name}: {entry['reason']}; {entry['fix']}")
+                        ("" if verdict == "transfers" else f" ({name} axis {verdict or 'not measured'})"))
+    if entry is not None and entry.verdict == "inconclusive" and entry.reason:
+        warnings.append(f"setup '{label}' is inconclusive across {name}: {entry.reason}; {entry.fix}")
     if value > FAR_FACTOR * largest:
         warnings.append(f"{name} {value} is more than {FAR_FACTOR}× the largest swept {name} {largest}")
     return warnings

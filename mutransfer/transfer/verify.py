@@ -23,10 +23,11 @@ from ..analysis.bowl import UNMEASURED, Asymmetry
 from ..analysis.decay_effect import decay_effect
 from ..analysis.fidelity import measure_fidelity
 from ..analysis.prediction import Prediction
-from ..analysis.summary import estimated_widths, summarize_run
+from ..analysis.result import PointResult
+from ..analysis.summary import summarize_run
 from ..defaults import VERIFY_SPAN, VERIFY_STEP, VERIFY_TOLERANCE
 from ..errors import UserError
-from ..files import VERIFY_FILE, VERIFY_REPORT, atomic_write_text, write_json
+from ..files import VERIFY_FILE, VERIFY_REPORT, VERIFY_VERSION, atomic_write_text, write_json
 from ..schema import LR_COLUMN, LR_KEY, Config
 from ..sweep.search import OFF_X
 from ..sweep.spec import MIN_GRID_POINTS, SearchSpec, SetupSpec, SweepSpec, spec_from_dict
@@ -108,7 +109,7 @@ def parse_setups(text: Optional[str], run_dir: Path) -> Optional[tuple[str, ...]
     """``--setup``: None (transfer's choice), ``all`` (every setup with an estimate), or labels, comma-separated."""
     if text is None:
         return None
-    known = [k for k, v in summarize_run(run_dir).get("setups", {}).items() if estimated_widths(v)]
+    known = [label for label, setup in summarize_run(run_dir).setups().items() if setup.line.estimated()]
     if text == ALL_SETUPS:
         return tuple(known)
     labels = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
@@ -216,7 +217,7 @@ class Verification:
         """verify.json: per target the prediction, the measured optimum, error and regret (or the factors)."""
         r = self.request
         entries = [self._factors(t, rows) if r.factors else self._fidelity(t, rows) for t in self.targets]
-        return {"mutransfer_verify": 1, "run_dir": str(self.run_dir), "prefix": self.prefix, "mode": "factors" if r.factors else "measure",
+        return {"mutransfer_verify": VERIFY_VERSION, "run_dir": str(self.run_dir), "prefix": self.prefix, "mode": "factors" if r.factors else "measure",
                 "tolerance": r.tolerance, "span": r.span, "step": r.step, "correct_drift": r.correct_drift,
                 "overrides": list(r.overrides), "passed": all(e["passed"] for e in entries), "targets": entries}
 
@@ -254,13 +255,15 @@ class Verification:
                                     self.sweep.seeds[0], search.step)
         interval = target.decay.prediction.interval
         x_star = fidelity.measured.x_star if fidelity.measured else math.nan
-        entry = fidelity.measured.as_dict() if fidelity.measured else {}
+        entry = fidelity.measured.result() if fidelity.measured else PointResult(target.width, None, None)
         off_losses = part.loc[off & (part["status"] == "ok").to_numpy()].groupby("seed")["val_loss"].mean()
+        effect = decay_effect(entry, off_losses.to_numpy(float))
         return {"key": search.key, "log2": search.scale == "log2", "prediction": target.decay.prediction.as_dict(),
                 **fidelity.as_dict(), "covered": interval is not None and interval[0] <= x_star <= interval[1],
                 "passed": fidelity.within(self.request.tolerance), "trials": int(len(part)),
                 "lr": float(part["lr"].iloc[0]) if len(part) else None,
-                **decay_effect(entry, off_losses.to_numpy(float))}
+                "off_loss": effect.off_loss, "off_seed_losses": effect.off_seed_losses, "effect": effect.effect,
+                "effect_ci": list(effect.effect_ci) if effect.effect_ci else None, "decay_effect": effect.verdict}
 
     def _factors(self, target: Target, rows: pd.DataFrame) -> dict[str, Any]:
         part = self._rows(target, rows)

@@ -1,0 +1,379 @@
+"""The analysis's results as typed data: what ``summary.json`` holds, and what every consumer reads.
+
+A result does not know which hyperparameter was searched or which axes were swept: a **key** is the searched
+hyperparameter (the learning rate ``optimizer.lr`` is one key among others), an **axis** is one of the swept
+coordinates (width, depth, a token budget, a parameter count: ``schema.axis_named``), a **point** is one value on
+an axis. Per key and setup:
+
+- ``PointResult``: the optimum at one point — ``x_star`` in the key's own coordinate (log2 η for the learning
+  rate), its interval, censoring, the seeds' vertices, the fitted bowl; for a weight-decay key its effect against
+  decay off (``DecayEffect``).
+- ``AxisFit``: the points along one axis and the weighted line of ``x_star`` against log2 of the axis value —
+  slope, intervals, lack of fit, and the verdict on that axis alone.
+- ``Law``: one fit over every swept axis (``analysis.law``).
+- ``SetupResult``: every axis's fit, the law, the batch analysis, and the setup's verdict (the first axis's,
+  made ``inconclusive`` when the law fails its lack-of-fit test).
+- ``Summary``: every key's setups, with the sweep's status.
+
+``Summary.to_json`` writes layout ``SUMMARY_VERSION``; ``Summary.from_json`` reads it and the first layout
+(no ``version``: the learning rate under ``setups``, other keys under ``keys``, the width's fit and points at the
+top of a setup's entry and ``log2_lr_star`` for every key's optimum), so run directories written before still
+load.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping, Optional
+
+from ..schema import LR_KEY, axis_named
+
+__all__ = ["SUMMARY_VERSION", "PointValue", "point_key", "point_value", "DecayEffect", "PointResult", "measured_point", "AxisFit",
+           "Law", "SetupResult", "KeyResult", "Summary"]
+
+SUMMARY_VERSION = 2
+"""The layout ``Summary.to_json`` writes. 1 (unmarked): the learning rate's names for every key and axis."""
+
+PointValue = float
+"""A value on an axis: a whole number for width, depth, steps, batch and tokens (kept as ``int``), any positive
+number for an axis a table brings (a parameter count, tokens per parameter)."""
+
+
+def point_value(text: Any) -> PointValue:
+    """A point as a number: ``int`` when whole, else ``float`` (JSON keys are text)."""
+    number = float(text)
+    return int(number) if number.is_integer() and abs(number) < 2**53 else number
+
+
+def point_key(value: PointValue) -> str:
+    """A point as ``summary.json`` keys it: ``"64"``, ``"1.3e+08"`` only where the value is not whole."""
+    number = point_value(value)
+    return str(number) if isinstance(number, int) else repr(number)
+
+
+def _pair(value: Any) -> Optional[tuple[float, float]]:
+    """An interval read back: JSON's null at an open end is -inf below, +inf above."""
+    if value is None:
+        return None
+    low, high = value
+    return (-math.inf if low is None else float(low), math.inf if high is None else float(high))
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: tuples as lists, dataclass results through their ``to_json``."""
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class DecayEffect:
+    """Does a point's best weight decay beat decay off (``analysis.decay_effect``)."""
+
+    off_loss: Optional[float]
+    off_seed_losses: list[float]
+    effect: Optional[float]
+    effect_ci: Optional[tuple[float, float]]
+    verdict: str
+    """``decay_effect.EFFECTS``: effect, no effect or unmeasured."""
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain({"off_loss": self.off_loss, "off_seed_losses": self.off_seed_losses, "effect": self.effect,
+                       "effect_ci": self.effect_ci, "verdict": self.verdict})
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "DecayEffect":
+        return cls(off_loss=data.get("off_loss"), off_seed_losses=list(data.get("off_seed_losses") or []),
+                   effect=data.get("effect"), effect_ci=_pair(data.get("effect_ci")),
+                   verdict=str(data.get("verdict", data.get("decay_effect", "unmeasured"))))
+
+
+@dataclass
+class PointResult:
+    """The optimum of one key at one point (``analysis.optimum``); ``x_star`` None where every trial there
+    diverged or failed (``flags`` says which)."""
+
+    point: PointValue
+    x_star: Optional[float]
+    ci: Optional[tuple[float, float]]
+    se: Optional[float] = None
+    dof: Optional[int] = None
+    ci_kind: Optional[str] = None
+    best_loss: Optional[float] = None
+    flags: list[str] = field(default_factory=list)
+    censored: Optional[str] = None
+    """``low`` or ``high``: the optimum is at the grid's edge, a one-sided bound."""
+    diverged_above: Optional[float] = None
+    seed_vertices: list[float] = field(default_factory=list)
+    window: list[float] = field(default_factory=list)
+    shape_se: float = 0.0
+    seed_censored: list[str] = field(default_factory=list)
+    seed_best_losses: list[float] = field(default_factory=list)
+    curvature: Optional[float] = None
+    asymmetry: float = 1.0
+    grid_seeds: list[int] = field(default_factory=list)
+    """The seeds that trained the grid (the noise probes train the fit window only): the curve figures draw."""
+    added: list[float] = field(default_factory=list)
+    """Searched values past the spec's range, which the sweep added to bracket the optimum."""
+    decay: Optional[DecayEffect] = None
+
+    @property
+    def estimated(self) -> bool:
+        """An optimum or a bound at the grid's edge (not all diverged or failed)."""
+        return self.x_star is not None
+
+    @property
+    def measured(self) -> bool:
+        """An optimum inside the grid: a point of the line's fit."""
+        return self.x_star is not None and not self.censored
+
+    def to_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("point", "decay")}
+        if self.decay is not None:
+            data["decay"] = self.decay.to_json()
+        return _plain(data)
+
+    @classmethod
+    def from_json(cls, point: PointValue, data: Mapping[str, Any]) -> "PointResult":
+        names = {f.name for f in fields(cls)} - {"point", "decay", "x_star", "ci"}
+        decay = data.get("decay")
+        if decay is None and "decay_effect" in data:  # the first layout kept the effect among the point's fields
+            decay = data
+        return cls(point=point, x_star=data.get("x_star", data.get("log2_lr_star")), ci=_pair(data.get("ci")),
+                   decay=DecayEffect.from_json(decay) if decay is not None else None,
+                   **{name: _copy(data[name]) for name in names if name in data})
+
+
+def measured_point(point: PointValue, data: Any) -> Optional[PointResult]:
+    """An optimum a document holds (verify.json's ``measured``, either layout), None where none was measured."""
+    result = PointResult.from_json(point, data) if isinstance(data, Mapping) else None
+    return result if result is not None and result.x_star is not None else None
+
+
+def _copy(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else value
+
+
+@dataclass
+class AxisFit:
+    """The points along one axis and the weighted line of x* against log2 of the axis value
+    (``analysis.drift``), with the verdict on this axis alone."""
+
+    axis: str
+    verdict: str
+    ci_kind: str
+    points: dict[PointValue, PointResult] = field(default_factory=dict)
+    slope: Optional[float] = None
+    slope_ci: Optional[tuple[float, float]] = None
+    slope_ci90: Optional[tuple[float, float]] = None
+    intercept: Optional[float] = None
+    centre: Optional[float] = None
+    """The weighted centre of the measured points' log2 axis values."""
+    se_slope: Optional[float] = None
+    se_centre: Optional[float] = None
+    dof: Optional[int] = None
+    reason: str = ""
+    fix: str = ""
+    used: list[PointValue] = field(default_factory=list)
+    """The points whose optimum was measured (the line's points)."""
+    lack_of_fit: Optional[dict[str, Any]] = None
+    between_sd: Optional[float] = None
+    between_source: Optional[str] = None
+    lack_of_fit_line: str = ""
+    asymmetry: Optional[float] = None
+    asymmetry_se_log: Optional[float] = None
+    seed_correlation: Optional[float] = None
+    decay_counts: Optional[dict[str, int]] = None
+    """A weight-decay key: how many points show each ``decay_effect.EFFECTS`` verdict."""
+
+    def estimated(self) -> dict[PointValue, PointResult]:
+        """The points with an estimate (a measured optimum, or a bound at the grid's edge)."""
+        return {p: o for p, o in self.points.items() if o.estimated}
+
+    def measured(self) -> dict[PointValue, PointResult]:
+        """The points whose optimum was measured (not censored, not all diverged or failed)."""
+        return {p: o for p, o in self.points.items() if o.measured}
+
+    def to_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("axis", "points", "decay_counts")}
+        if self.decay_counts is not None:
+            data["decay_counts"] = dict(self.decay_counts)
+        data["points"] = {point_key(p): o.to_json() for p, o in self.points.items()}
+        return _plain(data)
+
+    @classmethod
+    def from_json(cls, axis: str, data: Mapping[str, Any]) -> "AxisFit":
+        points = {point_value(k): PointResult.from_json(point_value(k), v) for k, v in (data.get("points") or {}).items()}
+        scalar = {f.name for f in fields(cls)} - {"axis", "points", "slope_ci", "slope_ci90", "used", "decay_counts"}
+        return cls(axis=axis, points=points, slope_ci=_pair(data.get("slope_ci")),
+                   slope_ci90=_pair(data.get("slope_ci90")), used=[point_value(p) for p in data.get("used") or []],
+                   decay_counts=dict(data["decay_counts"]) if data.get("decay_counts") else None,
+                   **{name: _copy(data[name]) for name in scalar if name in data})
+
+
+@dataclass
+class Law:
+    """One fit of x* over every swept axis (``analysis.law``): coefficients per axis name, their covariance,
+    the lack-of-fit test; ``beta`` the horizon exponent where steps or tokens is an axis."""
+
+    axes: list[str]
+    coefficients: dict[str, float]
+    covariance: list[list[float]]
+    dof: Optional[int]
+    ci_kind: str
+    points_used: int
+    centre: dict[str, float]
+    slope_ci: dict[str, tuple[float, float]]
+    lack_of_fit: Optional[dict[str, Any]]
+    fails_lack_of_fit: bool
+    between_sd: Optional[float]
+    between_source: Optional[str]
+    lack_of_fit_line: str
+    asymmetry: float
+    beta: Optional[float] = None
+    beta_ci: Optional[tuple[float, float]] = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.beta is None:
+            data.pop("beta"), data.pop("beta_ci")
+        return _plain(data)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Law":
+        names = {f.name for f in fields(cls)} - {"slope_ci", "beta_ci"}
+        return cls(slope_ci={k: _pair(v) for k, v in (data.get("slope_ci") or {}).items()},  # type: ignore[misc]
+                   beta_ci=_pair(data.get("beta_ci")), **{n: _copy(data[n]) for n in names if n in data})
+
+
+@dataclass
+class SetupResult:
+    """One setup's results for one key: a fit per swept axis (the first is width), the law over them, the batch
+    worth using (a learning rate swept across batch sizes at fixed budgets: ``analysis.batch``'s document), and
+    the setup's verdict with its reason and fix."""
+
+    setup: str
+    axes: dict[str, AxisFit]
+    verdict: str
+    reason: str = ""
+    fix: str = ""
+    law: Optional[Law] = None
+    batch: Optional[dict[str, Any]] = None
+
+    @property
+    def line(self) -> AxisFit:
+        """The first axis's fit (width's): the line ``transfer`` carries."""
+        return next(iter(self.axes.values()))
+
+    def judged(self, axis: str) -> AxisFit:
+        """``axis``'s fit as a reader is shown it: the first axis with the setup's verdict, reason and fix (the
+        law's judgement included), any other with its own."""
+        fit = self.axes[axis]
+        if fit is not self.line:
+            return fit
+        return replace(fit, verdict=self.verdict, reason=self.reason, fix=self.fix)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"verdict": self.verdict, "reason": self.reason, "fix": self.fix,
+                                "axes": {name: fit.to_json() for name, fit in self.axes.items()}}
+        if self.law is not None:
+            data["law"] = self.law.to_json()
+        if self.batch is not None:
+            data["batch"] = _plain(self.batch)
+        return data
+
+    @classmethod
+    def from_json(cls, setup: str, data: Mapping[str, Any]) -> "SetupResult":
+        law = data.get("law")
+        return cls(setup=setup, axes={name: AxisFit.from_json(name, fit) for name, fit in data["axes"].items()},
+                   verdict=str(data.get("verdict", "inconclusive")), reason=str(data.get("reason") or ""),
+                   fix=str(data.get("fix") or ""), law=Law.from_json(law) if law else None, batch=data.get("batch"))
+
+    @classmethod
+    def from_first_layout(cls, setup: str, data: Mapping[str, Any]) -> "SetupResult":
+        """A setup entry written before ``version`` 2: the width's fit and points at the top, each other axis's
+        under ``axes`` with the axis's plural for its points (``depths``, ``steps``) and ``centre_log2_<axis>``."""
+        axes = {"width": AxisFit.from_json("width", _first_axis(data, "width"))}
+        for name, entry in (data.get("axes") or {}).items():
+            if name != "width" and entry:
+                axes[name] = AxisFit.from_json(name, _first_axis(entry, name))
+        width = (data.get("axes") or {}).get("width") or {}
+        for word in ("verdict", "reason", "fix"):  # the width line's own; the setup's may be the law's judgement
+            if word in width:
+                setattr(axes["width"], word, width[word] or ("" if word != "verdict" else "inconclusive"))
+        law = data.get("law")
+        return cls(setup=setup, axes=axes, verdict=str(data.get("verdict", "inconclusive")),
+                   reason=str(data.get("reason") or ""), fix=str(data.get("fix") or ""),
+                   law=Law.from_json(law) if law else None, batch=data.get("batch"))
+
+
+def _first_axis(entry: Mapping[str, Any], axis: str) -> dict[str, Any]:
+    """One axis's entry of the first layout in the names ``AxisFit.from_json`` reads."""
+    plural = axis_named(axis).plural
+    data = {k: v for k, v in entry.items() if k not in (plural, f"{plural}_used", f"centre_log2_{axis}")}
+    data["points"] = entry.get(plural) or {}
+    data["used"] = entry.get(f"{plural}_used") or []
+    data["centre"] = entry.get(f"centre_log2_{axis}")
+    if isinstance(entry.get("decay_effect"), dict):
+        data["decay_counts"] = entry["decay_effect"]
+    return data
+
+
+@dataclass
+class KeyResult:
+    """One searched key's results: each setup's."""
+
+    key: str
+    setups: dict[str, SetupResult] = field(default_factory=dict)
+
+
+@dataclass
+class Summary:
+    """``summary.json``: every searched key's results, what a batch axis held fixed, and the sweep's status
+    (``sweep.completion.SweepStatus.as_dict``) when a sweep wrote it."""
+
+    keys: dict[str, KeyResult] = field(default_factory=dict)
+    hold: Optional[str] = None
+    status: Optional[dict[str, Any]] = None
+
+    def setups(self, key: str = LR_KEY) -> dict[str, SetupResult]:
+        """The setups' results for ``key`` (none when the sweep did not search it)."""
+        return self.keys[key].setups if key in self.keys else {}
+
+    def other_keys(self) -> list[str]:
+        """The searched keys besides the learning rate."""
+        return [key for key in self.keys if key != LR_KEY]
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"version": SUMMARY_VERSION}
+        if self.status is not None:
+            data["status"] = dict(self.status)
+        if self.hold is not None:
+            data["hold"] = self.hold
+        data["keys"] = {key: {"setups": {label: s.to_json() for label, s in result.setups.items()}}
+                        for key, result in self.keys.items()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Summary":
+        """Either layout (``SUMMARY_VERSION`` or the first); a damaged document raises ``KeyError``,
+        ``TypeError``, ``ValueError`` or ``AttributeError``."""
+        version = data.get("version", 1)
+        if version == SUMMARY_VERSION:
+            keys = {key: KeyResult(key, {label: SetupResult.from_json(label, s)
+                                         for label, s in (part.get("setups") or {}).items()})
+                    for key, part in (data.get("keys") or {}).items()}
+        elif version == 1:
+            raw = {**({LR_KEY: {"setups": data["setups"]}} if data.get("setups") else {}), **(data.get("keys") or {})}
+            keys = {key: KeyResult(key, {label: SetupResult.from_first_layout(label, s)
+                                         for label, s in (part.get("setups") or {}).items()})
+                    for key, part in raw.items()}
+        else:
+            raise ValueError(f"summary.json version {version} is newer than this mutransfer reads ({SUMMARY_VERSION})")
+        return cls(keys=keys, hold=data.get("hold"), status=data.get("status"))
+

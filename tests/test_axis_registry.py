@@ -1,0 +1,69 @@
+"""The axis registry (``schema.TRANSFER_AXES``): a name or column it does not list gets a generic axis, and every
+registered axis is one field of the spec, its points and its study keys, round-tripping through the stored spec."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from mutransfer.schema import TRANSFER_AXES, Axis, axis_named, axis_of_column, generic_axis
+from mutransfer.sweep.keys import StudyKey
+from mutransfer.sweep.spec import SPEC_KEYS, Point, SweepSpec, load_spec, shipped_specs, spec_from_dict
+
+
+def test_a_name_the_registry_does_not_list_is_a_generic_axis() -> None:
+    axis = axis_named("params")
+    assert axis == Axis(name="params", config_key=None, column="params", plural="params", tag="params", option="")
+    assert axis.log2 and axis == generic_axis("params") == axis_of_column("params")
+
+
+@pytest.mark.parametrize("axis", TRANSFER_AXES, ids=lambda a: a.name)
+def test_a_registered_axis_is_found_by_name_and_by_column(axis: Axis) -> None:
+    assert axis_named(axis.name) is axis and axis_of_column(axis.column) is axis
+    assert axis.config_key and axis.log2 and axis.example
+
+
+def test_the_horizon_is_found_by_its_column_not_by_the_steps_a_trial_trained() -> None:
+    assert axis_of_column("horizon").name == "steps" and axis_of_column("steps").config_key is None
+
+
+def test_every_registered_axis_is_a_field_of_the_spec_its_points_and_its_study_keys() -> None:
+    spec_fields = {f.name for f in dataclasses.fields(SweepSpec)}
+    key_fields = {f.name for f in dataclasses.fields(StudyKey)}
+    assert Point._fields == tuple(axis.name for axis in TRANSFER_AXES)
+    for axis in TRANSFER_AXES:
+        assert axis.plural in spec_fields and axis.plural in SPEC_KEYS and axis.name in key_fields
+
+
+def _spec_sweeping(axis: Axis) -> tuple[str, SweepSpec]:
+    """A shipped spec that sweeps ``axis`` (lists two or more of its values)."""
+    for name in shipped_specs():
+        spec = load_spec(name)
+        if axis.name in spec.swept():
+            return name, spec
+    pytest.fail(f"no shipped spec sweeps {axis.name}")
+
+
+@pytest.mark.parametrize("axis", TRANSFER_AXES, ids=lambda a: a.name)
+def test_each_registered_axis_round_trips_through_the_stored_spec(axis: Axis) -> None:
+    name, spec = _spec_sweeping(axis)
+    data = spec.as_dict()
+    assert list(data[axis.plural]) == list(getattr(spec, axis.plural)), name
+    back = spec_from_dict(data)
+    assert getattr(back, axis.plural) == getattr(spec, axis.plural)
+    assert [getattr(point, axis.name) for point in back.points()] == [getattr(p, axis.name) for p in spec.points()]
+
+
+def test_an_axis_a_spec_leaves_at_the_config_is_left_out_of_the_stored_spec_and_read_back_empty() -> None:
+    spec = load_spec("default")
+    data = spec.as_dict()
+    for axis in TRANSFER_AXES[1:]:
+        assert axis.plural not in data
+        assert getattr(spec_from_dict(data), axis.plural) == ()
+
+
+@pytest.mark.parametrize("name", shipped_specs())
+def test_every_shipped_spec_is_its_stored_spec_read_back(name: str) -> None:
+    spec = load_spec(name)
+    assert spec_from_dict(spec.as_dict()) == spec

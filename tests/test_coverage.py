@@ -161,10 +161,10 @@ def test_seeds_that_share_batches_keep_the_centre_covered() -> None:
     correlations = []
     for _ in range(300):
         fit = simulate(truth, Design(), rng).fit
-        assert fit.slope is not None and fit.ci is not None and fit.se_centre is not None
+        assert fit.slope is not None and fit.slope_ci is not None and fit.se_centre is not None
         error = fit.intercept + fit.slope * fit.centre - (truth.x0 + truth.slope * (fit.centre - math.log2(16)))
         centre_hits += abs(error) <= quantile(0.975, fit.dof) * fit.se_centre
-        slope_hits += fit.ci[0] <= truth.slope <= fit.ci[1]
+        slope_hits += fit.slope_ci[0] <= truth.slope <= fit.slope_ci[1]
         correlations.append(fit.seed_correlation)
     assert centre_hits / 300 >= 0.9 and slope_hits / 300 >= 0.9, (centre_hits, slope_hits)
     assert np.median(correlations) > 0.5

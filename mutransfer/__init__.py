@@ -26,7 +26,7 @@ _EXPORTS = {
     "SteepestDescent": "optim.steepest",
     "msign": "optim.newton_schulz",
     "compose": "config",
-    "build_model": "model.build",
+    "build_model": "models",
     "train_model": "train.loop",
     "train_trials": "train.loop",
     "UserError": "errors",

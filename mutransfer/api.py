@@ -62,7 +62,8 @@ def parametrize(
     them) add the depth factors; multiply each residual branch's output by ``plan.branch_multiplier``.
 
     Weight decay: ``optimizer.weight_decay`` (λ), ``optimizer.weight_decay_rule`` and ``optimizer.decayed.<role>``
-    among the overrides; a ``optimizer.weight_decay_timescale`` needs ``steps``, the run's length.
+    among the overrides; a ``optimizer.weight_decay_timescale`` needs the run's length: ``steps``, or a
+    ``train.steps=N`` override.
     """
     if isinstance(roles, str):
         if roles not in ARCHITECTURES:
@@ -81,8 +82,18 @@ def parametrize(
                             "given", "pass factory=lambda w: MyModel(w) (or base_model=) to get the base shapes")
         base_model = model
     extra = [*overrides, *([f"optimizer.lr={lr!r}"] if lr is not None else [])]
-    preset_cfg, opt_cfg = compose_parametrization(preset, optimizer, base_width, extra)
-    plan = module_plan(model, base_model, roles, width, preset_cfg, opt_cfg, depth=depth, in_block=in_block,
-                       blocks=blocks, steps=steps)
+    cfg = compose_parametrization(preset, optimizer, base_width, extra)
+    plan = module_plan(model, base_model, roles, width, cfg.parametrization, cfg.optimizer, depth=depth,
+                       in_block=in_block, blocks=blocks, steps=_run_steps(steps, overrides, cfg.train.steps))
     initialize(model, plan, seed)
     return plan
+
+
+def _run_steps(steps: Optional[int], overrides: Sequence[str], composed: int) -> Optional[int]:
+    """The run's length: ``steps``, else a ``train.steps`` override's (composed and validated), else unknown; the
+    two must agree when both are given."""
+    named = any(o.split("=", 1)[0].lstrip("+~") == "train.steps" for o in overrides)
+    if steps is not None and named and steps != composed:
+        raise UserError(f"steps={steps} and the override train.steps={composed} disagree on the run's length",
+                        "give one of them")
+    return steps if steps is not None else composed if named else None

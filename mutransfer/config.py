@@ -12,8 +12,8 @@ from typing import Any, Optional, Sequence
 
 from .errors import UserError, closest, did_you_mean
 from .schema import FAMILIES, LR_KEY, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, family_of
-from .fingerprint import prune_config
-from .table.decay import decay_on, decay_problem
+from .table.decay import decay_problem
+from .table.record import config_data
 from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
 from .train.budget import budget_problem, budget_steps
 
@@ -207,11 +207,11 @@ def config_from_dict(data: Any, overrides: Sequence[str] = (), where: str = "con
 
 
 def compose_parametrization(preset: str, optimizer: str, base_width: int,
-                            overrides: Sequence[str] = ()) -> tuple[Any, Any]:
-    """(ParametrizationConfig, OptimizerConfig) for a model that is not the built-in GPT (no head_dim rule)."""
-    cfg = compose([f"parametrization={preset}", f"optimizer={optimizer}", f"parametrization.base_width={base_width}",
-                   "model.head_dim=1", f"model.width={base_width}", *overrides])
-    return cfg.parametrization, cfg.optimizer
+                            overrides: Sequence[str] = ()) -> Config:
+    """The config of a model that is not the built-in GPT (no head_dim rule): its parametrization, optimizer and
+    any ``train.*`` override (the run's length)."""
+    return compose([f"parametrization={preset}", f"optimizer={optimizer}", f"parametrization.base_width={base_width}",
+                    "model.head_dim=1", f"model.width={base_width}", *overrides])
 
 
 def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
@@ -228,10 +228,8 @@ def load_config_file(path: Path, overrides: Sequence[str] = ()) -> Config:
 
 
 def to_dict(cfg: Config) -> dict[str, Any]:
-    """The config as plain data (``config_from_dict``'s inverse), the keys added after earlier run directories and
-    transfer files left out at their defaults (``fingerprint.config_later_keys``; the weight-decay ones while
-    decay is off), so their fingerprints and files stay valid."""
-    return prune_config(dataclasses.asdict(cfg), decay_off=not decay_on(cfg.optimizer))
+    """The config as plain data (``config_from_dict``'s inverse; ``table.record.config_data``)."""
+    return config_data(cfg)
 
 
 def to_yaml(cfg: Config) -> str:

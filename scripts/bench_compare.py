@@ -1,7 +1,7 @@
 """The rates of ``mutransfer compare``'s verdicts over simulated pairs of sweeps (docs/compare.md's table).
 
 Each row simulates ``--pairs`` pairs of sweeps of one model, before (A) and after (B) a change, through the real
-grid policy and analysis (``mutransfer.sweep.simulated_rates.compare_rates``), and prints how often the setup reads
+grid policy and analysis (``mutransfer.simulation.simulated_rates.compare_rates``), and prints how often the setup reads
 ``same`` / ``moved`` / ``inconclusive``, how often a width is called moved (Holm), and how often the intervals hold
 the truth (each width's difference, the pooled shift, the loss difference).
 
@@ -14,9 +14,9 @@ import argparse
 import math
 from dataclasses import replace
 
-from mutransfer.sweep.calibration import real_truth
-from mutransfer.sweep.simulate import Design, Truth
-from mutransfer.sweep.simulated_rates import compare_rates
+from mutransfer.simulation.calibration import real_truth
+from mutransfer.simulation.simulate import Design, Truth
+from mutransfer.simulation.simulated_rates import compare_rates
 
 COLUMNS = ("same", "moved", "inconclusive", "width_moved_rate", "width_coverage", "shift_coverage", "loss_coverage")
 

@@ -9,7 +9,7 @@ one seed alone): how often the per-width and slope 95 % intervals hold the truth
 comes out, and how often the predicted 95 % range at width 4096 (drift-corrected where the truth drifts) holds
 the true optimum there. Every simulated seed also shifts its optimum by N(0, 0.1²) octaves.
 
-With ``--real``: the same checks on curves calibrated to this project's sweeps (``sweep.calibration``), for the
+With ``--real``: the same checks on curves calibrated to this project's sweeps (``simulation.calibration``), for the
 designs of ``--spec`` (default: the design ``sweeps/default.yaml`` had up to 0.6, kept with its run table, on which
 docs/analysis.md's tables are computed) and ``sweeps/axes.yaml`` and the bowls of their two setups (μP + Muon's, and
 SP + AdamW's flatter one, the true optimum mid-grid): the ideal simulator, each departure alone and all of them
@@ -24,9 +24,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from mutransfer.sweep.calibration import CALIBRATED, FLAT_CURVATURE, departures, one_departure, real_truth
-from mutransfer.sweep.simulate import Design, Truth
-from mutransfer.sweep.simulated_rates import coverage, real_coverage, real_law_coverage
+from mutransfer.simulation.calibration import CALIBRATED, FLAT_CURVATURE, departures, one_departure, real_truth
+from mutransfer.simulation.simulate import Design, Truth
+from mutransfer.simulation.simulated_rates import coverage, real_coverage, real_law_coverage
 from mutransfer.sweep.spec import SweepSpec, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@
     python scripts/bench_design.py [--sims 500] [--seed 0] [--design NAME ...] [--slope-adamw -1.0]
 
 Each candidate sets the widths and, per setup, the grid (range and step) and the noise seeds; it is simulated
-``--sims`` times per setup on the real-curve simulator (``sweep.calibration.real_truth``: asymmetric bowls whose
+``--sims`` times per setup on the real-curve simulator (``simulation.calibration.real_truth``: asymmetric bowls whose
 shape changes with width, each width's optimum off the line by the measured scatter, noise growing on the high
 side), with the real policies (grid, extension past an edge, noise probes on the fit window) and the real analysis.
 The truth: μP + Muon's optimum stays put (slope 0), SP + AdamW's moves by ``--slope-adamw`` octaves per width
@@ -33,8 +33,8 @@ import pandas as pd
 from mutransfer.analysis.optimum import Thresholds
 from mutransfer.analysis.result import Summary
 from mutransfer.analysis.summary import summarize_run
-from mutransfer.sweep.calibration import real_truth
-from mutransfer.sweep.simulate import Design, Truth, simulate
+from mutransfer.simulation.calibration import real_truth
+from mutransfer.simulation.simulate import Design, Truth, simulate
 from mutransfer.sweep.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]

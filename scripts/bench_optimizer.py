@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from mutransfer.model.build import build_model
+from mutransfer.models import build_model
 from mutransfer.config import compose
 from mutransfer.model.apply import build_optimizer
 

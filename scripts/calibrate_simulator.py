@@ -1,4 +1,4 @@
-"""Measure the real-curve simulator's defaults (``mutransfer.sweep.calibration``) from sweeps' trials.csv.
+"""Measure the real-curve simulator's defaults (``mutransfer.simulation.calibration``) from sweeps' trials.csv.
 
 Reads the run directories' trials.csv (default: the tables kept under docs/data/) and prints, per quantity, the
 value, how it was measured and from which tables, the per-point bowls, the optima's χ² about their lines, and the
@@ -29,7 +29,7 @@ from mutransfer.analysis.optimum import Z95, Thresholds, fit_halfwidth, grid_see
 from mutransfer.analysis.result import AxisFit
 from mutransfer.analysis.summary import axis_rows, read_tables, search_settings, summarize, swept_axes
 from mutransfer.schema import LR_COLUMN, LR_KEY
-from mutransfer.sweep.calibration import CALIBRATED, FLAT_CURVATURE
+from mutransfer.simulation.calibration import CALIBRATED, FLAT_CURVATURE
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = tuple(ROOT / "docs" / "data" / name for name in ("default", "factorial", "depth", "horizon", "seeds"))
@@ -663,7 +663,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("run_dirs", type=Path, nargs="*", default=list(TABLES),
                         help="sweep run directories holding trials.csv (default: docs/data/*)")
     parser.add_argument("--check", action="store_true",
-                        help="exit 1 when the measured values differ from mutransfer/sweep/calibration.py's")
+                        help="exit 1 when the measured values differ from mutransfer/simulation/calibration.py's")
     args = parser.parse_args(argv)
     missing = [str(d) for d in args.run_dirs if not (d / "trials.csv").is_file()]
     if missing:
@@ -675,7 +675,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"\nCALIBRATED = {values}\nFLAT_CURVATURE = {flat}")
     wrong = differences(values, flat)
     if args.check and wrong:
-        print("mutransfer/sweep/calibration.py differs from the measurement:\n  " + "\n  ".join(wrong), file=sys.stderr)
+        print("mutransfer/simulation/calibration.py differs from the measurement:\n  " + "\n  ".join(wrong), file=sys.stderr)
         return 1
     return 0
 

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 import mutransfer
-from mutransfer.model.build import build_model
+from mutransfer.models import build_model
 from mutransfer.config import compose
 from mutransfer.train.data import load_corpus
 from mutransfer.errors import UserError
@@ -139,3 +139,20 @@ def test_own_model_example_runs(tmp_path: Path) -> None:
     assert (tmp_path / "sweep" / "verify.csv").is_file()
     plan = mutransfer.Plan.load(tmp_path / "transfer_w256.yaml")
     assert {p.name for p in plan.params} == {"embed.weight", "up.weight", "down.weight", "norm.weight", "head.weight"}
+
+
+def test_a_train_steps_override_gives_a_timescale_its_run_length() -> None:
+    """A decay timescale needs the run's length: ``steps=``, or the same ``train.steps`` override a config would
+    take; the two give one plan, and disagreeing ones are refused."""
+    def plan(**kwargs: object) -> mutransfer.Plan:
+        model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 8))
+        return mutransfer.parametrize(model, {"0.*": "embedding", "1.*": "readout"}, preset="mup", optimizer="adamw",
+                                      width=64, base_width=64, **kwargs)  # type: ignore[arg-type]
+
+    timescale = ["optimizer.weight_decay_timescale=0.5"]
+    by_override = plan(overrides=[*timescale, "train.steps=200"])
+    by_argument = plan(overrides=timescale, steps=200)
+    assert by_override.to_document() == by_argument.to_document()
+    assert by_override.to_document() != plan(overrides=[*timescale, "train.steps=400"]).to_document()
+    with pytest.raises(UserError, match="disagree"):
+        plan(overrides=[*timescale, "train.steps=200"], steps=300)

@@ -15,8 +15,8 @@ from conftest import load_script
 from mutransfer.analysis.drift import SearchSettings
 from mutransfer.analysis.result import AxisFit, PointResult
 from mutransfer.schema import LR_KEY
-from mutransfer.sweep.calibration import CALIBRATED, FLAT_CURVATURE
-from mutransfer.sweep.simulate import SharedSeeds, SimulatedPoint, Truth
+from mutransfer.simulation.calibration import CALIBRATED, FLAT_CURVATURE
+from mutransfer.simulation.simulate import SharedSeeds, SimulatedPoint, Truth
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +30,7 @@ def test_the_committed_tables_reproduce_the_defaults(calibration: ModuleType) ->
     tables = [calibration.load(d) for d in calibration.TABLES]
     values, flat = calibration.calibrated(calibration.measure(tables).measurements)
     assert calibration.differences(values, flat) == [], \
-        "rerun python scripts/calibrate_simulator.py and copy its CALIBRATED into mutransfer/sweep/calibration.py"
+        "rerun python scripts/calibrate_simulator.py and copy its CALIBRATED into mutransfer/simulation/calibration.py"
     assert values == CALIBRATED and flat == FLAT_CURVATURE
 
 

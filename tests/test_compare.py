@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from mutransfer.analysis.compare import config_changes
 from mutransfer.cli import app
-from mutransfer.sweep.calibration import real_truth
-from mutransfer.sweep.simulate import Design
-from mutransfer.sweep.simulated_rates import compare_rates
+from mutransfer.simulation.calibration import real_truth
+from mutransfer.simulation.simulate import Design
+from mutransfer.simulation.simulated_rates import compare_rates
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.trial import sweep_record
 

@@ -13,7 +13,7 @@ from matplotlib.colors import to_rgb
 
 from mutransfer.analysis.colors import contrast_ratio
 from mutransfer.analysis.coord_figure import STEP_COLORS, coord_check_figure, expected_slope
-from mutransfer.analysis.plots import _pyplot
+from mutransfer.analysis.figure_kit import pyplot
 from mutransfer.analysis.stability import fit_slopes, requirement, verdicts
 
 WIDTHS = (32, 64, 128, 256)
@@ -49,7 +49,7 @@ def drawn() -> Any:
     fig = coord_check_figure(table, slopes, STEPS, "width", title=SETUP)
     fig.canvas.draw()
     yield fig, table, slopes
-    _pyplot().close(fig)
+    pyplot().close(fig)
 
 
 def panels(fig: Any) -> list[Any]:
@@ -140,4 +140,4 @@ def test_depth_axis() -> None:
         assert "across depth" in fig.get_suptitle()
         assert all(ax.get_xlabel() == "depth" for ax in panels(fig))
     finally:
-        _pyplot().close(fig)
+        pyplot().close(fig)

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from mutransfer.analysis.stats import quantile
-from mutransfer.sweep.calibration import real_truth
-from mutransfer.sweep.simulate import Design, Truth, simulate
-from mutransfer.sweep.simulated_rates import coverage, law_coverage, real_coverage
+from mutransfer.simulation.calibration import real_truth
+from mutransfer.simulation.simulate import Design, Truth, simulate
+from mutransfer.simulation.simulated_rates import coverage, law_coverage, real_coverage
 
 pytestmark = pytest.mark.slow  # simulations of thousands of sweeps: `python -m pytest -m slow` (CI runs it)
 SIMS = 1000

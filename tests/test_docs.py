@@ -120,6 +120,13 @@ def test_a_study_page_holds_the_tables_its_script_computes(page: str, script: st
     assert len(lines) > 15 and all(line in text for line in lines if line)
 
 
+def test_the_module_to_tests_table_is_current() -> None:
+    """docs/development.md's "Tests by module" is what ``scripts/test_map.py`` computes from the tests today."""
+    lines = load_script("test_map").table().splitlines()
+    text = (ROOT / "docs" / "development.md").read_text()
+    assert len(lines) > 50 and all(line in text for line in lines)
+
+
 def test_a_value_on_a_rounding_edge_prints_the_same_whatever_its_float_noise() -> None:
     """−0.205 reached by two summation orders (one ulp either side) is one cell; a missing end is ``…``."""
     from mutransfer.analysis.cells import interval_cell

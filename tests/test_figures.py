@@ -26,8 +26,8 @@ from mutransfer.analysis.verify_plot import verify_figure  # noqa: E402
 from mutransfer.analysis.result import Summary  # noqa: E402
 from mutransfer.analysis.summary import axis_table, summarize  # noqa: E402
 from mutransfer.schema import LR_COLUMN, LR_KEY, axis_named  # noqa: E402
-from mutransfer.sweep.calibration import real_truth  # noqa: E402
-from mutransfer.sweep.simulate import Design, SimulatedPoint, sweep_point  # noqa: E402
+from mutransfer.simulation.calibration import real_truth  # noqa: E402
+from mutransfer.simulation.simulate import Design, SimulatedPoint, sweep_point  # noqa: E402
 
 GRID = SearchSettings(step=1.0, low=-8.0, high=-2.0)
 

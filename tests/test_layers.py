@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,3 +27,66 @@ def test_layer_imports(module: str, forbidden: tuple[str, ...]) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "", f"{module} imports {proc.stdout.strip()}"
+
+
+LAYERS = ("mutransfer", "errors", "schema", "yamldoc", "files", "defaults", "fingerprint", "table", "optim",
+          "analysis", "model", "hf", "models", "train", "config", "sweep", "simulation", "transfer", "api",
+          "commands", "cli", "__main__")
+"""The package's own units, bottom to top: each may import only the units before it (its own modules aside).
+``mutransfer`` is the package's ``__init__`` (lazy exports only); ``hf`` sits above ``model`` (it plans a Hugging
+Face model with ``model.build``), ``models`` above both (it chooses among the kinds of model), so ``train``
+builds any model without importing ``hf``; ``config`` composes above ``train`` (it checks a run's budget)."""
+
+
+SKIPPED = {("train", "hf"): "training builds any model through ``models``, knowing no kind of model"}
+"""Arrows down ``LAYERS`` that still may not be drawn, and why."""
+
+
+def _unit(module: str) -> str:
+    """``mutransfer.analysis.summary`` → ``analysis``; ``mutransfer.cli`` → ``cli``; ``mutransfer`` itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def own_imports(root: Path) -> dict[tuple[str, str], list[str]]:
+    """Every arrow between two units of the package under ``root`` (``from``/``import`` statements anywhere in a
+    module, those inside functions too) → the modules that draw it."""
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = []
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                targets.append(".".join(base + ([node.module] if node.module else [])))
+            elif isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+            for target in targets:
+                if target.split(".")[0] == "mutransfer" and _unit(target) != _unit(module):
+                    arrows.setdefault((_unit(module), _unit(target)), []).append(module)
+    return arrows
+
+
+def upward(arrows: dict[tuple[str, str], list[str]]) -> list[str]:
+    """The arrows ``LAYERS`` forbids (to a unit not below the importer, from or to a unit it does not list, or one
+    of ``SKIPPED``)."""
+    rank = {unit: i for i, unit in enumerate(LAYERS)}
+    return [f"{a} → {b} ({', '.join(sorted(set(mods)))})" for (a, b), mods in sorted(arrows.items())
+            if a not in rank or b not in rank or rank[b] >= rank[a] or (a, b) in SKIPPED]
+
+
+def test_the_package_s_own_arrows_run_one_way() -> None:
+    """Every import between the package's own units points down ``LAYERS``: no cycle, nothing upward."""
+    arrows = own_imports(Path(__file__).resolve().parents[1] / "mutransfer")
+    assert ("train", "models") in arrows and ("hf", "model") in arrows, "the check sees the package's arrows"
+    assert upward(arrows) == []
+
+
+def test_the_arrow_check_refuses_an_upward_arrow() -> None:
+    """The check fails on the arrows the package once had: the model builder importing ``hf``, training
+    importing ``config`` and ``hf``."""
+    arrows = {("model", "hf"): ["mutransfer.model.build"], ("train", "config"): ["mutransfer.train.trunk"],
+              ("train", "hf"): ["mutransfer.train.coordcheck"], ("train", "table"): ["mutransfer.train.loop"]}
+    assert upward(arrows) == ["model → hf (mutransfer.model.build)", "train → config (mutransfer.train.trunk)",
+                              "train → hf (mutransfer.train.coordcheck)"]

@@ -10,7 +10,7 @@ import pytest
 
 from mutransfer.config import compose
 from mutransfer.files import TRIALS_FILE
-from mutransfer.model.flops import training_flops
+from mutransfer.train.flops import training_flops
 from mutransfer.train.budget import tokens_per_step
 from mutransfer.transfer.next_check import VERIFY_BUDGET_S, VERIFY_TRIALS, next_check, step_cost, verify_estimate
 

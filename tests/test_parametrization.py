@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from mutransfer.model.build import build_model, gpt_plan
+from mutransfer.model.build import gpt_plan
+from mutransfer.models import build_model
 from mutransfer.config import compose
 from mutransfer.train.data import load_corpus
 from mutransfer.table.plan import Plan

@@ -1,4 +1,4 @@
-"""The simulator's departures from the ideal bowl (``Truth``'s real-curve fields, ``sweep.calibration``): each one
+"""The simulator's departures from the ideal bowl (``Truth``'s real-curve fields, ``simulation.calibration``): each one
 moves what it should, measured on the simulator's own draws (fixed seeds), and with every one off the draws are
 the ideal simulator's. ``python -m pytest -m slow`` adds the ideal baseline of ``scripts/bench_coverage.py
 --real``'s designs."""
@@ -13,9 +13,9 @@ import pytest
 
 from mutransfer.analysis.drift import setup_optima
 from mutransfer.analysis.fidelity import measure_fidelity
-from mutransfer.sweep.calibration import BOWLS, FLAT_CURVATURE, departures, one_departure, real_truth
-from mutransfer.sweep.simulate import Design, SharedSeeds, SimulatedPoint, Truth, simulate, simulate_verify
-from mutransfer.sweep.simulated_rates import coverage, law_coverage, real_coverage, real_law_coverage
+from mutransfer.simulation.calibration import BOWLS, FLAT_CURVATURE, departures, one_departure, real_truth
+from mutransfer.simulation.simulate import Design, SharedSeeds, SimulatedPoint, Truth, simulate, simulate_verify
+from mutransfer.simulation.simulated_rates import coverage, law_coverage, real_coverage, real_law_coverage
 from mutransfer.sweep.spec import SearchSpec
 
 DEPARTURE_FIELDS = ("curvature_slope", "asymmetry_slope", "seed_correlation", "seed_curvature", "departure",
@@ -52,7 +52,7 @@ def test_with_every_departure_off_the_draws_are_the_ideal_simulators(monkeypatch
     """The trained points, pinned from the simulator before the departures existed (commit e208c78; the analysis
     has changed since, the draws must not): an 'off' departure that drew a random number, or moved an optimum or
     a curvature, changes every one of these digits."""
-    import mutransfer.sweep.simulate as simulator
+    import mutransfer.simulation.simulate as simulator
 
     seen: list[tuple[int, int, float, float, int]] = []
 

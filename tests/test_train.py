@@ -9,7 +9,7 @@ from mutransfer.config import compose
 from mutransfer.train.data import load_corpus
 from mutransfer.schema import TrainConfig
 from mutransfer.train.loop import train_model
-from mutransfer.train.schedule import schedule_factor
+from mutransfer.optim.schedule import schedule_factor
 
 
 def test_schedule_warms_up_then_decays_linearly() -> None:

@@ -13,7 +13,8 @@ import yaml
 from typer.testing import CliRunner
 
 from conftest import invoke
-from mutransfer.model.build import build_model, gpt_plan
+from mutransfer.model.build import gpt_plan
+from mutransfer.models import build_model
 from mutransfer.config import load_config_file
 from mutransfer.model.apply import build_optimizer
 from mutransfer.analysis.plots import transfer_figure

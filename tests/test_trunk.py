@@ -15,7 +15,7 @@ from mutransfer.config import compose
 from mutransfer.schema import Config, TrainConfig
 from mutransfer.train.data import load_corpus
 from mutransfer.train.loop import TrainResult, train_model
-from mutransfer.train.schedule import cooldown_start, progress, schedule_factor
+from mutransfer.optim.schedule import cooldown_start, progress, schedule_factor
 from mutransfer.train.trunk import TRUNK_DIR, branch_points, trunk_for
 
 HORIZONS = (12, 24)

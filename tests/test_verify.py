@@ -10,8 +10,8 @@ import pytest
 
 from mutransfer.analysis.fidelity import measure_fidelity
 from mutransfer.sweep.policy import GridPolicy
-from mutransfer.sweep.simulate import Truth
-from mutransfer.sweep.simulated_rates import verify_coverage
+from mutransfer.simulation.simulate import Truth
+from mutransfer.simulation.simulated_rates import verify_coverage
 from mutransfer.sweep.spec import SearchSpec
 from mutransfer.transfer.verify import VerifyRequest, verify_search
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .colors import ordered_colors
-from .plots import PANELS_PER_ROW, _pyplot
+from .figure_kit import PANELS_PER_ROW, pyplot
 from .result import Summary
 
 __all__ = ["batch_frame", "batch_marks", "batch_figure"]
@@ -52,7 +52,7 @@ def _loss_at(curve: pd.DataFrame, batch: float) -> float:
 def batch_figure(frame: pd.DataFrame, marks: pd.DataFrame, tolerance: Optional[float] = None) -> Any:
     """A panel per setup: loss against batch (log2 axis) with the seeds' 95 % bars, a line per budget; ★ the best
     batch, ◆ the critical batch with its interval as a bar at its loss (hollow: a bound or unresolved)."""
-    plt = _pyplot()
+    plt = pyplot()
     setups = list(dict.fromkeys(frame["setup"]))
     rows_of = max(1, math.ceil(len(setups) / PANELS_PER_ROW))
     per_row = max(1, math.ceil(len(setups) / rows_of))

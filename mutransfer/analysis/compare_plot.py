@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import LR_KEY
-from .plots import BOWL_OCTAVES, _at_top, _colors, _grid_curve, _interval_bars, _label, _pyplot
+from .figure_kit import BOWL_OCTAVES, finish_panel, grid_curve, interval_bars, mark_at_top, point_colors, pyplot
 from .result import PointResult, Summary
 
 __all__ = ["compare_figure", "RunStyle", "RUN_STYLE"]
@@ -48,7 +48,7 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
     width with its 95 % interval, red where it moved (Holm), the pooled shift with its 95 % interval and the
     ±``tolerance`` band. ``points_*``: key, setup, width, seed, x, loss, status; ``summaries``: the two runs'
     results (each width's line is drawn through its grid seeds)."""
-    plt = _pyplot()
+    plt = pyplot()
     columns = list(setups[["key", "setup"]].itertuples(index=False, name=None))
     fig, axes = plt.subplots(2, max(1, len(columns)), figsize=(5.6 * max(1, len(columns)), 7.6), squeeze=False,
                              layout="constrained", height_ratios=[3, 2])
@@ -57,19 +57,19 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
         rows = widths[(widths["key"] == key) & (widths["setup"] == setup)]
         parts = [p[(p["key"] == key) & (p["setup"] == setup) & p["width"].isin(rows["width"])]
                  for p in (points_a, points_b)]
-        colors = _colors(rows["width"].unique())
+        colors = point_colors(rows["width"].unique())
         low, high = _compare_range(parts, rows)
         for part, name, side, summary in zip(parts, names, ("a", "b"), summaries):
             style = RUN_STYLE[side].line
             for width, one in part.groupby("width"):
-                line = _grid_curve(one, _width_result(summary, key, setup, width))
-                _at_top(top, line[line["loss"] > high]["x"].tolist(), high, "^", colors[int(width)])
+                line = grid_curve(one, _width_result(summary, key, setup, width))
+                mark_at_top(top, line[line["loss"] > high]["x"].tolist(), high, "^", colors[int(width)])
                 color = colors[int(width)]
                 top.plot(line["x"], line["loss"], style, marker="o", ms=3.5, lw=1.5, color=color,
                          mfc=color if side == "a" else "white")
                 row = rows[rows["width"] == width].iloc[0]
                 opt = PointResult(width, row[f"x_{side}"], (row[f"ci_{side}_low"], row[f"ci_{side}_high"]))
-                below, above = _interval_bars(opt)
+                below, above = interval_bars(opt)
                 top.errorbar([opt.x_star], [row[f"loss_{side}"]], xerr=[[below], [above]],
                              fmt=RUN_STYLE[side].optimum, color=color, mfc=color if side == "a" else "white",
                              ms=7, capsize=3, lw=1.0)
@@ -79,7 +79,7 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
         shift = ("" if summary["shift"] != summary["shift"] else
                  f"\npooled shift {summary['shift']:+.2f} [{summary['shift_ci_low']:+.2f}, "
                  f"{summary['shift_ci_high']:+.2f}] octaves")
-        _label(top, f"{setup}: {summary['verdict']}{shift}", label, title_size=10)
+        finish_panel(top, f"{setup}: {summary['verdict']}{shift}", label, title_size=10)
         _key(top, colors, names)
         x = np.log2(rows["width"].to_numpy(float))
         span = (x.min() - 0.5, x.max() + 0.5)
@@ -101,7 +101,7 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
         bottom.axhline(0.0, color="0.4", lw=0.8, zorder=1)
         bottom.set_xticks(x, [str(int(w)) for w in rows["width"]])
         bottom.set_xlim(*span)
-        _label(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", "width (log2 axis)", title_size=10)
+        finish_panel(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", "width (log2 axis)", title_size=10)
     axes[0][0].set_ylabel("validation loss (nats/token)")
     axes[1][0].set_ylabel("Δ log2 optimum")
     fig.suptitle(f"Did the optimum move?  {names[0]} ({RUN_STYLE['a'].words}) vs {names[1]} "

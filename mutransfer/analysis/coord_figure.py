@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .plots import _pyplot
+from .figure_kit import pyplot
 from .stability import DEFAULT_TOL, Band, requirement, verdicts
 
 __all__ = ["coord_check_figure", "expected_slope", "STEP_COLORS", "QUANTITY_ORDER"]
@@ -106,7 +106,7 @@ def coord_check_figure(table: pd.DataFrame, slopes: pd.DataFrame, steps: Sequenc
     the verdict accepts shaded (before the 2-standard-error widening several seeds add), and the module's verdict
     and measured slope in the panel title. ``table``: the tidy coord-check table (``quantity, module, step,
     <axis>, value``); ``slopes``: ``stability.fit_slopes`` output; ``title``: the setup, shown in the suptitle."""
-    plt = _pyplot()
+    plt = pyplot()
     usable = table[np.isfinite(table["value"]) & (table["value"] > 0) & table["step"].isin(list(steps))]
     present = set(usable["quantity"])
     pairs = [(q, m) for q in QUANTITY_ORDER if q in present

@@ -4,17 +4,16 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..files import atomic_path
 from ..schema import LR_COLUMN, LR_KEY
 from ..table.decay import DECAY_SYMBOLS
-from .bowl import Vertex, bowl_loss
-from .colors import ordered_colors, readable
+from .colors import readable
+from .figure_kit import (BOWL_OCTAVES, FITTED_BOWL, PANELS_PER_ROW, finish_panel, fitted_bowl, grid_curve,
+                         interval_bars, mark_at_top, mark_partial, point_colors, pyplot, save)
 from .result import AxisFit, PointResult, SetupResult, point_key, point_value
 
 __all__ = ["Run", "key_label", "KEY_WORDS", "transfer_figure", "drift_figure", "curves_figure", "save", "mark_partial", "fitted_bowl", "BOWL_OCTAVES",
@@ -24,32 +23,12 @@ __all__ = ["Run", "key_label", "KEY_WORDS", "transfer_figure", "drift_figure", "
 KEY_WORDS = {"optimizer.weight_decay": "weight decay λ",
              "optimizer.weight_decay_timescale": "weight-decay timescale τ"}
 """How figures name a searched key besides the learning rate."""
-PANELS_PER_ROW = 3
-"""A figure with more panels than this wraps them into rows."""
-
-
 def key_label(key: str) -> tuple[str, str]:
     """(symbol, quantity) naming a searched key on a figure: ``("τ", "weight-decay timescale τ")``; the learning
     rate's ``("LR", "base learning rate η")``."""
     if key == LR_KEY:
         return "LR", "base learning rate η"
     return DECAY_SYMBOLS.get(key, key.rsplit(".", 1)[-1]), KEY_WORDS.get(key, key)
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _colors(points: Sequence[Any]) -> dict[Any, Any]:
-    """One colour per point of an axis (width, depth, horizon …), dark to light along viridis, each readable on
-    white."""
-    ordered = sorted(points)
-    return dict(zip(ordered, ordered_colors(len(ordered))))
 
 
 Run = tuple[str, pd.DataFrame, Mapping[str, SetupResult]]
@@ -63,7 +42,7 @@ def _grid_of_panels(runs: Sequence[tuple[str, pd.DataFrame, Any]], sharex: bool 
     searched range; y along a row: one run's losses) when there are several runs; one run's setups wrapped
     ``PANELS_PER_ROW`` to a row, all sharing y.
     Returns (figure, [(axes, run, setup, run index)])."""
-    plt = _pyplot()
+    plt = pyplot()
     setups = list(dict.fromkeys(s for _, rows, _ in runs for s in rows["setup"]))
     count = max(1, len(setups))
     if len(runs) > 1:
@@ -90,14 +69,6 @@ def _grid_of_panels(runs: Sequence[tuple[str, pd.DataFrame, Any]], sharex: bool 
     return fig, placed
 
 
-FITTED_BOWL = "fitted_bowl"
-"""The gid of the line ``fitted_bowl`` draws."""
-
-BOWL_OCTAVES = 1.5
-"""The loss axis shows every curve within this many octaves of its LR*; a loss further out above that range is
-clipped and marked ▲ at the panel's top edge."""
-
-
 def _label_rows(placed: Sequence[tuple[Any, str, str, int]], ylabel: str) -> None:
     """The loss label and tick labels on each row's first drawn panel (a run's first setup may not be the
     figure's first column)."""
@@ -121,7 +92,7 @@ def _bowl_range(panels: Sequence[tuple[pd.DataFrame, Optional[AxisFit]]]) -> tup
             if ok.empty:
                 continue
             opt = _point(fit, point)
-            line = _grid_curve(part, opt)
+            line = grid_curve(part, opt)
             centre = opt.x_star if opt is not None else None
             if centre is None or not np.isfinite(centre):
                 centre = float(line.loc[line["loss"].idxmin(), "x"])
@@ -174,19 +145,19 @@ def transfer_figure(runs: Sequence[Run], axis: str = "width", symbol: str = "LR"
               for index in {i for *_, i in placed}}
     for (ax, run, setup, index), (rows, fit) in zip(placed, parts):
         bottom, top = ranges[index]
-        colors = _colors(rows["point"].unique())
+        colors = point_colors(rows["point"].unique())
         for point, part in rows.groupby("point"):
             color = colors[point]
             opt = _point(fit, point)
-            line = _grid_curve(part, opt)
+            line = grid_curve(part, opt)
             ax.plot(line["x"], line["loss"], "-o", color=color, ms=3.5, lw=1.5,
                     label=f"{axis} {point_key(point_value(point))}")
             _spread(ax, part, color)
             above = line[line["loss"] > top]["x"].tolist()
             finite = set(np.round(part[part["status"] == "ok"]["x"], 9))
             div = [x for x in part[part["status"] == "diverged"]["x"].unique() if round(x, 9) not in finite]
-            _at_top(ax, above, top, "^", color)
-            _at_top(ax, div, top, "x", color)
+            mark_at_top(ax, above, top, "^", color)
+            mark_at_top(ax, div, top, "x", color)
             if opt is not None and opt.x_star is not None:
                 fitted_bowl(ax, opt, color)
                 _optimum_marker(ax, opt, part, line, color)
@@ -194,20 +165,13 @@ def transfer_figure(runs: Sequence[Run], axis: str = "width", symbol: str = "LR"
                 ax.axhline(opt.decay.off_loss, ls="--", lw=0.9, color=color)
         ax.set_ylim(bottom, top)
         name = setup if len(runs) == 1 else f"{run}: {setup}"
-        _label(ax, _title(name, fit, axis, symbol), f"log2({quantity})" if log2 else quantity, title_size=10)
+        finish_panel(ax, _title(name, fit, axis, symbol), f"log2({quantity})" if log2 else quantity, title_size=10)
     _label_rows(placed, "validation loss (nats/token)")
     off = f"\n- - - loss with weight decay off, per {axis}" if symbol != "LR" else ""
     fig.suptitle(f"Loss vs {quantity} per {axis}\n◆ {symbol}* at the vertex of its fitted bowl (thin line) with its "
                  f"95 % interval · ◀ ▶ optimum "
                  f"at the grid's edge\n▲ loss above the range shown · × diverged{off}", fontsize=10)
     return fig
-
-
-def _at_top(ax: Any, xs: Sequence[float], top: float, marker: str, color: Any) -> None:
-    """Markers on the panel's top edge at ``xs`` (losses above the range shown, or diverged), unclipped."""
-    if len(xs):
-        ax.plot(xs, np.full(len(xs), top), marker, color=color, ms=6 if marker == "^" else 7,
-                mew=2 if marker == "x" else 1, clip_on=False)
 
 
 def _spread(ax: Any, part: pd.DataFrame, color: Any) -> None:
@@ -219,32 +183,6 @@ def _spread(ax: Any, part: pd.DataFrame, color: Any) -> None:
         ax.fill_between(spread["x"], spread["min"], spread["max"], color=color, alpha=0.25, lw=0)
 
 
-def _interval_bars(opt: PointResult) -> tuple[float, float]:
-    """The distances from x* to its interval's ends (0 on a censored, open side)."""
-    assert opt.x_star is not None
-    lo, hi = opt.ci if opt.ci is not None else (math.nan, math.nan)
-    below = opt.x_star - lo if np.isfinite(lo) else 0.0
-    above = hi - opt.x_star if np.isfinite(hi) else 0.0
-    return below, above
-
-
-def fitted_bowl(ax: Any, opt: PointResult, color: Any) -> None:
-    """The two-sided parabola the optimum was fitted as (``analysis.bowl``), thin, across its fit window and its
-    vertex: the curve the optimum's marker sits on. Nothing where no bowl was fitted (a flat curve, an optimum at
-    the grid's edge, a summary written before the bowl was recorded)."""
-    if opt.curvature is None or not opt.window or opt.best_loss is None or opt.x_star is None:
-        return
-    x_star = float(opt.x_star)
-    xs = np.union1d(np.linspace(min(min(opt.window), x_star), max(max(opt.window), x_star), 61), [x_star])
-    ys = bowl_loss(xs, Vertex(x_star, None, float(opt.best_loss), float(opt.curvature)), float(opt.asymmetry))
-    ax.plot(xs, ys, "-", color=color, lw=0.9, alpha=0.85, gid=FITTED_BOWL, label="_fitted bowl", zorder=3)
-
-
-def mark_partial(fig: Any, line: str) -> None:
-    """``line`` (``PARTIAL: …``) in red at the figure's top left: a figure made from an unfinished sweep."""
-    fig.text(0.01, 0.995, line, color="#b00020", va="top", fontsize=9)
-
-
 def _optimum_marker(ax: Any, opt: PointResult, part: pd.DataFrame, line: pd.DataFrame, color: Any) -> None:
     """◆ at (x*, best loss) with its interval as a horizontal bar; for an optimum censored at the grid's edge,
     ◀ or ▶ on the curve's point at that edge."""
@@ -254,7 +192,7 @@ def _optimum_marker(ax: Any, opt: PointResult, part: pd.DataFrame, line: pd.Data
         y = float(at["loss"].iloc[0]) if len(at) else float(opt.best_loss or math.nan)
         ax.plot([x], [y], "<" if opt.censored == "low" else ">", color=color, ms=9, mec="black", mew=0.6, zorder=4)
         return
-    below, above = _interval_bars(opt)
+    below, above = interval_bars(opt)
     ax.errorbar([opt.x_star], [opt.best_loss], xerr=[[below], [above]], fmt="D", color=color, ms=6,
                 mec="black", mew=0.6, capsize=3, lw=1.4, zorder=4)
 
@@ -263,7 +201,7 @@ def drift_figure(runs: Sequence[tuple[str, Mapping[str, SetupResult]]], axes: Se
                  symbol: str = "LR", quantity: str = "base learning rate η", log2: bool = True) -> Any:
     """x* vs log2 of each axis's value with intervals and the fitted line, one series per setup (``runs``: each
     run's name and one key's setups); one panel per axis in ``axes``; ``symbol`` and ``quantity`` name the key."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, panels = plt.subplots(1, len(axes), figsize=(10.5 * len(axes), 4.6), layout="constrained", squeeze=False)
     for ax, axis in zip(panels[0], axes):
         _drift_panel(ax, runs, axis, symbol, f"log2({symbol}*)  ({quantity})" if log2 else f"{symbol}*")
@@ -272,7 +210,7 @@ def drift_figure(runs: Sequence[tuple[str, Mapping[str, SetupResult]]], axes: Se
 
 def _drift_panel(ax: Any, runs: Sequence[tuple[str, Mapping[str, SetupResult]]], axis: str, symbol: str,
                  ylabel: str) -> None:
-    cmap = _pyplot().get_cmap("tab10")
+    cmap = pyplot().get_cmap("tab10")
     index = 0
     for run, setups in runs:
         for setup in setups:
@@ -295,7 +233,7 @@ def _drift_panel(ax: Any, runs: Sequence[tuple[str, Mapping[str, SetupResult]]],
                 label += f" ({fit.verdict or 'inconclusive'})"
             for i, point in enumerate(points):
                 opt = estimated[point]
-                below, above = _interval_bars(opt)
+                below, above = interval_bars(opt)
                 marker = {"low": "v", "high": "^"}.get(opt.censored or "", "o")
                 ax.errorbar([np.log2(point)], [opt.x_star], yerr=[[below], [above]], fmt=marker, color=color,
                             capsize=3, label=label if i == 0 else None)
@@ -303,19 +241,7 @@ def _drift_panel(ax: Any, runs: Sequence[tuple[str, Mapping[str, SetupResult]]],
                     for p in result.axes[axis].points})
     if every:
         ax.set_xticks(np.log2(every), [point_key(p) for p in every])
-    _label(ax, f"{symbol}* vs {axis}  (▼ ▲ past the grid's edge)", f"{axis} (log2 axis)", ylabel)
-
-
-def _label(ax: Any, title: str, xlabel: str, ylabel: str | None = None, title_size: float | None = None) -> None:
-    """Title, axis labels, a light grid and a small legend outside the panel, to its right, where it covers no
-    data: the finish every figure's panels share."""
-    ax.set_title(title, **({"fontsize": title_size} if title_size else {}))
-    ax.set_xlabel(xlabel)
-    if ylabel is not None:
-        ax.set_ylabel(ylabel)
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    finish_panel(ax, f"{symbol}* vs {axis}  (▼ ▲ past the grid's edge)", f"{axis} (log2 axis)", ylabel)
 
 
 def curves_figure(runs: Sequence[tuple[str, pd.DataFrame, pd.DataFrame]]) -> Any:
@@ -326,7 +252,7 @@ def curves_figure(runs: Sequence[tuple[str, pd.DataFrame, pd.DataFrame]]) -> Any
     for ax, run, setup, _ in placed:
         trials, curves = tables[run]
         rows = trials[(trials["search_key"] == LR_KEY) & (trials["status"] == "ok") & (trials["setup"] == setup)]
-        colors = _colors(rows["width"].unique())
+        colors = point_colors(rows["width"].unique())
         for width, part in rows.groupby("width"):
             best = part.loc[part["val_loss"].idxmin()]
             curve = curves[(curves["trial"] == best["trial"]) & (curves["setup"] == setup) &
@@ -335,25 +261,8 @@ def curves_figure(runs: Sequence[tuple[str, pd.DataFrame, pd.DataFrame]]) -> Any
             ax.plot(curve["step"], curve["train_loss"], color=colors[int(width)], lw=1.2,
                     label=f"width {width}, log2 η={best[LR_COLUMN]:.2f}")
         name = setup if len(runs) == 1 else f"{run}: {setup}"
-        _label(ax, f"{name}: training loss at each width's lowest-loss LR", "step", title_size=10)
+        finish_panel(ax, f"{name}: training loss at each width's lowest-loss LR", "step", title_size=10)
     _label_rows(placed, "training loss (nats/token)")
     return fig
 
 
-def _grid_curve(rows: pd.DataFrame, opt: Optional[PointResult]) -> pd.DataFrame:
-    """One point's tidy rows as the line a figure draws: the mean ok loss per searched value over the seeds that
-    trained the grid (the analysis's ``grid_seeds``: the noise probes train the fit window only); over every seed
-    where the point has no result."""
-    ok = rows[rows["status"] == "ok"]
-    if opt is not None and opt.grid_seeds:
-        ok = ok[ok["seed"].isin(opt.grid_seeds)]
-    return ok.groupby("x")["loss"].mean().reset_index()
-
-
-def save(fig: Any, path: Path, dpi: int = 120) -> None:
-    """Write atomically (temp file + rename) and close the figure, also when writing fails."""
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png")
-    finally:
-        _pyplot().close(fig)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..schema import LR_COLUMN
 from .colors import ordered_colors
-from .plots import _colors, _grid_curve, _interval_bars, _label, _pyplot, fitted_bowl
+from .figure_kit import finish_panel, fitted_bowl, grid_curve, interval_bars, point_colors, pyplot
 from .result import SetupResult, measured_point
 
 __all__ = ["verify_figure"]
@@ -21,7 +21,7 @@ def verify_figure(swept: pd.DataFrame, setups: Mapping[str, SetupResult], rows: 
     """Loss vs log2 η at each verified width — the prediction as a band (its 95 % range) and a dashed line,
     the measured optimum as ★ with its interval — over the swept widths' curves, faded (``swept``: the learning
     rate's tidy rows along width, ``summary.axis_table``; ``setups``: their results); one panel per setup."""
-    plt = _pyplot()
+    plt = pyplot()
     targets = report["targets"]
     labels = list(dict.fromkeys(t["setup"] for t in targets))
     fig, axes = plt.subplots(1, max(1, len(labels)), figsize=(6.4 * max(1, len(labels)), 4.8), squeeze=False,
@@ -30,10 +30,10 @@ def verify_figure(swept: pd.DataFrame, setups: Mapping[str, SetupResult], rows: 
     colors = dict(zip(widths, ordered_colors(len(widths), plt.get_cmap("autumn"))))
     for ax, setup in zip(axes[0], labels):
         behind = swept[swept["setup"] == setup]
-        faded = _colors(behind["point"].unique())
+        faded = point_colors(behind["point"].unique())
         line_of = setups[setup].line if setup in setups else None
         for width, part in behind.groupby("point"):
-            line = _grid_curve(part, line_of.points.get(width) if line_of is not None else None)
+            line = grid_curve(part, line_of.points.get(width) if line_of is not None else None)
             ax.plot(line["x"], line["loss"], "-", color=faded[width], alpha=0.35, lw=1.2,
                     label=f"swept width {width}")
         mine = rows[rows["setup"] == setup]
@@ -43,7 +43,7 @@ def verify_figure(swept: pd.DataFrame, setups: Mapping[str, SetupResult], rows: 
         mine_targets = [t for t in targets if t["setup"] == setup]
         point = "".join(f", {name} {mine_targets[0]['prediction'][name]}" for name in ("depth", "steps")
                         if mine_targets and mine_targets[0]["prediction"].get(name) is not None)
-        _label(ax, f"{setup}: verified at width {', '.join(str(t['width']) for t in mine_targets)}{point}",
+        finish_panel(ax, f"{setup}: verified at width {', '.join(str(t['width']) for t in mine_targets)}{point}",
                "log2(base learning rate η)", title_size=10)
     axes[0][0].set_ylabel("validation loss (nats/token)")
     measured = any(measured_point(t["width"], t.get("measured")) is not None for t in targets)
@@ -80,7 +80,7 @@ def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: 
     ax.axvline(target.get("predicted_log2_lr", prediction["log2_lr"]), color=color, ls="--", lw=1)
     measured = measured_point(target["width"], target.get("measured"))
     if measured is not None:
-        below, above = _interval_bars(measured)
+        below, above = interval_bars(measured)
         fitted_bowl(ax, measured, color)
         ax.errorbar([measured.x_star], [measured.best_loss], xerr=[[below], [above]], fmt="*", color=color, ms=12,
                     mec="black", mew=0.6, capsize=3, lw=1.2,

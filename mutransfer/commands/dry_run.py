@@ -8,7 +8,7 @@ from dataclasses import replace
 from rich.console import Group
 from rich.table import Table
 
-from ..model.flops import training_flops
+from ..train.flops import training_flops
 from ..schema import LR_KEY, Config
 from ..sweep.estimate import PointEstimate, SweepEstimate
 from ..sweep.search import SearchSpec

@@ -8,11 +8,21 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..analysis.result import SUMMARY_VERSION, Summary
 from ..defaults import BATCH_TOLERANCE, option_text
 from ..errors import UserError
+
+if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key answers before torch loads)
+    from rich.console import Console
+
+    from ..analysis.optimum import Thresholds
+    from ..schema import Config
+    from ..sweep.keys import StudyKey
+    from ..sweep.runner import Snapshot
+    from ..sweep.spec import SweepSpec
+    from ..sweep.worker import SweepOptions
 
 __all__ = ["run", "split_spec", "resolve_workers", "compose_trials", "validate_trials",
            "check_trials", "up_to_date_summary", "finalize", "precheck", "next_step", "corpus_lines", "resume_command",
@@ -50,7 +60,7 @@ def resolve_workers(workers: str, threads: int) -> tuple[Optional[int], int]:
     return count, threads or max(1, available_cores() // count)
 
 
-def compose_trials(spec: Any) -> list[tuple[Any, Any]]:
+def compose_trials(spec: SweepSpec) -> list[tuple[StudyKey, Config]]:
     """Each study's key with its trial config at the first grid point: a bad override or width fails here, before
     torch is imported."""
     from ..sweep.keys import study_keys
@@ -59,7 +69,7 @@ def compose_trials(spec: Any) -> list[tuple[Any, Any]]:
     return [(key, trial_config(spec, key, key.search.grid()[0])) for key in study_keys(spec)]
 
 
-def validate_trials(spec: Any, warned: Optional[set[str]] = None,
+def validate_trials(spec: SweepSpec, warned: Optional[set[str]] = None,
                     composed: Optional[list[tuple[Any, Any]]] = None) -> dict[str, Any]:
     """Compose every (setup, width) config once (``composed``, when the caller has) so a bad override or width fails
     before any training; check each corpus against what the trials read, warning once per data and horizon that
@@ -70,7 +80,7 @@ def validate_trials(spec: Any, warned: Optional[set[str]] = None,
     return setup_configs(spec)
 
 
-def check_trials(spec: Any, composed: list[tuple[Any, Any]], warned: Optional[set[str]] = None) -> None:
+def check_trials(spec: SweepSpec, composed: list[tuple[StudyKey, Config]], warned: Optional[set[str]] = None) -> None:
     """What a composed config cannot say alone: model=hf with stacked trials, trunks the schedule cannot branch,
     each corpus against what the trials read (an epoch warning once across calls that share ``warned``)."""
     from ..train.data import Corpora, check_validation_split, epochs_warning
@@ -93,7 +103,7 @@ def check_trials(spec: Any, composed: list[tuple[Any, Any]], warned: Optional[se
             warned.add(warning)
 
 
-def up_to_date_summary(run_dir: Path, fingerprint: str, th: Any) -> Optional[Summary]:
+def up_to_date_summary(run_dir: Path, fingerprint: str, th: Thresholds) -> Optional[Summary]:
     """The summary of a finished sweep that a rerun would only rewrite as it is: the same sweep (fingerprint),
     complete, its tables written after its journal's last change, at the default thresholds; None when anything
     could differ. For the default storage and study only: a database may hold other machines' new trials."""
@@ -122,7 +132,7 @@ def up_to_date_summary(run_dir: Path, fingerprint: str, th: Any) -> Optional[Sum
     return summary if journal.stat().st_mtime_ns <= written else None
 
 
-def precheck(spec: Any, steps: int = 3) -> dict[str, list[str]]:
+def precheck(spec: SweepSpec, steps: int = 3) -> dict[str, list[str]]:
     """``coord_check: true`` in a spec: a short coordinate check of every setup across the spec's widths."""
     from ..analysis.stability import judge
     from ..config import compose
@@ -141,7 +151,7 @@ def precheck(spec: Any, steps: int = 3) -> dict[str, list[str]]:
     return unstable
 
 
-def finalize(spec: Any, run_dir: Path, storage_url: Optional[str], prefix: str, th: Any = None,
+def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix: str, th: Optional[Thresholds] = None,
              resume: str = "") -> Summary:
     """Storage → trials.csv, curves.csv → summary.json (with the sweep's status: complete, or what is missing and
     ``resume``, the command that finishes it) → plots (``th``: the analysis thresholds, default ones when None).
@@ -180,7 +190,7 @@ def resume_command(spec_name: str, overrides: Sequence[str], run_dir: Path, stor
     return " ".join(w if w == "$MUTRANSFER_STORAGE" else shlex.quote(w) for w in words)
 
 
-def _report_precheck(out: Any, spec: Any) -> None:
+def _report_precheck(out: Console, spec: SweepSpec) -> None:
     for label, unstable in precheck(spec).items():
         if unstable:
             out.print(f"[bold red]warning:[/] coord check of setup '{label}': not stable: {', '.join(unstable)} "
@@ -231,10 +241,10 @@ class _Execution:
     threads: int
     dry_run: bool
     heartbeat: int
-    th: Any
+    th: Thresholds
 
 
-def _start(screen: Any, spec: Any, name: str, overrides: list[str], configs: dict[str, dict[str, Any]],
+def _start(screen: Console, spec: SweepSpec, name: str, overrides: list[str], configs: dict[str, dict[str, Any]],
            record: dict[str, Any], how: _Execution) -> int:
     """Print the dry run, or claim the run directory and train."""
     from ..files import claim_run_dir, dump_yaml
@@ -293,12 +303,12 @@ class _Progress:
     """Feeds the display every snapshot and keeps the first (what earlier runs finished) and the latest; says
     how many trials were done before once this run finishes one more."""
 
-    def __init__(self, screen: Any, display: Any) -> None:
+    def __init__(self, screen: Console, display: Any) -> None:
         self.screen, self.display = screen, display
-        self.first: Optional[Any] = None
-        self.last: Optional[Any] = None
+        self.first: Optional[Snapshot] = None
+        self.last: Optional[Snapshot] = None
 
-    def __call__(self, snap: Any) -> None:
+    def __call__(self, snap: Snapshot) -> None:
         self.first = self.first or snap
         if self.first.done and self.last is not None and self.last.done == self.first.done < snap.done:
             self.screen.print(f"resuming: {self.first.done} trials were already done")
@@ -310,7 +320,7 @@ class _Progress:
         return self.first is not None and self.last is not None and self.first.done == self.last.done > 0
 
 
-def _execute(screen: Any, spec: Any, opts: Any, th: Any, resume: str = "") -> int:
+def _execute(screen: Console, spec: SweepSpec, opts: SweepOptions, th: Thresholds, resume: str = "") -> int:
     """Run the workers under a live display on a terminal, one line per finished trial otherwise; then write
     the outputs. Ctrl-C still writes them."""
     from ..sweep.interrupts import Interrupts
@@ -334,7 +344,7 @@ def _execute(screen: Any, spec: Any, opts: Any, th: Any, resume: str = "") -> in
                    interrupted)
 
 
-def _report(screen: Any, spec: Any, summary: Summary, run_dir: Path, interrupted: int) -> int:
+def _report(screen: Console, spec: SweepSpec, summary: Summary, run_dir: Path, interrupted: int) -> int:
     """The sweep's status, its tables per swept axis (and per searched key), the files written and the next
     command; returns the exit code."""
     from .display import batch_table, summary_table, verdict_notes
@@ -361,7 +371,7 @@ def _report(screen: Any, spec: Any, summary: Summary, run_dir: Path, interrupted
     return interrupted
 
 
-def next_step(spec: Any, summary: Summary, run_dir: Path, interrupted: int = 0) -> str:
+def next_step(spec: SweepSpec, summary: Summary, run_dir: Path, interrupted: int = 0) -> str:
     """The command to run after a sweep: ``transfer`` to 4× the largest swept value of each axis (width at least
     4096; the batch at the largest swept, since the optimal LR stops following the batch past the critical batch),
     from this run; resuming the sweep when it was interrupted or finished no trial."""

@@ -1,6 +1,6 @@
 """A Hugging Face causal LM at a width: its config-class keywords from ``model.*`` (pure), the model built from
-them (randomly initialised; ``from_pretrained`` is never called, nothing is downloaded), the checks of a
-``model.hf`` config, and which parameters are stored transposed (``Conv1D``)."""
+them (randomly initialised; ``from_pretrained`` is never called, nothing is downloaded), and the checks
+of a ``model.hf`` config."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..schema import HFConfig, ModelConfig
 from .architectures import ARCHITECTURES, Architecture
 
 __all__ = ["require_transformers", "config_kwargs", "hf_model", "check_hf", "head_dim_at",
-           "attention_scale_warning", "transposed_parameters", "INSTALL_HINT"]
+           "attention_scale_warning", "INSTALL_HINT"]
 
 INSTALL_HINT = "pip install 'mutransfer[hf]'"
 
@@ -141,12 +141,3 @@ def hf_model(model: ModelConfig, vocab_size: int) -> nn.Module:
                         "check the model.hf.config values") from None
     finally:
         transformers.logging.set_verbosity(verbosity)
-
-
-def transposed_parameters(model: nn.Module) -> frozenset[str]:
-    """Names of the weights stored (din, dout): those of ``transformers``' ``Conv1D`` (GPT-2's projections)."""
-    names = []
-    for module_name, module in model.named_modules():
-        if type(module).__name__ == "Conv1D" and type(module).__module__.startswith("transformers"):
-            names.append(f"{module_name}.weight" if module_name else "weight")
-    return frozenset(names)

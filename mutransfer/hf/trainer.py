@@ -12,7 +12,7 @@ from torch import nn
 from ..model.apply import build_optimizer
 from ..schema import TrainConfig
 from ..table.plan import Plan
-from ..train.schedule import schedule_factor
+from ..optim.schedule import schedule_factor
 
 __all__ = ["trainer_optimizer"]
 

@@ -1,2 +1,3 @@
-"""The model side: the built-in GPT (``gpt``), building a model from a config (``build``) and applying a
-plan to a module — initialisation, forward multipliers, the optimizer (``apply``)."""
+"""The model side: the built-in GPT (``gpt``), building it or a user's module from a config and planning any
+module (``build``), and applying a plan to a module — initialisation, forward multipliers, the optimizer
+(``apply``). ``mutransfer.models`` chooses among the kinds of model."""

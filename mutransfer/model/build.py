@@ -1,9 +1,9 @@
-"""Config → (model, Plan): builds the model at its width and evaluates the abc table for it.
+"""Config → (model, Plan) for the built-in GPT and a user's module, and the plan of any module.
 
-The model is the built-in GPT, a Hugging Face causal LM (``model=hf``: roles, blocks and fused weights from
-the shipped architecture), or a user's module from ``model.factory`` ("package.module:function", called with
-the width, its module looked for in ``model.factory_path`` first) whose parameters get roles from
-``model.roles`` (glob pattern → role).
+A user's module comes from ``model.factory`` ("package.module:function", called with the width, its module
+looked for in ``model.factory_path`` first); its parameters get roles from ``model.roles`` (glob pattern →
+role). ``module_plan`` plans any module (a Hugging Face model too: ``hf.build``); ``mutransfer.models`` chooses
+among the kinds of model.
 """
 
 from __future__ import annotations
@@ -18,15 +18,14 @@ import torch
 from torch import nn
 
 from ..errors import UserError
-from ..hf.architectures import ARCHITECTURES
-from ..hf.build import hf_model, transposed_parameters
 from ..schema import Config, OptimizerConfig, ParametrizationConfig
 from ..table.plan import Plan, make_plan
 from ..table.roles import match_roles
 from .apply import attach_multipliers, init_parameters, refuse_tied
 from .gpt import GPT
 
-__all__ = ["gpt_plan", "model_plan", "build_model", "load_factory", "module_plan", "set_branch_multiplier"]
+__all__ = ["gpt_plan", "gpt_model", "factory_model", "initialized", "load_factory", "module_plan",
+           "set_branch_multiplier", "transposed_parameters"]
 
 
 def gpt_plan(cfg: Config, vocab_size: int) -> Plan:
@@ -101,7 +100,9 @@ def module_plan(model: nn.Module, base_model: nn.Module, roles: Mapping[str, str
         raise UserError(str(exc), "fix the fused-weight patterns (blocks) or the model") from None
 
 
-def _factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
+def factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
+    """The configured ``model.factory`` module at its width and its plan (the base-width module on the meta
+    device), not yet initialised."""
     assert cfg.model.factory is not None
     fn = load_factory(cfg.model.factory, cfg.model.factory_path)
     model = fn(cfg.model.width)
@@ -112,18 +113,37 @@ def _factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
                               depth=depth, in_block=cfg.model.in_block, steps=cfg.train.steps)
 
 
-def _hf_model(cfg: Config, vocab_size: int) -> tuple[nn.Module, Plan]:
-    """The configured Hugging Face model and its plan (the base-width model on the meta device; no depth rules:
-    ``validate`` refuses them for ``model=hf``)."""
-    assert cfg.model.hf is not None
-    arch = ARCHITECTURES[cfg.model.hf.architecture]
-    model = hf_model(cfg.model, vocab_size)
-    with torch.device("meta"):
-        base = hf_model(replace(cfg.model, width=cfg.parametrization.base_width), vocab_size)
-    plan = module_plan(model, base, arch.roles, cfg.model.width, cfg.parametrization, cfg.optimizer,
-                       in_block=arch.in_block, blocks=arch.blocks, tied_as_one=cfg.model.tie_embeddings,
-                       steps=cfg.train.steps)
-    return model, plan
+def initialized(model: nn.Module, plan: Plan, seed: int) -> nn.Module:
+    """A module (a factory's or a Hugging Face model) initialised by its plan from ``seed``, with its forward
+    and residual-branch multipliers attached."""
+    init_parameters(model.named_parameters(), plan, torch.Generator().manual_seed(seed))
+    try:
+        attach_multipliers(model, plan)
+    except ValueError as exc:
+        raise UserError(f"parametrization={plan.preset}: {exc}", "choose a preset whose multipliers are 1 for "
+                        "parameters that share a module (e.g. mup or sp), or a model without biases") from None
+    set_branch_multiplier(model, plan)
+    return model
+
+
+def gpt_model(cfg: Config, vocab_size: int, trials: Optional[int] = None) -> tuple[GPT, Plan]:
+    """The built-in GPT initialised by its plan from ``train.seed``; ``trials=K``: K stacked copies, each with
+    the same initial weights."""
+    plan = gpt_plan(cfg, vocab_size)
+    gpt = GPT(cfg.model, vocab_size, trials=trials)
+    init_parameters(gpt.named_parameters(), plan, torch.Generator().manual_seed(cfg.train.seed))
+    gpt.set_multipliers(plan.multipliers)
+    gpt.set_branch_multiplier(plan.branch_multiplier)
+    return gpt, plan
+
+
+def transposed_parameters(model: nn.Module) -> frozenset[str]:
+    """Names of the weights stored (din, dout): those of ``transformers``' ``Conv1D`` (GPT-2's projections)."""
+    names = []
+    for module_name, module in model.named_modules():
+        if type(module).__name__ == "Conv1D" and type(module).__module__.startswith("transformers"):
+            names.append(f"{module_name}.weight" if module_name else "weight")
+    return frozenset(names)
 
 
 def set_branch_multiplier(model: nn.Module, plan: Plan) -> None:
@@ -139,41 +159,3 @@ def set_branch_multiplier(model: nn.Module, plan: Plan) -> None:
                         f"parametrization.depth_alpha={plan.depth_alpha:g} scales its residual branches by {value:g}",
                         "give the module a branch_multiplier attribute and multiply each residual branch by it, "
                         "or set parametrization.depth_alpha=0")
-
-
-def model_plan(cfg: Config, vocab_size: int) -> Plan:
-    """The plan of the configured model (the GPT, the Hugging Face model, or the factory's module)."""
-    if cfg.model.hf is not None:
-        with torch.device("meta"):
-            return _hf_model(cfg, vocab_size)[1]
-    if cfg.model.factory:
-        with torch.device("meta"):
-            return _factory_model(cfg)[1]
-    return gpt_plan(cfg, vocab_size)
-
-
-def build_model(cfg: Config, vocab_size: int, device: torch.device | str = "cpu",
-                trials: Optional[int] = None) -> tuple[nn.Module, Plan]:
-    """The model initialised by its plan from ``train.seed`` (same weights whatever the learning rate).
-
-    ``trials=K`` builds K stacked copies of the GPT, each with the same initial weights.
-    """
-    if cfg.model.factory or cfg.model.hf is not None:
-        if trials is not None:
-            what = "model=hf" if cfg.model.hf is not None else "model.factory"
-            raise UserError(f"trial batching needs the built-in GPT, not {what}", "set batch_trials=1")
-        model, plan = _hf_model(cfg, vocab_size) if cfg.model.hf is not None else _factory_model(cfg)
-        init_parameters(model.named_parameters(), plan, torch.Generator().manual_seed(cfg.train.seed))
-        try:
-            attach_multipliers(model, plan)
-        except ValueError as exc:
-            raise UserError(f"parametrization={plan.preset}: {exc}", "choose a preset whose multipliers are 1 for "
-                            "parameters that share a module (e.g. mup or sp), or a model without biases") from None
-        set_branch_multiplier(model, plan)
-        return model.to(device), plan
-    plan = gpt_plan(cfg, vocab_size)
-    gpt = GPT(cfg.model, vocab_size, trials=trials)
-    init_parameters(gpt.named_parameters(), plan, torch.Generator().manual_seed(cfg.train.seed))
-    gpt.set_multipliers(plan.multipliers)
-    gpt.set_branch_multiplier(plan.branch_multiplier)
-    return gpt.to(device), plan

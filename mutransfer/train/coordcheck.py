@@ -20,10 +20,9 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from ..hf.architectures import ARCHITECTURES, Architecture
 from ..model.apply import build_optimizer
-from ..model.build import build_model
 from ..model.gpt import GPT
+from ..models import architecture_of, build_model
 from ..schema import Config
 from .data import Batches, Corpus, fixed_batches
 from .loop import EVAL_SEED, loss_of
@@ -77,7 +76,7 @@ def probe_modules(model: nn.Module) -> dict[str, nn.Module]:
         if model.lm_head is not None:
             modules["logits"] = model.lm_head
         return modules
-    arch = _architecture_of(model)
+    arch = architecture_of(model)
     modules = {"embed": model.get_submodule(arch.embedding)}
     for i, layer in enumerate(model.get_submodule(arch.layers)):
         modules[f"block{i}.attn"] = layer.get_submodule(arch.attention)
@@ -88,20 +87,12 @@ def probe_modules(model: nn.Module) -> dict[str, nn.Module]:
     return modules
 
 
-def _architecture_of(model: nn.Module) -> Architecture:
-    model_type = getattr(getattr(model, "config", None), "model_type", None)
-    if model_type not in ARCHITECTURES:
-        raise ValueError(f"the coordinate check probes the built-in GPT or a shipped Hugging Face architecture "
-                         f"({', '.join(ARCHITECTURES)}), not {type(model).__name__}")
-    return ARCHITECTURES[model_type]
-
-
 def parameter_label(model: nn.Module, name: str) -> str:
     """A parameter's name in the coordinate-check table: a Hugging Face model's embeddings and layers are named
     as the built-in GPT's (``embed.weight``, ``blocks.<i>.…``), so bands and depth positions apply."""
     if isinstance(model, GPT):
         return name
-    for prefix, label in _architecture_of(model).labels.items():
+    for prefix, label in architecture_of(model).labels.items():
         if name.startswith(prefix):
             return label + name[len(prefix):]
     return name

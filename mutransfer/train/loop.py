@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 
 from ..model.apply import build_optimizer
-from ..model.build import build_model
+from ..models import build_model
 from ..model.gpt import next_token_loss
 from ..schema import Config
 from ..table.plan import Plan
@@ -20,7 +20,7 @@ from .compiled import TrainingForward, compile_wanted
 from .data import Batches, Corpus, eval_batch_size, fixed_batches
 from .device import peak_memory_mb, prepare_device, synchronize
 from .noise import NOISE_FIELDS, NOISE_MICRO_BATCHES, measure_noise, noise_batches, noise_scale, run_noise_scale
-from .schedule import cooldown_start, progress, schedule_factor
+from ..optim.schedule import cooldown_start, progress, schedule_factor
 from .stacking import clip_grad_norm_per_trial_, keep_trials
 from .trunk import Trunk
 

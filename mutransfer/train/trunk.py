@@ -17,11 +17,11 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from ..config import to_dict
 from ..files import atomic_path
 from ..fingerprint import fingerprint_of
+from ..optim.schedule import cooldown_start, warmup_steps
 from ..schema import Config, TrainConfig
-from .schedule import cooldown_start, warmup_steps
+from ..table.record import config_data
 
 __all__ = ["Trunk", "trunk_for", "trunk_problem", "branch_points", "trained_steps", "TRUNK_DIR"]
 
@@ -58,7 +58,7 @@ def trunk_problem(cfg: TrainConfig, horizons: Sequence[int]) -> Optional[tuple[s
 
 def _key(cfg: Config) -> str:
     """The trunk's name: the config without its horizon."""
-    data = to_dict(cfg)
+    data = config_data(cfg)
     data["train"].pop("steps")
     data["train"].pop("tokens", None)
     return fingerprint_of(data)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..files import TRIALS_FILE
-from ..model.flops import training_flops
+from ..train.flops import training_flops
 from ..schema import Config
 from ..sweep.estimate import TRIAL_OVERHEAD_S
 from ..train.budget import tokens_per_step

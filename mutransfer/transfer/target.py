@@ -18,7 +18,7 @@ from ..defaults import TRANSFER_TOLERANCE
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
 from ..files import CONFIG_FILE, YAML_DIGITS, at_statistic_precision, atomic_write_text, dump_yaml, load_yaml
-from ..model.build import model_plan
+from ..models import model_plan
 from ..schema import Config, axis_named, family_of
 from ..table.rules import depth_exponents
 from ..train.data import vocab_size

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+from ..models import model_plan
 from ..schema import Config
-from ..train.budget import tokens_read
-from ..train.data import vocab_size
-from .build import model_plan
+from .budget import tokens_read
+from .data import vocab_size
 
 __all__ = ["training_flops"]
 

@@ -1,4 +1,4 @@
-"""Rates over many simulated sweeps (``sweep.simulate``): how often the analysis's intervals and ranges hold a
+"""Rates over many simulated sweeps (``simulation.simulate``): how often the analysis's intervals and ranges hold a
 known truth and how often each verdict comes out — per width and slope, over several axes (the law), for
 ``verify`` and for ``compare``; the plain rule of the ideal checks and the rule a user acts on (``real_*``)."""
 
@@ -20,7 +20,7 @@ from ..analysis.summary import summarize
 from ..schema import LR_COLUMN, LR_KEY, axis_named
 from .simulate import (Design, SharedSeeds, SimulatedPoint, Truth, population_loss, simulate, simulate_verify,
                        sweep_point, true_optima)
-from .spec import SearchSpec
+from ..sweep.spec import SearchSpec
 
 __all__ = ["coverage", "real_coverage", "law_coverage", "real_law_coverage", "verify_coverage", "compare_rates"]
 

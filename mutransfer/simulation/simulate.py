@@ -9,8 +9,8 @@ optimum per width, pooling, the drift fit and the verdict). Pure numpy: no train
 Real curves depart from that ideal in ways ``Truth`` can switch on one at a time (each is off by default, and
 the ideal simulator's draws are then unchanged): curvature and asymmetry that change along the swept axes, a
 seed's shift correlated across widths (seeds share batches), a seed's own curvature, each width's optimum off
-the law, noise that grows on the high side, loss spikes. ``sweep.calibration`` holds the values measured on
-this project's sweeps; ``sweep.simulated_rates`` counts how often the analysis holds the truth over many sweeps.
+the law, noise that grows on the high side, loss spikes. ``simulation.calibration`` holds the values measured on
+this project's sweeps; ``simulation.simulated_rates`` counts how often the analysis holds the truth over many sweeps.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from ..analysis.drift import PointTrials, drift, setup_optima
 from ..analysis.result import AxisFit
 from ..analysis.optimum import Thresholds, Optimum, fit_halfwidth
 from ..analysis.fidelity import Fidelity, measure_fidelity
-from .policy import GridPolicy, extension_point, probe_points
-from .spec import SearchSpec
+from ..sweep.policy import GridPolicy, extension_point, probe_points
+from ..sweep.spec import SearchSpec
 
 __all__ = ["SWEPT_SE_LOG", "Truth", "Design", "Outcome", "SharedSeeds", "SimulatedPoint", "sweep_point", "simulate",
            "true_optima", "simulate_verify", "population_loss"]

@@ -31,7 +31,8 @@ censored: a one-sided bound, never a point of the drift fit. Diverged trials cap
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from copy import copy
+from dataclasses import dataclass, field, fields
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
@@ -113,14 +114,10 @@ class Optimum:
         return Optimum(**{**self.__dict__, "se": se, "dof": dof, "ci": (lo, hi)})
 
     def result(self, added: Sequence[float] = ()) -> PointResult:
-        """The optimum as ``summary.json`` records it; ``added``: the searched values past the spec's range."""
-        return PointResult(point=self.point, x_star=self.x_star, ci=self.ci, se=self.se, dof=self.dof,
-                           ci_kind=self.ci_kind, best_loss=self.best_loss, flags=list(self.flags),
-                           censored=self.censored, diverged_above=self.diverged_above,
-                           seed_vertices=list(self.seed_vertices), window=list(self.window), shape_se=self.shape_se,
-                           seed_censored=list(self.seed_censored), seed_best_losses=list(self.seed_best_losses),
-                           curvature=self.curvature, asymmetry=self.asymmetry, grid_seeds=list(self.grid_seeds),
-                           added=list(added))
+        """The optimum as ``summary.json`` records it (every field the two share; the estimator's own, such as
+        ``reach``, left out); ``added``: the searched values past the spec's range."""
+        shared = {f.name for f in fields(PointResult)} & set(self.__dict__)
+        return PointResult(**{name: copy(getattr(self, name)) for name in shared}, added=list(added))
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from .figure_kit import (BOWL_OCTAVES, FITTED_BOWL, PANELS_PER_ROW, finish_panel
                          interval_bars, mark_at_top, mark_partial, point_colors, pyplot, save)
 from .result import AxisFit, PointResult, SetupResult, point_key, point_value
 
-__all__ = ["Run", "key_label", "KEY_WORDS", "transfer_figure", "drift_figure", "curves_figure", "save", "mark_partial", "fitted_bowl", "BOWL_OCTAVES",
-           "FITTED_BOWL"]
+__all__ = ["Run", "key_label", "KEY_WORDS", "transfer_figure", "drift_figure", "curves_figure", "save", "mark_partial",
+           "fitted_bowl", "BOWL_OCTAVES", "FITTED_BOWL"]
 
 
 KEY_WORDS = {"optimizer.weight_decay": "weight decay λ",

@@ -27,7 +27,8 @@ from .law import evaluate_law
 from .stats import quantile
 from .result import AxisFit, Law, SetupResult
 
-__all__ = ["Prediction", "predict", "predict_setup", "carried_law", "transferred_lr", "law_prediction", "line_range", "narrowing_advice",
+__all__ = ["Prediction", "predict", "predict_setup", "carried_law", "transferred_lr", "law_prediction", "line_range",
+           "narrowing_advice",
            "MAX_EXTRA_SEEDS"]
 
 MAX_EXTRA_SEEDS = 32

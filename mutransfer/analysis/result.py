@@ -29,7 +29,8 @@ from typing import Any, Mapping, Optional
 
 from ..schema import LR_KEY, axis_named
 
-__all__ = ["SUMMARY_VERSION", "PointValue", "point_key", "point_value", "DecayEffect", "PointResult", "measured_point", "AxisFit",
+__all__ = ["SUMMARY_VERSION", "PointValue", "point_key", "point_value", "DecayEffect", "PointResult", "measured_point",
+           "AxisFit",
            "Law", "SetupResult", "KeyResult", "Summary"]
 
 SUMMARY_VERSION = 2
@@ -208,7 +209,8 @@ class AxisFit:
 
     @classmethod
     def from_json(cls, axis: str, data: Mapping[str, Any]) -> "AxisFit":
-        points = {point_value(k): PointResult.from_json(point_value(k), v) for k, v in (data.get("points") or {}).items()}
+        points = {point_value(k): PointResult.from_json(point_value(k), v)
+                  for k, v in (data.get("points") or {}).items()}
         scalar = {f.name for f in fields(cls)} - {"axis", "points", "slope_ci", "slope_ci90", "used", "decay_counts"}
         return cls(axis=axis, points=points, slope_ci=_pair(data.get("slope_ci")),
                    slope_ci90=_pair(data.get("slope_ci90")), used=[point_value(p) for p in data.get("used") or []],

@@ -85,7 +85,8 @@ def predict_decay(summary: Summary, record: Mapping[str, Any], label: str, targe
         return None
     prediction = predict_setup(info, target, False, tolerance)
     log2 = search.get("scale") == "log2"
-    return DecayTransfer(key, key_value(prediction.log2_lr, log2), prediction, log2, info.verdict, info.line.decay_counts or {})
+    return DecayTransfer(key, key_value(prediction.log2_lr, log2), prediction, log2, info.verdict,
+                         info.line.decay_counts or {})
 
 
 def with_decay(cfg: Config, decay: DecayTransfer) -> Config:

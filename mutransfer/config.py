@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from .errors import UserError, closest, did_you_mean
-from .schema import FAMILIES, LR_KEY, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, family_of
+from .schema import (LR_KEY, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, DataConfig, ModelConfig,
+                     OptimizerConfig, ParametrizationConfig, family_of)
 from .table.decay import decay_problem
 from .table.record import config_data
 from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
 from .train.budget import budget_problem, budget_steps
 
 __all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "compose_parametrization",
-           "to_yaml", "to_dict", "validate", "check_width", "GROUPS"]
+           "to_yaml", "to_dict", "validate", "resolved", "check_width", "GROUPS"]
 
 GROUPS: tuple[str, ...] = ("model", "parametrization", "optimizer", "data", "train")
 VERSION_BASE = "1.3"
@@ -156,7 +157,7 @@ def compose(overrides: Sequence[str] = (), extra: Optional[dict[str, Any]] = Non
         raise _translate(exc) from None
     assert isinstance(obj, Config)
     validate(obj)
-    return obj
+    return resolved(obj)
 
 
 def _refuse_unknown_keys(tree: Any, schema: Any, prefix: str) -> None:
@@ -203,7 +204,7 @@ def config_from_dict(data: Any, overrides: Sequence[str] = (), where: str = "con
         raise _translate(exc) from None
     assert isinstance(obj, Config)
     validate(obj)
-    return obj
+    return resolved(obj)
 
 
 def compose_parametrization(preset: str, optimizer: str, base_width: int,
@@ -291,9 +292,33 @@ def check_width(subject: str, width: int, head_dim: int) -> None:
 
 
 def validate(cfg: Config) -> None:
-    """Ranges of every numeric field, choices, and the cross-field rules. Raises ``UserError``."""
+    """Ranges of every numeric field, choices, and the cross-field rules. Raises ``UserError``; changes nothing
+    (``resolved`` fills the fields derived from others)."""
     _check_ranges(cfg, "")
-    m, p, o, t = cfg.model, cfg.parametrization, cfg.optimizer, cfg.train
+    _check_choices(cfg)
+    _check_optimizer(cfg.optimizer, cfg.parametrization)
+    t = cfg.train
+    if t.tokens is not None:
+        problem = budget_problem(t.tokens, t.batch_size, t.seq_len)
+        if problem is not None:
+            raise UserError(*problem)
+    _check_model(cfg.model, cfg.parametrization)
+    _check_roles(cfg)
+    _check_data(cfg.data)
+
+
+def resolved(cfg: Config) -> Config:
+    """A valid config with the fields derived from others filled: the steps a token budget buys, and a factory's
+    search path made absolute (the run may start elsewhere)."""
+    t, m = cfg.train, cfg.model
+    steps = budget_steps(t.tokens, t.batch_size, t.seq_len) if t.tokens is not None else t.steps
+    factory_path = str(Path(m.factory_path).resolve()) if m.factory_path is not None else None
+    return dataclasses.replace(cfg, train=dataclasses.replace(t, steps=steps),
+                               model=dataclasses.replace(m, factory_path=factory_path))
+
+
+def _check_choices(cfg: Config) -> None:
+    o, p, t = cfg.optimizer, cfg.parametrization, cfg.train
     _check_choice("optimizer", o.name, tuple(OPTIMIZER_FAMILY))
     _check_choice("data.kind", cfg.data.kind, DATA_KINDS)
     if not re.fullmatch(r"cuda:\d+", t.device):
@@ -303,6 +328,9 @@ def validate(cfg: Config) -> None:
     _check_choice("optimizer.ns_dtype", o.ns_dtype, NS_DTYPES)
     _check_choice("optimizer.muon_scale", o.muon_scale, MUON_SCALES)
     _check_choice("parametrization.muon_scale_shapes", p.muon_scale_shapes, SCALE_SHAPES)
+
+
+def _check_optimizer(o: OptimizerConfig, p: ParametrizationConfig) -> None:
     try:
         check_depth_alpha(p.depth_alpha)
     except ValueError:
@@ -311,13 +339,11 @@ def validate(cfg: Config) -> None:
     problem = decay_problem(o)
     if problem is not None:
         raise UserError(*problem)
-    if t.tokens is not None:
-        problem = budget_problem(t.tokens, t.batch_size, t.seq_len)
-        if problem is not None:
-            raise UserError(*problem)
-        t.steps = budget_steps(t.tokens, t.batch_size, t.seq_len)
     if len(o.ns_coeffs) != 3 or not all(math.isfinite(x) for x in o.ns_coeffs):
         raise UserError(f"optimizer.ns_coeffs={o.ns_coeffs} needs three finite numbers", f"e.g. {list(NS_COEFFS)}")
+
+
+def _check_model(m: ModelConfig, p: ParametrizationConfig) -> None:
     if m.hf is not None:
         from .hf.build import check_hf
 
@@ -330,6 +356,15 @@ def validate(cfg: Config) -> None:
     if m.factory is None:
         check_width(f"model.width={m.width}", m.width, m.head_dim)
         check_width(f"parametrization.base_width={p.base_width}", p.base_width, m.head_dim)
+    elif ":" not in m.factory or not m.roles:
+        raise UserError(f"model.factory='{m.factory}' needs the form 'package.module:function' and model.roles",
+                        "e.g. model: {factory: 'mypkg.models:make', roles: {'*': hidden}}")
+
+
+def _check_roles(cfg: Config) -> None:
+    """Every role has a learning-rate rule for the optimizer's family and valid init and LR rules; tied
+    embeddings only where the embedding and readout roles scale and step alike."""
+    m, p, o = cfg.model, cfg.parametrization, cfg.optimizer
     family = family_of(o.name)
     for role in ROLES:
         row = getattr(p.roles, role)
@@ -346,17 +381,14 @@ def validate(cfg: Config) -> None:
             raise UserError(f"model.tie_embeddings=true is refused under preset '{p.name}' with optimizer '{o.name}': "
                             "the embedding and readout roles scale and step differently",
                             "set model.tie_embeddings=false")
-    if m.factory_path is not None:
-        m.factory_path = str(Path(m.factory_path).resolve())
-    if m.factory is not None and (":" not in m.factory or not m.roles):
-        raise UserError(f"model.factory='{m.factory}' needs the form 'package.module:function' and model.roles",
-                        "e.g. model: {factory: 'mypkg.models:make', roles: {'*': hidden}}")
-    if cfg.data.kind == "stdlib" and cfg.data.path:
-        raise UserError(f"data.path={cfg.data.path} is set but data=stdlib ignores it",
+
+
+def _check_data(data: DataConfig) -> None:
+    if data.kind == "stdlib" and data.path:
+        raise UserError(f"data.path={data.path} is set but data=stdlib ignores it",
                         "add data=text (a file read as bytes) or data=tokens data.vocab_size=V (a uint16 .bin token "
                         "file)")
-    if cfg.data.kind in ("text", "tokens") and not cfg.data.path:
-        raise UserError(f"data={cfg.data.kind} needs data.path", "add data.path=FILE")
-    if cfg.data.kind == "tokens" and cfg.data.vocab_size is None:
+    if data.kind in ("text", "tokens") and not data.path:
+        raise UserError(f"data={data.kind} needs data.path", "add data.path=FILE")
+    if data.kind == "tokens" and data.vocab_size is None:
         raise UserError("data=tokens needs data.vocab_size", "add data.vocab_size=V (e.g. 50257 for GPT-2 tokens)")
-    assert set(FAMILIES) == set(OPTIMIZER_FAMILY.values())

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
+from mutransfer.analysis.cells import format_interval
 from mutransfer.analysis.summary import summarize_run
 from mutransfer.schema import TRANSFER_AXES, axis_named
 
 
-def _interval(values: Sequence[float] | None) -> str:
-    return f"[{values[0]:+.2f}, {values[1]:+.2f}]" if values else "–"
+def _interval(values: Optional[Sequence[float]]) -> str:
+    """An interval as the docs' axis tables write it: ``–`` where there is none."""
+    return format_interval(values, missing="–")
 
 
 def main() -> None:

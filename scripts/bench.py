@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +24,10 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from mutransfer.model.gpt import GPT
 from mutransfer.schema import ModelConfig
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import run_cli  # noqa: E402
 
 BATCH, SEQ, DEPTH = 16, 128, 2
 STEPS = {64: 60, 128: 40, 256: 20, 512: 10, 1024: 6}
@@ -55,10 +58,9 @@ def flops_per_token(width: int) -> float:
 
 def tool_run(width: int, steps: int, device: str) -> dict:
     out = Path(tempfile.mkdtemp(prefix="bench-")) / "run"
-    subprocess.run([sys.executable, "-m", "mutransfer", "train", f"model.width={width}", f"model.depth={DEPTH}",
-                    "optimizer=adamw", "parametrization=sp", f"train.steps={steps}", f"train.batch_size={BATCH}",
-                    f"train.seq_len={SEQ}", "train.eval_every=0", "train.eval_batches=1", f"train.device={device}",
-                    "--out", str(out)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run_cli("train", f"model.width={width}", f"model.depth={DEPTH}", "optimizer=adamw", "parametrization=sp",
+            f"train.steps={steps}", f"train.batch_size={BATCH}", f"train.seq_len={SEQ}", "train.eval_every=0",
+            "train.eval_batches=1", f"train.device={device}", "--out", str(out), hide_output=True, hide_errors=True)
     return json.loads((out / "result.json").read_text())
 
 

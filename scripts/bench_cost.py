@@ -15,18 +15,21 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 import pandas as pd
 
+from mutransfer.analysis.cells import interval_cell
 from mutransfer.analysis.prediction import predict_setup
 from mutransfer.analysis.result import AxisFit, SetupResult
 from mutransfer.analysis.summary import read_tables, summarize_run, swept_axes
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import run_cli  # noqa: E402
 
 COLUMNS = ("setup", "trials", "training s", "axis", "slope [95 %]", "half-width", "point half-width (median)",
            "range half-width at target", "precision per 1000 s")
@@ -35,10 +38,7 @@ COLUMNS = ("setup", "trials", "training s", "axis", "slope [95 %]", "half-width"
 def run_sweep(spec: str, workers: int) -> tuple[Path, float]:
     """Runs the sweep in a fresh directory; its directory and wall seconds."""
     out = Path(tempfile.mkdtemp(prefix="bench-cost-")) / spec
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mutransfer", "sweep", spec, "--out", str(out), "--workers", str(workers)],
-                   check=True, stdout=subprocess.DEVNULL)
-    return out, time.perf_counter() - start
+    return out, run_cli("sweep", spec, "--out", str(out), "--workers", str(workers), hide_output=True)
 
 
 def half(interval: Optional[Sequence[float]]) -> Optional[float]:
@@ -85,7 +85,8 @@ def _round(value: Optional[float], digits: int = 2) -> Any:
 
 
 def _interval(slope: Optional[float], ci: Optional[Sequence[float]]) -> str:
-    return "" if slope is None or not ci else f"{slope:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}]"
+    """The slope and its interval, blank without either."""
+    return "" if slope is None or not ci else interval_cell(slope, ci, carried=False)
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:

@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from mutransfer.analysis.optimum import Thresholds
+from mutransfer.analysis.thresholds import Thresholds
 from mutransfer.analysis.result import Summary
 from mutransfer.analysis.summary import summarize_run
 from mutransfer.simulation.calibration import real_truth

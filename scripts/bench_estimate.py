@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +21,10 @@ import pandas as pd
 from mutransfer.commands.dry_run import estimate_sweep
 from mutransfer.commands.sweep import resolve_workers
 from mutransfer.sweep.spec import load_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import run_cli  # noqa: E402
 
 
 def main() -> None:
@@ -39,10 +41,7 @@ def main() -> None:
         estimates = [estimate_sweep(spec, workers, threads) for _ in range(args.repeats)]
         medians = [e.wall_seconds() for e in estimates]
         out = Path(tempfile.mkdtemp(prefix="bench-estimate-")) / name
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "mutransfer", "sweep", name, "--out", str(out), "--workers",
-                        str(workers)], check=True, stdout=subprocess.DEVNULL)
-        wall = time.perf_counter() - start
+        wall = run_cli("sweep", name, "--out", str(out), "--workers", str(workers), hide_output=True)
         trials = pd.read_csv(out / "trials.csv")
         estimate = estimates[len(estimates) // 2]
         rows.append({"spec": name, "estimate min": statistics.median(medians) / 60,

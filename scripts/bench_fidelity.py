@@ -14,32 +14,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+from mutransfer.analysis.cells import format_interval
 from mutransfer.analysis.result import Summary, measured_point
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import run_cli_or_exit  # noqa: E402
+
 MODES = {"plain": [], "corrected": ["--correct-drift"]}
-
-
-def cli(*args: str) -> float:
-    """Run ``mutransfer ARGS`` and return its wall time; stop the benchmark when it fails."""
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "mutransfer", *args], text=True, capture_output=True)
-    if proc.returncode != 0:
-        sys.exit(f"mutransfer {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    return time.perf_counter() - started
-
-
-def interval(values: Any, fmt: str) -> str:
-    if not values:
-        return "(none)"
-    return "[" + ", ".join(format(v, fmt) if v is not None and math.isfinite(v) else "…" for v in values) + "]"
+NO_INTERVAL = "(none)"
 
 
 def row(mode: str, target: dict[str, Any]) -> str:
@@ -47,9 +35,10 @@ def row(mode: str, target: dict[str, Any]) -> str:
     star = measured.x_star if measured is not None else None
     measured_text = f"{star:.2f}" if star is not None else "–"
     bound = "≥ " if regret.get("bound") else ""
-    regret_text = f"{bound}{regret['percent']:+.2f} {interval(regret['percent_ci'], '+.2f')}" if regret else "–"
+    regret_text = (f"{bound}{regret['percent']:+.2f} {format_interval(regret['percent_ci'], missing=NO_INTERVAL)}"
+                   if regret else "–")
     return (f"| {target['setup']} | {target['width']} | {mode} | {target['predicted_log2_lr']:.2f} | {measured_text} | "
-            f"{target['error']:+.2f} {interval(target['error_ci'], '+.2f')} | {regret_text} | "
+            f"{target['error']:+.2f} {format_interval(target['error_ci'], missing=NO_INTERVAL)} | {regret_text} | "
             f"{'yes' if target['passed'] else 'no'} |")
 
 
@@ -65,7 +54,7 @@ def main() -> None:
 
     widths = [int(w) for w in args.widths.split(",")] + ([1024] if args.full or torch.cuda.is_available() else [])
     out = args.run / "fidelity"
-    seconds = {"sweep": cli("sweep", "default", "--out", str(args.run), "--workers", args.workers)}
+    seconds = {"sweep": run_cli_or_exit("sweep", "default", "--out", str(args.run), "--workers", args.workers)}
     print(f"sweep default: {seconds['sweep']:.0f} s", flush=True)
     setups = list(Summary.from_json(json.loads((args.run / "summary.json").read_text())).setups())
     out.mkdir(parents=True, exist_ok=True)
@@ -73,15 +62,16 @@ def main() -> None:
     for width in sorted(set(widths)):
         for setup in setups:
             for mode, flags in MODES.items():
-                took = cli("verify", "--width", str(width), "--from", str(args.run), "--setup", setup,
-                           "--workers", args.workers, "--threads", args.threads, *flags)
+                took = run_cli_or_exit("verify", "--width", str(width), "--from", str(args.run), "--setup", setup,
+                                       "--workers", args.workers, "--threads", args.threads, *flags)
                 seconds[f"{mode} w{width} {setup}"] = took
                 shutil.copy(args.run / "verify.json", out / f"{mode}_w{width}_{setup}.json")
                 target = json.loads((args.run / "verify.json").read_text())["targets"][0]
                 lines.append(row(mode, target))
                 print(f"{lines[-1]}   ({took:.0f} s)", flush=True)
     for mode, flags in MODES.items():
-        cli("verify", "--width", ",".join(map(str, widths)), "--from", str(args.run), "--setup", "all", *flags)
+        run_cli_or_exit("verify", "--width", ",".join(map(str, widths)), "--from", str(args.run), "--setup", "all",
+                        *flags)
         shutil.copy(args.run / "verify.png", out / f"{mode}.png")
     header = ("| setup | width | prediction | predicted log2 η* | measured | error (octaves) [95 %] | "
               "regret (%) [95 %] | within 0.5 |\n|---|---|---|---|---|---|---|---|")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -20,10 +19,14 @@ import pandas as pd
 
 from mutransfer.analysis.result import Summary
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import run_cli  # noqa: E402
+
 
 def sweep(spec: str, out: Path, words: list[str], workers: int, threads: int) -> tuple[Summary, int]:
-    subprocess.run([sys.executable, "-m", "mutransfer", "sweep", spec, "--out", str(out), "--workers", str(workers),
-                    "--threads", str(threads), *words], check=True, stdout=subprocess.DEVNULL)
+    run_cli("sweep", spec, "--out", str(out), "--workers", str(workers), "--threads", str(threads), *words,
+            hide_output=True)
     return Summary.from_json(json.loads((out / "summary.json").read_text())), len(pd.read_csv(out / "trials.csv"))
 
 

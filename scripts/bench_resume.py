@@ -26,6 +26,10 @@ from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.storage import open_storage
 from mutransfer.sweep.studies import prefixed_studies, study_keys
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import cli_command, run_cli  # noqa: E402
+
 
 def finished(run_dir: Path, prefix: str) -> list[optuna.trial.FrozenTrial]:
     storage = open_storage(None, run_dir)
@@ -48,10 +52,10 @@ def main() -> None:
     expected = sum(len(k.search.grid()) for k in study_keys(spec))
     root = Path(tempfile.mkdtemp(prefix="bench-resume-"))
     run = root / "killed"
-    command = [sys.executable, "-m", "mutransfer", "sweep", args.spec, "--out", str(run), "--workers", "2"]
+    words = ["sweep", args.spec, "--out", str(run), "--workers", "2"]
     seen: dict[tuple, int] = {}
     for kill in range(args.kills):
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(cli_command(*words), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         target = len(seen) + 2
         while proc.poll() is None and len(finished(run, spec.name) if (run / "optuna.journal").exists() else []) < target:
             time.sleep(0.2)
@@ -60,14 +64,13 @@ def main() -> None:
         for t in finished(run, spec.name):
             seen.setdefault((t.user_attrs["setup"], t.user_attrs["width"], t.params["log2_lr"]), t.number)
         print(f"kill {kill + 1}: {len(seen)} points finished before the kill")
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    run_cli(*words, hide_output=True)
     trials = finished(run, spec.name)
     retrained = sum(1 for t in trials if (key := (t.user_attrs["setup"], t.user_attrs["width"], t.params["log2_lr"]))
                     in seen and seen[key] != t.number)
     report(f"kill×{args.kills} + resume", expected, trials, retrained)
     fresh = root / "two-workers"
-    subprocess.run([sys.executable, "-m", "mutransfer", "sweep", args.spec, "--out", str(fresh), "--workers", "2"],
-                   check=True, stdout=subprocess.DEVNULL)
+    run_cli("sweep", args.spec, "--out", str(fresh), "--workers", "2", hide_output=True)
     report("two workers", expected, finished(fresh, spec.name), 0)
 
 

@@ -16,8 +16,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import run_cli  # noqa: E402
 
 TARGET = 1.5
 """Seconds: the most a command without training may take to answer."""
@@ -38,10 +41,7 @@ def cases(run_dir: Path) -> dict[str, list[str]]:
 
 
 def wall_seconds(words: list[str]) -> float:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mutransfer", *words], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - started
+    return run_cli(*words, check=False, hide_output=True, hide_errors=True)
 
 
 def heavy_imports(words: list[str]) -> tuple[str, list[str]]:
@@ -58,8 +58,7 @@ def finished_sweep(run_dir: Path | None) -> Path:
         return run_dir
     made = Path(tempfile.mkdtemp(prefix="bench-startup-")) / "smoke"
     print(f"running the smoke sweep into {made} first ...", flush=True)
-    subprocess.run([sys.executable, "-m", "mutransfer", "sweep", "smoke", "--out", str(made)],
-                   stdout=subprocess.DEVNULL, check=True)
+    run_cli("sweep", "smoke", "--out", str(made), hide_output=True)
     return made
 
 

@@ -9,13 +9,15 @@ tokens/s per trial and the optimizer's share of step time, read from the sweep's
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import run_cli  # noqa: E402
 
 
 def main() -> None:
@@ -25,10 +27,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-sweep-")) / args.spec
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mutransfer", "sweep", args.spec, "--out", str(out), "--workers",
-                    str(args.workers)], check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
+    wall = run_cli("sweep", args.spec, "--out", str(out), "--workers", str(args.workers), hide_output=True)
     trials = pd.read_csv(out / "trials.csv")
     print(f"spec {args.spec}: {len(trials)} trials, {args.workers} worker(s), wall time {wall:.0f} s "
           f"({wall / 60:.1f} min), {wall / len(trials):.1f} s per trial")

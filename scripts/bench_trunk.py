@@ -18,28 +18,28 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Optional
 
 import pandas as pd
 
+from mutransfer.analysis.cells import interval_cell
 from mutransfer.analysis.stats import t_quantile
 from mutransfer.analysis.result import PointResult, SetupResult
 from mutransfer.analysis.summary import summarize_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import run_cli  # noqa: E402
 
 WSD = ["train.schedule=wsd", "train.warmup_steps=10"]
 POINT = ["setup", "horizon", "seed", "log2_lr"]
 
 
 def run(spec: str, words: list[str], out: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mutransfer", "sweep", spec, *words, "--out", str(out), "--workers", "1"],
-                   check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    return run_cli("sweep", spec, *words, "--out", str(out), "--workers", "1", hide_output=True)
 
 
 def optimum(info: SetupResult, horizon: int) -> Optional[PointResult]:
@@ -52,7 +52,7 @@ def difference(a: PointResult, b: PointResult) -> str:
     d = b.x_star - a.x_star
     dof = min(x for x in (a.dof, b.dof, 10**6) if x)
     half = t_quantile(0.975, dof) * math.hypot(a.se, b.se)
-    return f"{d:+.2f} [{d - half:+.2f}, {d + half:+.2f}]"
+    return interval_cell(d, (d - half, d + half), carried=False)
 
 
 def trained_steps(trials: pd.DataFrame) -> pd.Series:
@@ -69,7 +69,7 @@ def side_by_side(scratch: Path, trunk: Path) -> str:
     for (setup, horizon), part in tables["scratch"].groupby(["setup", "horizon"]):
         other = tables["trunk"][(tables["trunk"]["setup"] == setup) & (tables["trunk"]["horizon"] == horizon)]
         a, b = (optimum(summaries[name][setup], int(horizon)) for name in ("scratch", "trunk"))
-        cells = [f"{x.x_star:.2f} [{x.ci[0]:.2f}, {x.ci[1]:.2f}]" if x and x.ci else "—" for x in (a, b)]
+        cells = [interval_cell(x.x_star, x.ci, ".2f", carried=False) if x and x.ci else "—" for x in (a, b)]
         lines.append(f"| {setup} | {horizon} | {len(part)} / {len(other)} | {part['seconds'].sum():.0f} / "
                      f"{other['seconds'].sum():.0f} | {other['seconds'].sum() / part['seconds'].sum():.0%} | "
                      f"{cells[0]} | {cells[1]} | {difference(a, b) if a and b else '—'} |")

@@ -18,15 +18,16 @@ import math
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
+from mutransfer.analysis.bowl import two_sided
 from mutransfer.analysis.drift import SearchSettings
-from mutransfer.analysis.optimum import Z95, Thresholds, fit_halfwidth, grid_seeds, optimum_of_arrays
+from mutransfer.analysis.optimum import Thresholds, fit_halfwidth, grid_seeds, optimum_of_arrays
 from mutransfer.analysis.result import AxisFit
+from mutransfer.analysis.stats import Z95, chi2_quantile
 from mutransfer.analysis.summary import axis_rows, read_tables, search_settings, summarize, swept_axes
 from mutransfer.schema import LR_COLUMN, LR_KEY
 from mutransfer.simulation.calibration import CALIBRATED, FLAT_CURVATURE
@@ -58,17 +59,10 @@ def significant(value: float, digits: int = SIGNIFICANT) -> float:
     return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
 
 
-def chi2_quantile(p: float, dof: int) -> float:
-    """The ``p`` quantile of χ² with ``dof`` degrees of freedom (Wilson and Hilferty, "The distribution of
-    chi-square", 1931; within 1 % from 2 dof at p = 0.95)."""
-    h = 2.0 / (9.0 * dof)
-    return dof * (1.0 - h + NormalDist().inv_cdf(p) * math.sqrt(h)) ** 3
-
-
 def fisher_interval(r: float, n: int) -> tuple[float, float]:
     """The 95 % interval of a correlation r from n pairs (Fisher's z transform, "On the probable error of a
     coefficient of correlation deduced from a small sample", 1921)."""
-    z, half = math.atanh(float(np.clip(r, -0.999999, 0.999999))), 1.959964 / math.sqrt(max(n - 3, 1))
+    z, half = math.atanh(float(np.clip(r, -0.999999, 0.999999))), Z95 / math.sqrt(max(n - 3, 1))
     return math.tanh(z - half), math.tanh(z + half)
 
 
@@ -151,17 +145,6 @@ def bowl_kind(rows: pd.DataFrame) -> Optional[str]:
     return MUON if optimizer == "muon" and parametrization == "mup" else None
 
 
-def _profile(x: np.ndarray, y: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Residual sum of squares and coefficients (level, low-side, high-side curvature) at each candidate vertex;
-    infinite where a side's curvature is not positive."""
-    d = x[None, :] - vertices[:, None]
-    design = np.stack([np.ones_like(d), np.where(d < 0, d * d, 0.0), np.where(d > 0, d * d, 0.0)], axis=2)
-    coefficients = np.einsum("vkn,vn->vk", np.linalg.pinv(design), np.broadcast_to(y, d.shape))
-    rss = ((y[None, :] - np.einsum("vnk,vk->vn", design, coefficients)) ** 2).sum(axis=1)
-    rss[(coefficients[:, 1] <= 0) | (coefficients[:, 2] <= 0)] = np.inf
-    return rss, coefficients
-
-
 def fit_bowl(x: np.ndarray, loss: np.ndarray, window: float = WINDOW) -> Optional[Bowl]:
     """The two-sided parabola of one seed's curve (``Bowl``), or None when the window holds fewer than two points
     on either side of the lowest one or no vertex gives both sides a positive curvature."""
@@ -172,22 +155,20 @@ def fit_bowl(x: np.ndarray, loss: np.ndarray, window: float = WINDOW) -> Optiona
     x, loss = x[keep], loss[keep]
     if (x < lowest).sum() < 2 or (x > lowest).sum() < 2:
         return None
-    coarse = np.arange(x[1], x[-2] + 1e-9, VERTEX_COARSE)
-    rss, _ = _profile(x, loss, coarse)
-    if not np.isfinite(rss).any():
+    coarse = two_sided(x, loss, np.arange(x[1], x[-2] + 1e-9, VERTEX_COARSE))
+    if coarse is None:
         return None
-    best = coarse[int(np.argmin(rss))]
-    fine = np.arange(max(best - VERTEX_COARSE, x[1]), min(best + VERTEX_COARSE, x[-2]) + 1e-9, VERTEX_FINE)
-    rss, coefficients = _profile(x, loss, fine)
-    i = int(np.argmin(rss))
-    level, low, high = coefficients[i]
-    d = x - fine[i]
-    side = np.where(d < 0, low, high)
+    fine = np.arange(max(coarse.x - VERTEX_COARSE, x[1]), min(coarse.x + VERTEX_COARSE, x[-2]) + 1e-9, VERTEX_FINE)
+    fit = two_sided(x, loss, fine)
+    if fit is None:
+        return None
+    d = x - fit.x
+    side = np.where(d < 0, fit.low, fit.high)
     jacobian = np.column_stack([np.ones_like(d), np.where(d < 0, d * d, 0.0), np.where(d > 0, d * d, 0.0),
                                 -2.0 * side * d])
     leverage = np.einsum("nk,kn->n", jacobian, np.linalg.pinv(jacobian))
-    return Bowl(float(fine[i]), float(level), float(low), float(high / low), d, loss - (level + side * d * d),
-                leverage, tuple(zip(np.round(x, 6).tolist(), np.round(loss, 6).tolist())))
+    return Bowl(fit.x, fit.level, fit.low, fit.high / fit.low, d, loss - (fit.level + side * d * d), leverage,
+                tuple(zip(np.round(x, 6).tolist(), np.round(loss, 6).tolist())))
 
 
 def _lr_rows(trials: pd.DataFrame) -> pd.DataFrame:

@@ -7,13 +7,16 @@ minutes on 2 cores), then draw its loss-vs-learning-rate figure small enough to 
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
 from mutransfer.analysis.plots import save, transfer_figure
 from mutransfer.analysis.summary import axis_table, read_tables, search_settings, summarize
 from mutransfer.schema import LR_KEY, axis_named
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import run_cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE = ROOT / "docs" / "transfer.png"
@@ -26,7 +29,7 @@ def main() -> None:
     parser.add_argument("--skip-sweep", action="store_true", help="draw from an existing run directory")
     args = parser.parse_args()
     if not args.skip_sweep:
-        subprocess.run([sys.executable, "-m", "mutransfer", "sweep", "--out", str(args.run_dir)], check=True)
+        run_cli("sweep", "--out", str(args.run_dir))
     trials, _ = read_tables(args.run_dir, all_axes=True)
     settings = search_settings(args.run_dir, trials)
     view = axis_table(trials, LR_KEY, settings, axis_named("width"))

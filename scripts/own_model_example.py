@@ -10,7 +10,6 @@ The model below is plain PyTorch: nothing about it knows mutransfer. The tool on
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,6 +22,10 @@ from torch import nn
 import mutransfer
 from mutransfer.train.data import Batches, load_corpus
 from mutransfer.schema import DataConfig
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import run_cli  # noqa: E402
 
 ROLES = {"embed.weight": "embedding", "head.weight": "readout", "norm.weight": "gain", "*": "hidden"}
 
@@ -47,10 +50,6 @@ class BytePairMLP(nn.Module):
 
 def make_model(width: int) -> nn.Module:
     return BytePairMLP(width)
-
-
-def cli(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "mutransfer", *args], check=True)
 
 
 def main() -> None:
@@ -79,10 +78,10 @@ def main() -> None:
     target = 4 * widths[-1]
 
     # 1. the tool's sweep, on the user's model
-    cli("sweep", str(spec_path), "--out", str(run_dir))
+    run_cli("sweep", str(spec_path), "--out", str(run_dir))
     # 2. the transferred config for a 4× wider model
     transfer = out / f"transfer_w{target}.yaml"
-    cli("transfer", "--width", str(target), "--from", str(run_dir), "--out", str(transfer))
+    run_cli("transfer", "--width", str(target), "--from", str(run_dir), "--out", str(transfer))
 
     # 3. your own training loop, driven by the transferred file through the Python API
     plan = mutransfer.Plan.load(transfer)
@@ -106,7 +105,7 @@ def main() -> None:
             print(f"own loop, width {target}, η* = {plan.lr:.4g}: step {step + 1} loss {loss.item():.4f}")
 
     # 4. the tool's verification at the target width
-    cli("verify", "--width", str(target), "--from", str(run_dir), "--factors", "0.5,1,2")
+    run_cli("verify", "--width", str(target), "--from", str(run_dir), "--factors", "0.5,1,2")
     print(f"outputs in {out}")
 
 

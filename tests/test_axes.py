@@ -129,15 +129,6 @@ def test_a_horizon_sweep_measures_beta_and_transfer_and_verify_take_steps(runner
     assert "24" in dry.output
 
 
-@pytest.mark.parametrize("value", ["0", "1.5", "-3", "long"])
-def test_a_bad_target_horizon_is_one_line(runner, value: str, tmp_path: Path) -> None:  # noqa: ANN001
-    baseline = Path(__file__).parent / "baselines" / "smoke"
-    result = invoke(runner, "transfer", "--width", "256", "--steps", value, "--from", str(baseline),
-                    "--out", str(tmp_path / "t.yaml"))
-    assert result.exit_code == 2 and "--steps" in result.output
-    assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "t.yaml").exists()
-
-
 def test_transfer_to_another_horizon_without_a_horizon_sweep_says_it_is_assumed(runner, tmp_path: Path) -> None:  # noqa: ANN001
     baseline = Path(__file__).parent / "baselines" / "smoke"
     run = tmp_path / "run"

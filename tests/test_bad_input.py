@@ -1,5 +1,8 @@
 """Bad input, tried as a new user would: exit code 2, one line naming the problem and the fix, no
-traceback, and nothing already in the run directory changed."""
+traceback, and nothing written or changed (the world's folder, its finished sweep included, stays as it was, and
+the command runs from an empty folder). The one home of the command line's one-line refusals: a refusal that
+needs no run of its own is a row of ``CASES``; files that keep theirs test more than the wording (nothing started,
+a fixture's own spec or run, the Python API)."""
 
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, text_file: Path) -> dict[str
     (root / "no_name.yaml").write_text("setups: {a: [optimizer=adamw]}\nwidths: [32]\n")
     (root / "empty.txt").write_bytes(b"")
     (root / "small.txt").write_bytes(b"x" * 40)
+    (root / "tiny.txt").write_bytes(b"tiny")
     (root / "ids.bin").write_bytes(bytes(range(0, 200)) * 50)
     empty_dir = root / "empty_dir"
     empty_dir.mkdir()
@@ -43,7 +47,48 @@ def world(tmp_path_factory: pytest.TempPathFactory, text_file: Path) -> dict[str
     row = (run / "trials.csv").read_text().splitlines()[1].replace(",ok,", ",failed,")
     (unfinished / "trials.csv").write_text(f"{header}\n{row}\n")
     (root / "a_file").write_text("x")
-    return {"root": root, "spec": spec, "run": run, "empty_dir": empty_dir, "unfinished": unfinished}
+    return {"root": root, "spec": spec, "run": run, "empty_dir": empty_dir, "unfinished": unfinished,
+            "baseline": BASELINE}
+
+
+BASELINE = Path(__file__).parent / "baselines" / "smoke"
+"""The committed smoke sweep: what ``transfer`` reads for a bad target (its horizon, batch, budget or depth)."""
+TAU = "optimizer.weight_decay_timescale"
+CONFIG_OVERRIDES: list[tuple[list[str], str]] = [
+    (["model.widht=3"], "model.widht"),
+    (["+model.widht=3"], "model.widht"),
+    (["+foo=1"], "foo"),
+    (["model.width=abc"], "model.width"),
+    (["model.bias=maybe"], "model.bias"),
+    (["parametrization=nope"], "parametrization 'nope'"),
+    (["optimizer=adam"], "optimizer 'adam'"),
+    (["data=web"], "data 'web'"),
+    (["model.width=100"], "model.width=100"),
+    (["model.width=0"], "model.width=0"),
+    (["model.width=-32"], "model.width=-32"),
+    (["train.steps=0"], "train.steps=0"),
+    (["train.batch_size=0"], "train.batch_size=0"),
+    (["train.seq_len=-1"], "train.seq_len=-1"),
+    (["optimizer.lr=0"], "optimizer.lr=0"),
+    (["optimizer.lr=-0.1"], "optimizer.lr=-0.1"),
+    (["optimizer.lr=nan"], "optimizer.lr=nan"),
+    (["optimizer.lr=inf"], "optimizer.lr=inf"),
+    (["optimizer.momentum=1.5"], "optimizer.momentum=1.5"),
+    (["train.device=tpu"], "train.device 'tpu'"),
+    (["parametrization=ntk", "optimizer=muon"], "preset 'ntk' has no learning-rate rule"),
+    (["model.tie_embeddings=true"], "tie_embeddings"),
+    (["optimizer.init.hidden=big"], "optimizer.init.hidden"),
+    (["data=text"], "data.path"),
+    (["width=64"], "width"),
+    (["model.width"], "model.width"),
+    (["parametrization.depth_alpha=2"], "parametrization.depth_alpha"),
+    (["parametrization.depth_alpha=0.3"], "parametrization.depth_alpha"),
+    (["parametrization.depth_alpha=-1"], "parametrization.depth_alpha"),
+    (["parametrization.depth_alpha=1.5"], "parametrization.depth_alpha"),
+    (["data.path=corpus.txt"], "error: data.path=corpus.txt is set but data=stdlib ignores it; add data=text (a file "
+                               "read as bytes) or data=tokens data.vocab_size=V (a uint16 .bin token file)"),
+]
+"""Config overrides ``show`` and ``train`` both refuse (each a row of ``CASES`` for each command)."""
 
 
 SWEEP = ("sweep", "{spec}", "--out", "{run}")
@@ -101,39 +146,130 @@ CASES: list[tuple[list[str], str]] = [
     (["compare", "{run}", "{run}", "--out", "{root}/a_file"], "is an existing file"),
     (["export", "--storage", "{run}/optuna.journal", "--study", "nope", "--out", "{root}/exp"],
      "no studies named 'nope.*'"),
+    # show and train: config overrides, data files, options
+    *[(["show", *overrides], needle) for overrides, needle in CONFIG_OVERRIDES],
+    *[(["train", *overrides, "--out", "{root}/train_run"], needle) for overrides, needle in CONFIG_OVERRIDES],
+    (["train", "--bogus"], "No such option"),
+    (["train", "model.width=33", "--out", "{root}/r"], "model.width=33"),
+    (["train", "data=text", "data.path={root}/missing.txt", "--out", "{root}/train_run"], "{root}/missing.txt"),
+    (["train", "data=text", "data.path={root}/empty.txt", "--out", "{root}/train_run"], "{root}/empty.txt"),
+    (["train", "data=text", "data.path={root}/tiny.txt", "--out", "{root}/train_run"], "{root}/tiny.txt"),
+    (["train", "optimizer.lr=-5"],
+     "optimizer.lr is the learning rate itself, not its log2: for 2^-5 write optimizer.lr=0.03125"),
+    (["train", "train.compile=maybe", "--out", "{root}/train_run"],
+     "error: unknown train.compile 'maybe'; choose one of: auto, on, off"),
+    *[(["train", *overrides, "train.steps=1", "--out", "{root}/train_run"], needle) for overrides, needle in [
+        (["optimizer.weight_decay=-0.1"], "optimizer.weight_decay=-0.1"),
+        (["optimizer.weight_decay_timescale=0"], "optimizer.weight_decay_timescale=0"),
+        (["optimizer.weight_decay_timescale=-2"], "optimizer.weight_decay_timescale=-2"),
+        (["optimizer.weight_decay_rule=decoupled"], "unknown optimizer.weight_decay_rule 'decoupled'"),
+        (["optimizer=sgd", "optimizer.weight_decay_rule=lr_scaled"], "cannot be applied by optimizer 'sgd'"),
+        (["optimizer=adamw", "optimizer.weight_decay_rule=l2"], "cannot be applied by optimizer 'adamw'"),
+        (["optimizer.weight_decay=0.1", "optimizer.weight_decay_timescale=0.2"], "both give the decay"),
+        (["optimizer=sgd", "optimizer.weight_decay_timescale=0.2"], "needs a decoupled rule")]],
+    # sweep: searches the shipped smoke spec refuses, and batching a search other than the learning rate's
+    *[(["sweep", "smoke", f"search={search}", "--dry-run", "--out", "{root}/sweep_run"], needle)
+      for search, needle in [
+          ("[{key: optimizer.lr, at: optimum}]", "the learning rate itself cannot wait"),
+          (f"[{{key: optimizer.lr}}, {{key: {TAU}, log2_min: -3, log2_max: 1, at: optimum, sampler: tpe}}]",
+           "sampler tpe cannot run two stages"),
+          (f"[{{key: {TAU}, log2_min: -3, log2_max: 1, at: optimum}}]", "needs the learning rate searched too"),
+          (f"[{{key: optimizer.lr}}, {{key: {TAU}, log2_min: -3, log2_max: 1, at: best}}]",
+           "unknown search[1].at 'best'"),
+          ("[{key: optimizer.lr}, {key: train.weight_decay, log2_min: -3, log2_max: 1}]",
+           "unknown config key 'train.weight_decay'"),
+          ("[{key: optimizer.lr}, {key: optimizer.weight_decay_timescal, log2_min: -3, log2_max: 1}]",
+           "did you mean 'optimizer.weight_decay_timescale'")]],
+    (["sweep", "smoke", "setups.sp_adamw.search=[{key: optimizer.weight_decay, log2_min: -3}]", "--dry-run"],
+     "narrows 'optimizer.weight_decay', which the spec's search"),
+    (["sweep", "smoke", "setups.sp_adamw.search=[{log2_min: -3}]", "--dry-run"],
+     "give mappings that name the key they narrow"),
+    (["sweep", "{spec}", "--out", "{root}/x", "batch_trials=4", "search.key=train.warmup_frac", "search.min=0",
+      "search.max=0.2", "search.scale=linear"],
+     "batch_trials=4 stacks learning-rate trials of the built-in GPT, not search.key=train.warmup_frac"),
+    # transfer, verify and compare on a finished sweep
+    (["transfer", "--width", "64"], "no sweep found"),
+    (["transfer", "--from", "{run}", "--width", "48"], "not divisible"),
+    (["transfer", "--from", "{run}", "--width", "64", "--setup", "nope"], "unknown setup 'nope'"),
+    (["transfer", "--from", "{run}", "--width", "64", "--format", "toml"], "--format toml"),
+    *[(["transfer", "--width", "256", "--steps", value, "--from", "{baseline}", "--out", "{root}/t.yaml"], "--steps")
+      for value in ("0", "1.5", "-3", "long")],
+    *[(["transfer", "--width", "256", "--depth", value, "--from", "{baseline}", "--out", "{root}/t.yaml"], "--depth")
+      for value in ("3.5", "0", "-2", "many")],
+    *[(["transfer", "--width", "256", *target, "--from", "{baseline}", "--out", "{root}/t.yaml"], needle)
+      for target, needle in [
+          (["--batch-size", "0"], "--batch-size 0 must be a positive"),
+          (["--batch-size", "3", "--tokens", "1000"], "--tokens 1000 is not a whole number of batches"),
+          (["--batch-size", "64", "--tokens", "64"], "--tokens 64 is smaller than one batch"),
+          (["--tokens", "4096", "--steps", "10"], "--tokens and --steps both set the horizon")]],
+    (["verify", "--width", "64", "--from", "{run}", "--factors", "1"], "two or more"),
+    (["compare", "{run}", "{run}", "--tolerance", "wide"], "--tolerance wide"),
+    # coord-check
+    *[(["coord-check", *args, "--out", "{root}/cc"], needle) for args, needle in [
+        (["--widths", "32"], "at least two widths"),
+        (["--widths", "32,48"], "width 48"),
+        (["--widths", "a,b"], "comma-separated integers"),
+        (["--steps", "0"], "--steps 0"),
+        (["--lr", "-1"], "--lr -1"),
+        (["model.widht=3"], "model.widht")]],
+    *[(["coord-check", *args], "--depths") for args in (["--depths", "4"], ["--depths", "0,2"], ["--depths", "2,x"],
+                                                        ["--depths", "2,4", "--widths", "32,64"])],
 ]
-"""Each case: the command's words (``{spec}``, ``{run}``, ``{root}``, ``{empty_dir}`` and ``{unfinished}`` stand for
-the ``world`` fixture's paths) and what its one line must say."""
+"""Each case: the command's words (``{spec}``, ``{run}``, ``{root}``, ``{empty_dir}``, ``{unfinished}`` and
+``{baseline}`` stand for the ``world`` fixture's paths) and what its one line must say, the same placeholders
+allowed; a needle that starts with ``error:`` is the whole line."""
+AS_A_SUBPROCESS = ("typo", "model.width=48", "too short", "model.width=33")
+"""The needles of the cases also run as a real ``python -m mutransfer`` process."""
 
 
 def words(args: list[str], w: dict[str, Path]) -> list[str]:
-    return [arg.format_map({name: str(path) for name, path in w.items()}) for arg in args]
+    """``args`` with the world's placeholders filled in (other braces, as in a YAML flow mapping, kept)."""
+    filled = []
+    for arg in args:
+        for name, path in w.items():
+            arg = arg.replace(f"{{{name}}}", str(path))
+        filled.append(arg)
+    return filled
 
 
-def snapshot(path: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+def snapshot(path: Path) -> dict[str, bytes | None]:
+    """Every file's bytes and every folder (None) under ``path``: a refusal creates nothing, not even a folder."""
+    return {str(p.relative_to(path)): p.read_bytes() if p.is_file() else None for p in sorted(path.rglob("*"))}
+
+
+def says(line: str, needle: str) -> bool:
+    return line == needle if needle.startswith("error: ") else needle in line
 
 
 @pytest.mark.parametrize(("args", "needle"), CASES, ids=[needle for _, needle in CASES])
-def test_bad_input_in_process(world: dict[str, Path], args: list[str], needle: str) -> None:
-    args = words(args, world)
-    before = snapshot(world["run"])
+def test_bad_input_in_process(world: dict[str, Path], args: list[str], needle: str,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    args, (needle,) = words(args, world), words([needle], world)
+    monkeypatch.chdir(world["empty_dir"])
+    before = snapshot(world["root"])
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, (args, result.output)
     assert needle in result.output, (args, result.output)
     assert "Traceback" not in result.output
     if not needle.startswith("No such"):
         lines = [line for line in result.output.splitlines() if line.strip()]
-        assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    assert snapshot(world["run"]) == before
+        assert len(lines) == 1 and lines[0].startswith("error: ") and says(lines[0], needle), result.output
+    assert snapshot(world["root"]) == before
 
 
-@pytest.mark.parametrize(("args", "needle"), [CASES[3], CASES[11], CASES[27]],
-                         ids=[CASES[i][1] for i in (3, 11, 27)])
+SUBPROCESS_CASES = [case for case in CASES if case[1] in AS_A_SUBPROCESS]
+
+
+def test_the_subprocess_cases_are_the_named_ones() -> None:
+    assert sorted(needle for _, needle in SUBPROCESS_CASES) == sorted(AS_A_SUBPROCESS)
+
+
+@pytest.mark.parametrize(("args", "needle"), SUBPROCESS_CASES, ids=[needle for _, needle in SUBPROCESS_CASES])
 def test_bad_input_as_a_real_subprocess(world: dict[str, Path], args: list[str], needle: str) -> None:
-    args = words(args, world)
-    before = snapshot(world["run"])
-    proc = subprocess.run([sys.executable, "-m", "mutransfer", *args], capture_output=True, text=True, timeout=60)
+    args, (needle,) = words(args, world), words([needle], world)
+    before = snapshot(world["root"])
+    proc = subprocess.run([sys.executable, "-m", "mutransfer", *args], capture_output=True, text=True, timeout=60,
+                          cwd=world["empty_dir"])
     assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr + proc.stdout
-    assert snapshot(world["run"]) == before
+    assert snapshot(world["root"]) == before

@@ -224,14 +224,6 @@ def test_a_batched_sweep_finds_what_a_one_by_one_sweep_finds(runner: CliRunner, 
     assert again.exit_code == 0, again.output  # the batch size is how a sweep runs, not what it computes
 
 
-def test_batching_other_searches_is_refused(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
-    result = invoke(runner, "sweep", str(spec_file), "--out", str(tmp_path / "x"), "batch_trials=4",
-                    "search.key=train.warmup_frac", "search.min=0", "search.max=0.2", "search.scale=linear")
-    assert result.exit_code == 2
-    assert "batch_trials=4" in result.output and "search.key=train.warmup_frac" in result.output
-    assert not (tmp_path / "x").exists()
-
-
 def test_auto_batches_only_lr_searches_and_only_on_a_gpu() -> None:
     assert [auto_trials("cuda", w) for w in (64, 256, 512, 1024, 2048, 4096)] == [8, 8, 4, 2, 1, 1]
     assert {auto_trials("cpu", w) for w in (32, 256)} == {1}

@@ -108,10 +108,3 @@ def test_compile_is_left_out_of_a_sweeps_fingerprint_and_recorded_per_trial(runn
     trials = pd.read_csv(run / "trials.csv")
     assert len(trials) >= 5 and trials["compiled"].eq(False).all()
     assert "compile" not in (run / "config.yaml").read_text()
-
-
-def test_an_unknown_compile_mode_is_one_line(runner, tmp_path: Path) -> None:  # noqa: ANN001
-    result = invoke(runner, "train", "train.compile=maybe", "--out", str(tmp_path / "run"))
-    assert result.exit_code == 2
-    assert result.output.strip() == "error: unknown train.compile 'maybe'; choose one of: auto, on, off"
-    assert not (tmp_path / "run").exists()

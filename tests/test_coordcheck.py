@@ -165,17 +165,3 @@ def test_a_dead_branch_shows_in_its_own_dependency_not_the_blocks() -> None:
     dependency = {r["module"]: r["value"] for r in rows if r["quantity"] == "dependency"}
     assert dependency["block1.mlp"] == 0.0 and dependency["block0.mlp"] > 0.05
     assert dependency["block1.resid"] > 0.5
-
-
-@pytest.mark.parametrize("args, needle", [
-    (["--widths", "32"], "at least two widths"),
-    (["--widths", "32,48"], "width 48"),
-    (["--widths", "a,b"], "comma-separated integers"),
-    (["--steps", "0"], "--steps 0"),
-    (["--lr", "-1"], "--lr -1"),
-    (["model.widht=3"], "model.widht"),
-])
-def test_bad_coord_check_input(runner: CliRunner, tmp_path: Path, args: list[str], needle: str) -> None:
-    result = invoke(runner, "coord-check", *args, "--out", str(tmp_path / "cc"))
-    assert result.exit_code == 2 and needle in result.output and result.output.count("\n") == 1
-    assert not (tmp_path / "cc").exists()

@@ -40,15 +40,6 @@ def _spec(path: Path, data: list[str], steps: list[int] | None = None, extra: li
     return path
 
 
-@pytest.mark.parametrize("command", ["train", "show"])
-def test_data_path_without_a_kind_is_refused(runner: CliRunner, tmp_path: Path, command: str) -> None:
-    words = [command, "data.path=corpus.txt", *(["--out", str(tmp_path / "run")] if command == "train" else [])]
-    result = invoke(runner, *words)
-    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
-    assert result.output.startswith("error: data.path=corpus.txt is set but data=stdlib ignores it; add data=text")
-    assert "data=tokens data.vocab_size=V" in result.output and not (tmp_path / "run").exists()
-
-
 def test_a_sweep_with_data_path_alone_is_refused(runner: CliRunner, tmp_path: Path, text_file: Path) -> None:
     spec = _spec(tmp_path / "spec.yaml", [])
     refused_in_one_line(runner, spec, [f"data.path={text_file}"], "data=stdlib ignores it", tmp_path / "a")

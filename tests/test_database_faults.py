@@ -95,10 +95,33 @@ def test_a_restart_and_an_outage_mid_sweep_lose_and_duplicate_nothing(pg_url: st
     assert again == complete
 
 
-def flaky(failures: int, calls: list[float]):  # noqa: ANN201 - a storage method stand-in
+class Clock:
+    """The retry loop's clock: ``sleep`` records the wait asked for and moves ``monotonic`` on by it at once, so
+    the back-off is read from what the loop asked for, not from how long a busy machine took."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture()
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr("mutransfer.sweep.resilient.time", fake)
+    return fake
+
+
+def flaky(failures: int, calls: list[float], clock: Clock):  # noqa: ANN201 - a storage method stand-in
     """A call that loses its connection ``failures`` times, then answers 42."""
     def method(*_: object) -> int:
-        calls.append(time.monotonic())
+        calls.append(clock.monotonic())
         if len(calls) <= failures:
             raise optuna.exceptions.StorageInternalError("commit failed") from sqlalchemy.exc.OperationalError(
                 "SELECT 1", {}, Exception("server closed the connection unexpectedly"))
@@ -107,23 +130,25 @@ def flaky(failures: int, calls: list[float]):  # noqa: ANN201 - a storage method
     return method
 
 
-def test_a_lost_connection_is_retried_with_back_off_until_it_answers(tmp_path: Path) -> None:
+def test_a_lost_connection_is_retried_with_back_off_until_it_answers(tmp_path: Path, clock: Clock) -> None:
     storage = ResilientRDBStorage(f"sqlite:///{tmp_path / 'db.sqlite'}", patience=30)
     calls: list[float] = []
-    assert storage._with_retries(flaky(3, calls)) == 42
-    gaps = [b - a for a, b in zip(calls, calls[1:])]
-    assert len(calls) == 4 and gaps[0] >= 0.45 and gaps[1] >= 0.95 and gaps[2] >= 1.95
+    assert storage._with_retries(flaky(3, calls, clock)) == 42
+    assert len(calls) == 4 and clock.sleeps == [0.5, 1.0, 2.0]
+    assert [b - a for a, b in zip(calls, calls[1:])] == clock.sleeps
 
 
-def test_an_outage_past_the_patience_stops_in_one_line_without_the_password(tmp_path: Path) -> None:
+def test_an_outage_past_the_patience_stops_in_one_line_without_the_password(tmp_path: Path,
+                                                                           clock: Clock) -> None:
     storage = ResilientRDBStorage(f"sqlite:///{tmp_path / 'db.sqlite'}", patience=1.0)
     storage.url = "postgresql://me:S3cretPass@db.example/sweeps"
     calls: list[float] = []
     with pytest.raises(UserError) as error:
-        storage._with_retries(flaky(1000, calls))
+        storage._with_retries(flaky(1000, calls, clock))
     line = error.value.one_line()
     assert "S3cretPass" not in line and "me:***@db.example" in line and "run the same command again" in line
-    assert 2 <= len(calls) <= 4 and calls[-1] - calls[0] <= 2.0
+    assert clock.sleeps == [0.5, 0.5]  # the second wait cut to the patience left; none after it is spent
+    assert len(calls) == 3 and calls[-1] - calls[0] == 1.0 and "for 1 s" in line
 
 
 def test_only_a_lost_connection_is_retried(tmp_path: Path) -> None:

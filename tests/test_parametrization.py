@@ -220,3 +220,21 @@ def test_effective_lr_is_the_size_of_one_real_step(optimizer: str) -> None:
         else:
             moved = step[step != 0].abs()
             assert moved.median().item() == pytest.approx(eff, rel=1e-2), name
+
+
+def test_every_optimizer_belongs_to_a_family_with_learning_rate_rules() -> None:
+    from mutransfer.schema import FAMILIES, OPTIMIZER_FAMILY
+
+    assert set(OPTIMIZER_FAMILY.values()) == set(FAMILIES)
+
+
+def test_a_token_budget_sets_the_steps_on_a_copy_and_validation_changes_nothing() -> None:
+    from mutransfer.config import resolved, validate
+
+    cfg = compose(["train.tokens=65536", "train.batch_size=8", "train.seq_len=32"])
+    assert cfg.train.steps == 65536 // (8 * 32)
+    raw = compose(["train.batch_size=8", "train.seq_len=32"])
+    raw.train.tokens = 32768
+    before = raw.train.steps
+    validate(raw)
+    assert raw.train.steps == before and resolved(raw).train.steps == 32768 // (8 * 32) and raw.train.steps == before

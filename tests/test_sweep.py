@@ -17,7 +17,7 @@ import yaml
 from optuna.trial import TrialState
 from typer.testing import CliRunner
 
-import mutransfer.sweep.worker as sweep_module
+import mutransfer.sweep.trainer as sweep_module
 from mutransfer.cli import app
 from conftest import invoke
 from mutransfer.analysis.optimum import local_optimum
@@ -122,15 +122,6 @@ def test_huge_lr_is_recorded_as_diverged(runner: CliRunner, spec_file: Path, tmp
     assert (trials[trials["setup"] == "sp_adamw"]["status"] == "ok").all()
 
 
-def test_different_spec_in_same_directory_is_refused(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    assert invoke(runner, "sweep", str(spec_file), "--out", str(out), "widths=[32]").exit_code == 0
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
-    result = invoke(runner, "sweep", str(spec_file), "--out", str(out), "widths=[32]", "train.steps=9")
-    assert result.exit_code == 2 and "holds a different sweep" in result.output
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
-
-
 def test_duplicate_grid_points_from_two_machines_train_once(spec_file: Path, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     spec = load_spec(str(spec_file), ["widths=[32]"])
@@ -209,9 +200,8 @@ def test_an_unreaped_killed_worker_counts_as_dead() -> None:
     {"sampler": "tpe", "n_trials": 4},
     {"sampler": "gp", "n_trials": 4},
     {"sampler": "refine"},
-    {"sampler": "grid", "pruner": "median"},
 ])
-def test_samplers_and_pruners(runner: CliRunner, spec_file: Path, tmp_path: Path, search: dict) -> None:
+def test_samplers(runner: CliRunner, spec_file: Path, tmp_path: Path, search: dict) -> None:
     out = tmp_path / "run"
     words = [f"search.{k}={v}" for k, v in search.items()]
     result = invoke(runner, "sweep", str(spec_file), "--out", str(out), "widths=[32]", *words)
@@ -229,9 +219,40 @@ def test_samplers_and_pruners(runner: CliRunner, spec_file: Path, tmp_path: Path
             _, centre = local_optimum(dict(zip(ok["log2_lr"], ok["val_loss"])), 2.0)
             window = {centre + 0.5 * k for k in range(-3, 4) if low <= centre + 0.5 * k <= high}
             assert window <= tried  # the fit window around the final optimum is filled at quarter steps
-        else:
-            assert len(rows) == 3 and set(rows["status"]) <= {"ok", "pruned"}
     assert json_summary_has_widths(out)
+
+
+PRUNE_GRID = [-6.0, -5.0, -4.0, -3.0, -2.0]
+"""SP AdamW's grid for the pruner test, queued in this order: at the tiny spec's evaluation at step 4 the first
+three lie near the optimum (4.0, 3.3, 3.3) and the last two past it (3.7, 4.8, both finite), each above the
+first three's median (3.33) by 0.37 or more, so above their best too."""
+
+
+@pytest.mark.parametrize("pruner", ["median", "halving"])
+def test_pruner_stops_late_trials_worse_than_the_earlier_ones(spec_file: Path, tmp_path: Path,
+                                                             pruner: str) -> None:
+    """A real pruning decision through the real sweep and journal: one trial at a time (``batch_trials: 1``, so
+    every earlier trial has finished when a later one reports), an evaluation at step 4 of 8. The first three
+    points are never pruned (the median pruner's 3 startup trials; halving promotes each new best), and the last
+    two, worse at step 4 than the earlier points' median and best, stop there as PRUNED."""
+    spec = yaml.safe_load(spec_file.read_text())
+    spec["setups"] = {"sp_adamw": {"overrides": ["parametrization=sp", "optimizer=adamw"]}}
+    spec["widths"], spec["batch_trials"] = [32], 1
+    spec["search"].update({"log2_min": PRUNE_GRID[0], "log2_max": PRUNE_GRID[-1], "step": 1, "pruner": pruner})
+    assert "train.steps=8" in spec["overrides"] and "train.eval_every=4" in spec["overrides"]
+    path, out = tmp_path / "prune.yaml", tmp_path / "run"
+    path.write_text(yaml.safe_dump(spec))
+    result = invoke(CliRunner(), "sweep", str(path), "--out", str(out), "--workers", "1", "--threads", "1")
+    assert result.exit_code == 0, result.output
+    rows = pd.read_csv(out / "trials.csv").sort_values("trial")
+    assert list(rows["log2_lr"]) == PRUNE_GRID  # trained in the grid's order
+    assert list(rows["status"]) == ["ok", "ok", "ok", "pruned", "pruned"], rows[["log2_lr", "status", "steps"]]
+    assert list(rows["steps"]) == [8, 8, 8, 4, 4]  # the pruned ones stopped at their first evaluation
+    trials = sorted(storage_trials(out), key=lambda t: t.number)
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 3 + [TrialState.PRUNED] * 2
+    assert [sorted(t.intermediate_values) for t in trials] == [[4, 8]] * 3 + [[4]] * 2
+    median = sorted(t.intermediate_values[4] for t in trials[:3])[1]
+    assert all(t.intermediate_values[4] > median for t in trials[3:])  # what the pruners stopped them for
 
 
 def json_summary_has_widths(out: Path) -> bool:

@@ -217,23 +217,6 @@ def test_the_api_and_the_trainer_optimizer_apply_the_same_decay() -> None:
         build_optimizer(model, Plan.from_document({**plan.to_document(), "train": {}}), weight_decay_timescale=0.5)
 
 
-@pytest.mark.parametrize(("words", "says"), [
-    (["optimizer.weight_decay=-0.1"], "optimizer.weight_decay=-0.1"),
-    (["optimizer.weight_decay_timescale=0"], "optimizer.weight_decay_timescale=0"),
-    (["optimizer.weight_decay_timescale=-2"], "optimizer.weight_decay_timescale=-2"),
-    (["optimizer.weight_decay_rule=decoupled"], "unknown optimizer.weight_decay_rule 'decoupled'"),
-    (["optimizer=sgd", "optimizer.weight_decay_rule=lr_scaled"], "cannot be applied by optimizer 'sgd'"),
-    (["optimizer=adamw", "optimizer.weight_decay_rule=l2"], "cannot be applied by optimizer 'adamw'"),
-    (["optimizer.weight_decay=0.1", "optimizer.weight_decay_timescale=0.2"], "both give the decay"),
-    (["optimizer=sgd", "optimizer.weight_decay_timescale=0.2"], "needs a decoupled rule"),
-], ids=["negative", "tau-zero", "tau-negative", "unknown-rule", "sgd-lr_scaled", "adamw-l2", "both", "sgd-tau"])
-def test_bad_decay_settings_are_one_line(runner: CliRunner, words: list[str], says: str, tmp_path: Path) -> None:
-    result = invoke(runner, "train", *words, "train.steps=1", "--out", str(tmp_path / "run"))
-    assert result.exit_code == 2, result.output
-    assert says in result.output and len(result.output.strip().splitlines()) == 1
-    assert not (tmp_path / "run").exists()
-
-
 def test_show_prints_each_parameters_decay(runner: CliRunner) -> None:
     on = invoke(runner, "show", "optimizer=adamw", "optimizer.weight_decay=0.1", "model.depth=1", "model.width=256")
     assert on.exit_code == 0, on.output

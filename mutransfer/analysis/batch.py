@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from .drift import PointTrials, SearchSettings, setup_optima
-from .optimum import Thresholds, fit_halfwidth
+from .optimum import fit_halfwidth
+from .thresholds import Thresholds
 from .stats import quantile, t_quantile
 
 __all__ = ["batch_analysis", "batch_curve", "critical_batch", "best_batches", "growth", "DEFAULT_BATCH_TOLERANCE",

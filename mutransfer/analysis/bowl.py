@@ -19,8 +19,8 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["Asymmetry", "asymmetry", "vertex", "Vertex", "bowl_loss", "pooled_asymmetry", "PROFILE_POINTS", "ASYMMETRY_BOUNDS",
-           "SYMMETRIC", "MIN_SE_LOG", "TYPICAL_ASYMMETRY", "UNMEASURED"]
+__all__ = ["Asymmetry", "asymmetry", "vertex", "Vertex", "bowl_loss", "pooled_asymmetry", "TwoSided", "two_sided",
+           "PROFILE_POINTS", "ASYMMETRY_BOUNDS", "SYMMETRIC", "MIN_SE_LOG", "TYPICAL_ASYMMETRY", "UNMEASURED"]
 
 PROFILE_POINTS = 400
 """Candidate vertices per profile (the vertex is resolved to its span / 400)."""
@@ -93,6 +93,39 @@ def vertex(xs: np.ndarray, ys: np.ndarray, ratio: float, reach: float) -> Vertex
     return Vertex(float(candidates[best]), censored, level, curvature)
 
 
+@dataclass(frozen=True)
+class TwoSided:
+    """The least-squares two-sided parabola L = level + low·d² below the vertex and level + high·d² above it, and
+    its sum of squared residuals."""
+
+    x: float
+    level: float
+    low: float
+    high: float
+    sse: float
+
+
+def _two_sided_design(d: np.ndarray) -> np.ndarray:
+    """The columns (1, d² below the vertex, d² above it) of the least-squares fit at offsets ``d`` from it."""
+    return np.stack([np.ones_like(d), np.where(d < 0, d * d, 0.0), np.where(d > 0, d * d, 0.0)], axis=-1)
+
+
+def two_sided(xs: np.ndarray, ys: np.ndarray, candidates: np.ndarray) -> Optional[TwoSided]:
+    """The two-sided parabola through (xs, ys) at the candidate vertex with the least squared residuals: at each
+    candidate (level, low, high) by least squares, a candidate whose low or high curvature is not positive left
+    out; None when every candidate is. Each candidate needs a point on either side of it."""
+    design = _two_sided_design(xs[None, :] - candidates[:, None])
+    normal = np.einsum("vni,vnj->vij", design, design)
+    coeffs = np.linalg.solve(normal, np.einsum("vni,n->vi", design, ys)[..., None])[..., 0]
+    resid = ys[None, :] - np.einsum("vni,vi->vn", design, coeffs)
+    sse = np.where((coeffs[:, 1] > 0) & (coeffs[:, 2] > 0), (resid * resid).sum(axis=1), np.inf)
+    if not np.isfinite(sse).any():
+        return None
+    best = int(np.argmin(sse))
+    level, low, high = (float(c) for c in coeffs[best])
+    return TwoSided(float(candidates[best]), level, low, high, float(sse[best]))
+
+
 def asymmetry(xs: np.ndarray, ys: np.ndarray, noise_floor: float, reach: float = 0.0) -> Optional[Asymmetry]:
     """r of the two-sided parabola through the points (c, a, a·r by least squares at each candidate vertex
     between the second and the second-to-last point), and the error of log r at the fit's residual noise (at
@@ -105,30 +138,21 @@ def asymmetry(xs: np.ndarray, ys: np.ndarray, noise_floor: float, reach: float =
         return None
     candidates = np.linspace(xs[1], xs[-2], PROFILE_POINTS + 1)
     d = xs[None, :] - candidates[:, None]
-    below, above = d < 0, d > 0
-    design = np.stack([np.ones_like(d), np.where(below, d * d, 0.0), np.where(above, d * d, 0.0)], axis=2)
-    normal = np.einsum("vni,vnj->vij", design, design)
-    usable = (below.sum(axis=1) >= 2) & (above.sum(axis=1) >= 2)
+    usable = ((d < 0).sum(axis=1) >= 2) & ((d > 0).sum(axis=1) >= 2)
     if not usable.any():
         return None
-    normal, design = normal[usable], design[usable]
-    coeffs = np.linalg.solve(normal, np.einsum("vni,n->vi", design, ys)[..., None])[..., 0]
-    resid = ys[None, :] - np.einsum("vni,vi->vn", design, coeffs)
-    sse = np.where((coeffs[:, 1] > 0) & (coeffs[:, 2] > 0), (resid * resid).sum(axis=1), np.inf)
-    if not np.isfinite(sse).any():
+    fit = two_sided(xs, ys, candidates[usable])
+    if fit is None:
         return None
-    best = int(np.argmin(sse))
-    centre = candidates[usable][best]
-    if centre - xs[0] < reach - 1e-9 or xs[-1] - centre < reach - 1e-9:
+    if fit.x - xs[0] < reach - 1e-9 or xs[-1] - fit.x < reach - 1e-9:
         return None
-    coeffs, design = coeffs[best], design[best]
+    design = _two_sided_design(xs - fit.x)
     dof = len(xs) - 4
-    noise = max(noise_floor, math.sqrt(float(sse[best]) / dof) if dof > 0 else 0.0)
+    noise = max(noise_floor, math.sqrt(fit.sse / dof) if dof > 0 else 0.0)
     covariance = noise * noise * np.linalg.pinv(design.T @ design)
-    a_lo, a_hi = coeffs[1], coeffs[2]
-    grad = np.array([0.0, -1.0 / a_lo, 1.0 / a_hi])
+    grad = np.array([0.0, -1.0 / fit.low, 1.0 / fit.high])
     se_log = math.sqrt(max(float(grad @ covariance @ grad), 0.0))
-    ratio = float(np.clip(a_hi / a_lo, *ASYMMETRY_BOUNDS))
+    ratio = float(np.clip(fit.high / fit.low, *ASYMMETRY_BOUNDS))
     return Asymmetry(ratio, se_log)
 
 

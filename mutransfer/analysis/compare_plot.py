@@ -53,61 +53,73 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
     fig, axes = plt.subplots(2, max(1, len(columns)), figsize=(5.6 * max(1, len(columns)), 7.6), squeeze=False,
                              layout="constrained", height_ratios=[3, 2])
     for c, (key, setup) in enumerate(columns):
-        top, bottom = axes[0][c], axes[1][c]
         rows = widths[(widths["key"] == key) & (widths["setup"] == setup)]
-        parts = [p[(p["key"] == key) & (p["setup"] == setup) & p["width"].isin(rows["width"])]
-                 for p in (points_a, points_b)]
-        colors = point_colors(rows["width"].unique())
-        low, high = _compare_range(parts, rows)
-        for part, name, side, summary in zip(parts, names, ("a", "b"), summaries):
-            style = RUN_STYLE[side].line
-            for width, one in part.groupby("width"):
-                line = grid_curve(one, _width_result(summary, key, setup, width))
-                mark_at_top(top, line[line["loss"] > high]["x"].tolist(), high, "^", colors[int(width)])
-                color = colors[int(width)]
-                top.plot(line["x"], line["loss"], style, marker="o", ms=3.5, lw=1.5, color=color,
-                         mfc=color if side == "a" else "white")
-                row = rows[rows["width"] == width].iloc[0]
-                opt = PointResult(width, row[f"x_{side}"], (row[f"ci_{side}_low"], row[f"ci_{side}_high"]))
-                below, above = interval_bars(opt)
-                top.errorbar([opt.x_star], [row[f"loss_{side}"]], xerr=[[below], [above]],
-                             fmt=RUN_STYLE[side].optimum, color=color, mfc=color if side == "a" else "white",
-                             ms=7, capsize=3, lw=1.0)
-        top.set_ylim(low, high)
         summary = setups[(setups["key"] == key) & (setups["setup"] == setup)].iloc[0]
-        label = "log2(base learning rate η)" if key == LR_KEY else key
-        shift = ("" if summary["shift"] != summary["shift"] else
-                 f"\npooled shift {summary['shift']:+.2f} [{summary['shift_ci_low']:+.2f}, "
-                 f"{summary['shift_ci_high']:+.2f}] octaves")
-        finish_panel(top, f"{setup}: {summary['verdict']}{shift}", label, title_size=10)
-        _key(top, colors, names)
-        x = np.log2(rows["width"].to_numpy(float))
-        span = (x.min() - 0.5, x.max() + 0.5)
-        bottom.axhspan(-tolerance, tolerance, color="0.9", zorder=0, label=f"±{tolerance:g} (same)")
-        if summary["shift"] == summary["shift"]:
-            bottom.fill_between(span, summary["shift_ci_low"], summary["shift_ci_high"], color="tab:purple",
-                                alpha=0.15, lw=0)
-            bottom.axhline(summary["shift"], color="tab:purple", lw=1.6, ls=(0, (6, 3)), zorder=3,
-                           label=f"pooled shift {summary['shift']:+.2f} "
-                                 f"[{summary['shift_ci_low']:+.2f}, {summary['shift_ci_high']:+.2f}]")
-        moved = rows["moved"].to_numpy(bool)
-        below = np.where(np.isfinite(rows["ci_low"]), rows["difference"] - rows["ci_low"], 0.0)
-        above = np.where(np.isfinite(rows["ci_high"]), rows["ci_high"] - rows["difference"], 0.0)
-        for mask, color, text in ((~moved, "tab:blue", "width: not moved (Holm)"), (moved, "tab:red",
-                                                                                  "width: moved (Holm)")):
-            if mask.any():
-                bottom.errorbar(x[mask], rows["difference"].to_numpy(float)[mask],
-                                yerr=[below[mask], above[mask]], fmt="o", color=color, capsize=4, label=text)
-        bottom.axhline(0.0, color="0.4", lw=0.8, zorder=1)
-        bottom.set_xticks(x, [str(int(w)) for w in rows["width"]])
-        bottom.set_xlim(*span)
-        finish_panel(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", "width (log2 axis)", title_size=10)
+        _curves_panel(axes[0][c], key, setup, rows, summary, (points_a, points_b), names, summaries)
+        _shift_panel(axes[1][c], rows, summary, tolerance, names)
     axes[0][0].set_ylabel("validation loss (nats/token)")
     axes[1][0].set_ylabel("Δ log2 optimum")
     fig.suptitle(f"Did the optimum move?  {names[0]} ({RUN_STYLE['a'].words}) vs {names[1]} "
                  f"({RUN_STYLE['b'].words})", fontsize=11)
     return fig
 
+
+
+def _curves_panel(top: Any, key: str, setup: str, rows: pd.DataFrame, summary: pd.Series,
+                  points: tuple[pd.DataFrame, pd.DataFrame], names: tuple[str, str],
+                  summaries: tuple[Summary, Summary]) -> None:
+    """Both runs' loss curves per width, each optimum with its interval at its best loss."""
+    parts = [p[(p["key"] == key) & (p["setup"] == setup) & p["width"].isin(rows["width"])] for p in points]
+    colors = point_colors(rows["width"].unique())
+    low, high = _compare_range(parts, rows)
+    for part, side, result in zip(parts, ("a", "b"), summaries):
+        style = RUN_STYLE[side].line
+        for width, one in part.groupby("width"):
+            line = grid_curve(one, _width_result(result, key, setup, width))
+            mark_at_top(top, line[line["loss"] > high]["x"].tolist(), high, "^", colors[int(width)])
+            color = colors[int(width)]
+            top.plot(line["x"], line["loss"], style, marker="o", ms=3.5, lw=1.5, color=color,
+                     mfc=color if side == "a" else "white")
+            row = rows[rows["width"] == width].iloc[0]
+            opt = PointResult(width, row[f"x_{side}"], (row[f"ci_{side}_low"], row[f"ci_{side}_high"]))
+            below, above = interval_bars(opt)
+            top.errorbar([opt.x_star], [row[f"loss_{side}"]], xerr=[[below], [above]],
+                         fmt=RUN_STYLE[side].optimum, color=color, mfc=color if side == "a" else "white",
+                         ms=7, capsize=3, lw=1.0)
+    top.set_ylim(low, high)
+    label = "log2(base learning rate η)" if key == LR_KEY else key
+    shift = ("" if summary["shift"] != summary["shift"] else
+             f"\npooled shift {summary['shift']:+.2f} [{summary['shift_ci_low']:+.2f}, "
+             f"{summary['shift_ci_high']:+.2f}] octaves")
+    finish_panel(top, f"{setup}: {summary['verdict']}{shift}", label, title_size=10)
+    _key(top, colors, names)
+
+
+def _shift_panel(bottom: Any, rows: pd.DataFrame, summary: pd.Series, tolerance: float,
+                 names: tuple[str, str]) -> None:
+    """x*_B − x*_A per width with its interval, red where it moved (Holm), the pooled shift and the ±tolerance
+    band."""
+    x = np.log2(rows["width"].to_numpy(float))
+    span = (x.min() - 0.5, x.max() + 0.5)
+    bottom.axhspan(-tolerance, tolerance, color="0.9", zorder=0, label=f"±{tolerance:g} (same)")
+    if summary["shift"] == summary["shift"]:
+        bottom.fill_between(span, summary["shift_ci_low"], summary["shift_ci_high"], color="tab:purple",
+                            alpha=0.15, lw=0)
+        bottom.axhline(summary["shift"], color="tab:purple", lw=1.6, ls=(0, (6, 3)), zorder=3,
+                       label=f"pooled shift {summary['shift']:+.2f} "
+                             f"[{summary['shift_ci_low']:+.2f}, {summary['shift_ci_high']:+.2f}]")
+    moved = rows["moved"].to_numpy(bool)
+    below = np.where(np.isfinite(rows["ci_low"]), rows["difference"] - rows["ci_low"], 0.0)
+    above = np.where(np.isfinite(rows["ci_high"]), rows["ci_high"] - rows["difference"], 0.0)
+    for mask, color, text in ((~moved, "tab:blue", "width: not moved (Holm)"), (moved, "tab:red",
+                                                                              "width: moved (Holm)")):
+        if mask.any():
+            bottom.errorbar(x[mask], rows["difference"].to_numpy(float)[mask],
+                            yerr=[below[mask], above[mask]], fmt="o", color=color, capsize=4, label=text)
+    bottom.axhline(0.0, color="0.4", lw=0.8, zorder=1)
+    bottom.set_xticks(x, [str(int(w)) for w in rows["width"]])
+    bottom.set_xlim(*span)
+    finish_panel(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", "width (log2 axis)", title_size=10)
 
 def _key(ax: Any, colors: dict[int, Any], names: tuple[str, str]) -> None:
     """The top panel's legend: a colour per width, then each run's line, points and optimum marker as drawn."""

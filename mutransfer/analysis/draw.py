@@ -14,7 +14,7 @@ from ..files import (BATCH_PLOT, CURVES_PLOT, DRIFT_PLOT, VERIFY_FILE, VERIFY_PL
 from ..schema import LR_KEY
 from .batch_plot import batch_figure, batch_frame, batch_marks
 from .drift import SearchSettings
-from .optimum import Thresholds
+from .thresholds import Thresholds
 from .plots import curves_figure, drift_figure, key_label, save, transfer_figure
 from .result import Summary
 from .summary import axis_table, read_tables, search_settings, summarize, swept_axes, width_axis

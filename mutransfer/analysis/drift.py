@@ -26,8 +26,9 @@ import pandas as pd
 from ..schema import axis_named
 from .bowl import Asymmetry, pooled_asymmetry
 from .result import AxisFit, PointResult, PointValue, point_value
-from .optimum import (CONFIDENCE, MIN_SE, RESOLUTION, Thresholds, Optimum, fit_halfwidth, optimum_of_arrays,
+from .optimum import (CONFIDENCE, MIN_SE, RESOLUTION, Optimum, fit_halfwidth, optimum_of_arrays,
                       width_asymmetry)
+from .thresholds import Thresholds
 from .regression import MIN_POINTS_TO_ESTIMATE, Regression, regress
 from .stats import quantile
 

@@ -25,7 +25,8 @@ from typing import Any, Optional
 import numpy as np
 
 from .bowl import UNMEASURED, Asymmetry, pooled_asymmetry
-from .optimum import Thresholds, Optimum, fit_halfwidth, optimum_of_arrays, width_asymmetry
+from .optimum import Optimum, fit_halfwidth, optimum_of_arrays, width_asymmetry
+from .thresholds import Thresholds
 from .stats import t_quantile
 
 __all__ = ["Regret", "Fidelity", "measure_fidelity", "on_lattice"]

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from .drift import PointTrials, SearchSettings, common_se, setup_optima
-from .optimum import CONFIDENCE, RESOLUTION, Thresholds, fit_halfwidth
+from .optimum import CONFIDENCE, RESOLUTION, fit_halfwidth
+from .thresholds import Thresholds
 from .result import Law
 from .regression import MIN_POINTS_TO_ESTIMATE, regress
 from .stats import quantile

@@ -38,10 +38,10 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..defaults import BATCH_TOLERANCE
 from .result import PointResult
-from .bowl import ASYMMETRY_BOUNDS, SYMMETRIC, Asymmetry, asymmetry, vertex
+from .bowl import ASYMMETRY_BOUNDS, SYMMETRIC, Asymmetry, Vertex, asymmetry, vertex
 from .stats import Z95, t_quantile
+from .thresholds import Thresholds
 
 __all__ = ["Thresholds", "Optimum", "optimum", "optimum_of_arrays", "fit_halfwidth", "local_optimum",
            "fit_window", "window_of", "grid_seeds", "width_asymmetry", "Z95", "CONFIDENCE", "RESOLUTION", "MIN_SE"]
@@ -49,20 +49,6 @@ __all__ = ["Thresholds", "Optimum", "optimum", "optimum_of_arrays", "fit_halfwid
 CONFIDENCE = "confidence"
 RESOLUTION = "resolution"
 MIN_SE = 1e-3
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    transfer_slope: float = 0.25
-    """Equivalence margin: |LR* slope| in octaves per width doubling that counts as "stays put"."""
-    flat_tol: float = 0.01
-    """Nats: a curve that rises less than this across the fit window is flat."""
-    noise_floor: float = 0.01
-    """Nats: the loss noise a resolution bound assumes."""
-    fit_octaves: float = 1.0
-    """The fit window's minimum half-width on log2 scales."""
-    batch_tolerance: float = BATCH_TOLERANCE
-    """Relative loss: a batch within this of the best batch's loss is as good (the critical batch's threshold)."""
 
 
 @dataclass
@@ -247,6 +233,133 @@ def _shape_se(xs: np.ndarray, ys: np.ndarray, bowl: Asymmetry, reach: float) -> 
     return abs(hi - lo) / 2
 
 
+@dataclass(frozen=True)
+class _Placement:
+    """Where the fit window sits on every seed's mean curve (``xs``, ``ys``), the spacing a vertex may reach past
+    it, and whether the grid seeds' optimum lies at the grid's edge (``censored``) or the curve is flat."""
+
+    xs: np.ndarray
+    ys: np.ndarray
+    fit: _Fit
+    window_x: np.ndarray
+    reach: float
+    censored: Optional[str]
+    flat: bool
+
+    @property
+    def fitted(self) -> bool:
+        """Whether the curve has the three points a parabola needs."""
+        return len(self.xs) >= 3
+
+    def flags(self) -> list[str]:
+        return (([] if self.fitted else ["few_points"]) + ([f"edge_of_grid:{self.censored}"] if self.censored else [])
+                + (["flat"] if self.flat else []))
+
+
+def _place(x: np.ndarray, loss: np.ndarray, on_grid: np.ndarray, tried: np.ndarray, step: float, halfwidth: float,
+           th: Thresholds) -> _Placement:
+    xs, ys = _mean_curve(x, loss)
+    fit = _point_estimate(xs, ys, halfwidth)
+    window_x = xs[fit.window]
+    grid_x, grid_y = _mean_curve(x[on_grid], loss[on_grid])
+    censored = {tried[0]: "low", tried[-1]: "high"}.get(float(grid_x[np.argmin(grid_y)]))
+    flat = len(xs) >= 3 and fit.curvature * halfwidth**2 < th.flat_tol
+    reach = float(np.diff(window_x).min()) if len(window_x) > 1 else step
+    return _Placement(xs, ys, fit, window_x, reach, censored, flat)
+
+
+@dataclass(frozen=True)
+class _SeedVertices:
+    """Each seed's own vertex where two or more seeds trained the whole window (none otherwise)."""
+
+    seeds: list[int]
+    fits: list[Vertex]
+
+    @property
+    def vertices(self) -> list[float]:
+        return [v.x for v in self.fits]
+
+    @property
+    def sides(self) -> list[str]:
+        """The sides past which some seed's vertex is censored."""
+        return sorted({v.censored for v in self.fits if v.censored})
+
+
+def _seed_vertices(x: np.ndarray, seed: np.ndarray, loss: np.ndarray, place: _Placement,
+                   bowl: Asymmetry) -> _SeedVertices:
+    covering = _covering(x, seed, place.window_x) if place.fitted else []
+    if len(covering) < 2:
+        return _SeedVertices([], [])
+    return _SeedVertices([int(s) for s in covering],
+                         [vertex(*_balanced_curve(x, seed, loss, place.window_x, [s]), bowl.ratio, place.reach)
+                          for s in covering])
+
+
+@dataclass(frozen=True)
+class _Centre:
+    """The estimate's vertex on the balanced curve, its error from the asymmetry's, the fitted minimum loss, the
+    curvature there (None when not fitted or censored) and the side past which the vertex is censored."""
+
+    x_star: float
+    shape_se: float
+    best_loss: float
+    curvature: Optional[float]
+    censored: Optional[str]
+
+
+def _centre(x: np.ndarray, seed: np.ndarray, loss: np.ndarray, place: _Placement, seeds: _SeedVertices,
+            bowl: Asymmetry) -> _Centre:
+    """The two-sided parabola's vertex through the covering seeds' balanced curve (every seed's mean curve where
+    fewer than two cover the window); the local fit's vertex and the lowest mean where no parabola is fitted."""
+    if not place.fitted or place.flat or place.censored is not None:
+        return _Centre(place.fit.x_star, 0.0, float(place.ys.min()), None, None)
+    curve = (_balanced_curve(x, seed, loss, place.window_x, seeds.seeds) if len(seeds.fits) >= 2
+             else (place.window_x, place.ys[place.fit.window]))
+    found = vertex(*curve, bowl.ratio, place.reach)
+    curvature = found.curvature if found.censored is None and math.isfinite(found.curvature) else None
+    x_star = found.x if found.censored is None else float(place.window_x.min() if found.censored == "low" else
+                                                          place.window_x.max())
+    return _Centre(x_star, _shape_se(*curve, bowl, place.reach), found.level, curvature, found.censored)
+
+
+@dataclass(frozen=True)
+class _Interval:
+    kind: str
+    dof: Optional[int]
+    se: float
+    lo: float
+    hi: float
+
+
+def _interval(place: _Placement, vertices: list[float], centre: _Centre, step: float, th: Thresholds) -> _Interval:
+    """A flat or short curve: the points within ``flat_tol`` of its lowest, widened by half a step; two or more
+    seeds' vertices: their t interval with the asymmetry's error; one seed: the grid's resolution bound."""
+    if place.flat or not place.fitted:
+        near = place.xs[place.ys <= place.ys.min() + th.flat_tol]
+        lo, hi = float(near.min()) - step / 2, float(near.max()) + step / 2
+        return _Interval(RESOLUTION, None, (hi - lo) / (2 * Z95), lo, hi)
+    if len(vertices) >= 2:
+        dof = len(vertices) - 1
+        se = max(float(np.std(vertices, ddof=1)) / math.sqrt(len(vertices)), MIN_SE)
+        return _Interval(CONFIDENCE, dof, se, *_confidence(centre.x_star, se, dof, centre.shape_se))
+    se = _resolution_se(place.fit, place.xs, place.reach, th)
+    half = math.hypot(Z95 * se, Z95 * centre.shape_se) + place.reach / 4
+    return _Interval(RESOLUTION, None, se, centre.x_star - half, centre.x_star + half)
+
+
+def _bounded(interval: _Interval, place: _Placement, sides: list[str],
+             diverged_above: Optional[float]) -> tuple[float, float]:
+    """The interval reaching a censored seed's bound on its side, open on a censored edge of the grid, and capped
+    by the lowest diverged point."""
+    lo, hi = interval.lo, interval.hi
+    if "low" in sides:
+        lo = min(lo, float(place.window_x.min()) - place.reach)
+    if "high" in sides:
+        hi = max(hi, float(place.window_x.max()) + place.reach)
+    lo, hi = (-math.inf if place.censored == "low" else lo), (math.inf if place.censored == "high" else hi)
+    return lo, (min(hi, diverged_above) if diverged_above is not None else hi)
+
+
 def optimum_of_arrays(point: float, x: np.ndarray, seed: np.ndarray, loss: np.ndarray, ok: np.ndarray,
                       diverged: np.ndarray, step: float, halfwidth: float,
                       th: Thresholds = Thresholds(), grid: Optional[Sequence[int]] = None,
@@ -255,74 +368,34 @@ def optimum_of_arrays(point: float, x: np.ndarray, seed: np.ndarray, loss: np.nd
 
     Every seed's mean loss at each point places the fit window (where the noise probes trained, their losses
     move it, as they move the probes: ``sweep.policy.probe_points``); the grid seeds' curve, which the grid's
-    extension brackets, decides censoring at the grid's edge; the seeds that
-    trained the whole window (grid seeds and noise probes alike) give the estimate, balanced, and their spread
-    its error. Every
-    vertex is the two-sided parabola's at the asymmetry ``bowl`` (the setup's, ``analysis.bowl``), allowed one
-    grid spacing past the window; a seed whose vertex lies beyond that is censored: a point of the spread at that
-    bound, and the interval reaches to the bound on its side. ``grid`` names the grid seeds when the caller knows them
-    (default: ``grid_seeds`` infers them)."""
+    extension brackets, decides censoring at the grid's edge; the seeds that trained the whole window (grid seeds
+    and noise probes alike) give the estimate, balanced, and their spread its error. Every vertex is the two-sided
+    parabola's at the asymmetry ``bowl`` (the setup's, ``analysis.bowl``), allowed one grid spacing past the
+    window; a seed whose vertex lies beyond that is censored: a point of the spread at that bound, and the interval
+    reaches to the bound on its side. ``grid`` names the grid seeds when the caller knows them (default:
+    ``grid_seeds`` infers them)."""
     good = ok & np.isfinite(loss)
     if not good.any():
         return None
     tried = np.unique(x)
-    div_above = float(x[diverged].min()) if diverged.any() else None
+    diverged_above = float(x[diverged].min()) if diverged.any() else None
     x, seed, loss = x[good], seed[good], loss[good]
-    grid_set = grid_seeds(x, seed, halfwidth) if grid is None else np.asarray(grid)
-    on_grid = np.isin(seed, grid_set)
+    on_grid = np.isin(seed, grid_seeds(x, seed, halfwidth) if grid is None else np.asarray(grid))
     if not on_grid.any():
         return None
-    xs, ys = _mean_curve(x, loss)
-    fit = _point_estimate(xs, ys, halfwidth)
-    window_x = xs[fit.window]
-    grid_x, grid_y = _mean_curve(x[on_grid], loss[on_grid])
-    censored = {tried[0]: "low", tried[-1]: "high"}.get(float(grid_x[np.argmin(grid_y)]))
-    flags = ([] if len(xs) >= 3 else ["few_points"]) + ([f"edge_of_grid:{censored}"] if censored else [])
-    flat = len(xs) >= 3 and fit.curvature * halfwidth**2 < th.flat_tol
-    flags += ["flat"] if flat else []
-    covering = _covering(x, seed, window_x) if len(xs) >= 3 else []
-    reach = float(np.diff(window_x).min()) if len(window_x) > 1 else step
-    seeds_fit = [vertex(*_balanced_curve(x, seed, loss, window_x, [s]), bowl.ratio, reach) for s in covering] \
-        if len(covering) >= 2 else []
-    vertices = [v.x for v in seeds_fit]
-    vertex_seeds = [int(s) for s in covering] if seeds_fit else []
-    sides = sorted({v.censored for v in seeds_fit if v.censored})
-    flags += [f"seed_censored:{side}" for side in sides]
-    curve = _balanced_curve(x, seed, loss, window_x, covering) if len(vertices) >= 2 else (window_x, ys[fit.window])
-    x_star, shape_se, best_loss, curvature = fit.x_star, 0.0, float(ys.min()), None
-    if len(xs) >= 3 and not flat and censored is None:
-        found = vertex(*curve, bowl.ratio, reach)
-        best_loss = found.level
-        curvature = found.curvature if found.censored is None and math.isfinite(found.curvature) else None
-        x_star = found.x if found.censored is None else float(window_x.min() if found.censored == "low" else
-                                                               window_x.max())
-        if found.censored and found.censored not in sides:
-            sides.append(found.censored)
-            flags.append(f"seed_censored:{found.censored}")
-        shape_se = _shape_se(*curve, bowl, reach)
-    kind, dof = RESOLUTION, None
-    if flat or len(xs) < 3:
-        near = xs[ys <= ys.min() + th.flat_tol]
-        lo, hi = float(near.min()) - step / 2, float(near.max()) + step / 2
-        se = (hi - lo) / (2 * Z95)
-    elif len(vertices) >= 2:
-        kind, dof = CONFIDENCE, len(vertices) - 1
-        se = max(float(np.std(vertices, ddof=1)) / math.sqrt(len(vertices)), MIN_SE)
-        lo, hi = _confidence(x_star, se, dof, shape_se)
-    else:
-        spacing = reach
-        se = _resolution_se(fit, xs, spacing, th)
-        half = math.hypot(Z95 * se, Z95 * shape_se) + spacing / 4
-        lo, hi = x_star - half, x_star + half
-    bounds = {"low": float(window_x.min()) - reach, "high": float(window_x.max()) + reach}
-    lo, hi = (min(lo, bounds["low"]) if "low" in sides else lo), (max(hi, bounds["high"]) if "high" in sides else hi)
-    lo, hi = (-math.inf if censored == "low" else lo), (math.inf if censored == "high" else hi)
-    hi = min(hi, div_above) if div_above is not None else hi
-    return Optimum(point=point, x_star=x_star, ci=(min(lo, x_star), max(hi, x_star)), best_loss=best_loss,
-                   se=se, dof=dof, ci_kind=kind, flags=flags, diverged_above=div_above, censored=censored,
-                   seed_vertices=[float(v) for v in vertices], window=[float(v) for v in window_x],
-                   shape_se=shape_se, seed_censored=sides, reach=reach, vertex_seeds=vertex_seeds,
-                   seed_best_losses=[v.level for v in seeds_fit], curvature=curvature, asymmetry=bowl.ratio,
+    place = _place(x, loss, on_grid, tried, step, halfwidth, th)
+    seeds = _seed_vertices(x, seed, loss, place, bowl)
+    centre = _centre(x, seed, loss, place, seeds, bowl)
+    sides = seeds.sides + ([centre.censored] if centre.censored and centre.censored not in seeds.sides else [])
+    interval = _interval(place, seeds.vertices, centre, step, th)
+    lo, hi = _bounded(interval, place, sides, diverged_above)
+    return Optimum(point=point, x_star=centre.x_star, ci=(min(lo, centre.x_star), max(hi, centre.x_star)),
+                   best_loss=centre.best_loss, se=interval.se, dof=interval.dof, ci_kind=interval.kind,
+                   flags=place.flags() + [f"seed_censored:{side}" for side in sides], diverged_above=diverged_above,
+                   censored=place.censored, seed_vertices=[float(v) for v in seeds.vertices],
+                   window=[float(v) for v in place.window_x], shape_se=centre.shape_se, seed_censored=sides,
+                   reach=place.reach, vertex_seeds=seeds.seeds, seed_best_losses=[v.level for v in seeds.fits],
+                   curvature=centre.curvature, asymmetry=bowl.ratio,
                    grid_seeds=sorted(int(s) for s in np.unique(seed[on_grid])))
 
 

@@ -1,8 +1,8 @@
 """Quantiles for intervals and tail probabilities for tests: the normal, Student's t, and Fisher's F (χ² when
 the denominator's degrees of freedom are infinite). Pure Python (no scipy): F's tail is the regularized
 incomplete beta function by its continued fraction, χ²'s the regularized incomplete gamma function (Press,
-Teukolsky, Vetterling and Flannery, "Numerical Recipes", §6.2 and §6.4), and t's quantile is found by Newton's
-method on t² = F(1, ν)."""
+Teukolsky, Vetterling and Flannery, "Numerical Recipes", §6.2 and §6.4), t's quantile is found by Newton's
+method on t² = F(1, ν), and χ²'s by bisection on its tail."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["quantile", "t_quantile", "f_sf", "chi2_sf", "welch_difference", "Z95"]
+__all__ = ["quantile", "t_quantile", "f_sf", "chi2_sf", "chi2_quantile", "welch_difference", "Z95"]
 
 Z95 = NormalDist().inv_cdf(0.975)
 """The two-sided 95 % quantile of the standard normal (1.95996…)."""
@@ -119,6 +119,25 @@ def chi2_sf(value: float, dof: float) -> float:
         if abs(d * c - 1.0) < 1e-15:
             break
     return math.exp(log_front) * h
+
+
+@lru_cache(maxsize=1024)
+def chi2_quantile(p: float, dof: float) -> float:
+    """The ``p`` quantile (0 < p < 1) of χ² with ``dof`` degrees of freedom (any positive real): bisection on the
+    upper tail P(χ² > value) = 1 − p, its bracket doubled from 1 until it holds the quantile."""
+    if not 0 < p < 1 or not dof > 0:
+        raise ValueError(f"chi2_quantile needs 0 < p < 1 and dof > 0, got p={p}, dof={dof}")
+    tail = 1 - p
+    lo, hi = 0.0, 1.0
+    while chi2_sf(hi, dof) > tail:
+        lo, hi = hi, 2 * hi
+    for _ in range(BISECTIONS):
+        mid = (lo + hi) / 2
+        if chi2_sf(mid, dof) > tail:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
 
 
 def f_sf(value: float, dof_num: float, dof_den: Optional[float]) -> float:

@@ -25,7 +25,7 @@ from .batch import batch_analysis
 from .decay_effect import add_decay_effects
 from .drift import SearchSettings, analyze, lack_of_fit_reason
 from .law import fit_laws
-from .optimum import Thresholds
+from .thresholds import Thresholds
 from .result import AxisFit, KeyResult, SetupResult, Summary
 
 __all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "write_summary", "summarize_run",

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..defaults import BATCH_TOLERANCE, option_text
+
+if TYPE_CHECKING:  # the commands import these late (start-up: `mutransfer --help` loads no rich, torch or pandas)
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from ..analysis.thresholds import Thresholds
+    from ..schema import Config
+    from ..sweep.completion import SweepStatus
 
 __all__ = ["console", "format_number", "positive_number", "positive_integer", "warn_model", "condition_changes",
            "warn_conditions", "CONDITION_KEYS", "unfinished_run"]
@@ -16,7 +25,7 @@ CONDITION_KEYS = ("train.steps", "train.batch_size", "train.seq_len", "model.dep
 """What a learning rate was chosen at besides width: horizon, batch, depth and data."""
 
 
-def console(log_width: int = 140, stderr: bool = False) -> Any:
+def console(log_width: int = 140, stderr: bool = False) -> Console:
     """A rich console: the terminal's width on a TTY, ``log_width`` columns otherwise (logs, CI)."""
     from rich.console import Console
 
@@ -47,9 +56,9 @@ def positive_number(option: str, text: str, example: str) -> float:
     return value
 
 
-def batch_tolerance(text: str) -> Any:
+def batch_tolerance(text: str) -> Thresholds:
     """``--batch-tolerance``: a fraction of the best loss in (0, 0.5], as the analysis thresholds that carry it."""
-    from ..analysis.optimum import Thresholds
+    from ..analysis.thresholds import Thresholds
     from ..errors import UserError
 
     value = positive_number("--batch-tolerance", text, option_text(BATCH_TOLERANCE))
@@ -69,7 +78,7 @@ def positive_integer(option: str, text: str, example: str) -> int:
     return int(value)
 
 
-def warn_model(cfg: Any) -> None:
+def warn_model(cfg: Config) -> None:
     """Warnings about the configured model on stderr: a Hugging Face model whose head_dim grows with width."""
     if cfg.model.hf is None:
         return
@@ -80,9 +89,9 @@ def warn_model(cfg: Any) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
-def condition_changes(before: Any, after: Any) -> list[str]:
+def condition_changes(before: Config, after: Config) -> list[str]:
     """``key: old → new`` for each of ``CONDITION_KEYS`` where config ``after`` differs from ``before``."""
-    def value(cfg: Any, key: str) -> Any:
+    def value(cfg: Config, key: str) -> Any:
         group, name = key.split(".")
         return getattr(getattr(cfg, group), name)
 
@@ -99,7 +108,7 @@ def warn_conditions(changes: list[str], against: str, fix: str = "") -> None:
               file=sys.stderr)
 
 
-def unfinished_run(run_dir: Any, partial: bool, command: str) -> Any:
+def unfinished_run(run_dir: Path, partial: bool, command: str) -> Optional[SweepStatus]:
     """The status of an unfinished sweep that ``command`` may answer from (``--partial``), None for a finished one
     (or one whose summary predates the status). Without ``--partial`` an unfinished sweep is refused with one
     line naming what is missing and how to finish it."""

@@ -4,10 +4,16 @@ for a pull-request comment) and compare.png; prints the same table."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
+from ..analysis.cells import format_interval
 from ..defaults import COMPARE_TOLERANCE, option_text
-from .display import format_interval
+
+if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --help` loads no pandas)
+    import pandas as pd
+    from rich.table import Table
+
+    from ..analysis.compare import Comparison
 
 __all__ = ["run", "markdown", "EXIT_MOVED"]
 
@@ -87,7 +93,7 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool,
     return EXIT_MOVED if strict and comparison.moved else 0
 
 
-def _analysed(run_dir: Path, trials: Any) -> dict[str, Any]:
+def _analysed(run_dir: Path, trials: pd.DataFrame) -> dict[str, Any]:
     """A sweep's trials, their searched values as the analysis sees them, its summary (computed afresh from
     trials.csv) and its config record (empty when config.yaml is missing)."""
     import pandas as pd
@@ -135,7 +141,7 @@ def _slope(row: dict[str, Any], side: str) -> str:
            f"({row[f'verdict_{side}']})"
 
 
-def _verdict(row: dict[str, Any], widths: Any, tolerance: float) -> str:
+def _verdict(row: dict[str, Any], widths: pd.DataFrame, tolerance: float) -> str:
     """``moved`` / ``same`` / ``inconclusive`` with the pooled shift and the widths that moved."""
     if row["shift"] != row["shift"]:
         pooled = "no pooled shift"
@@ -152,7 +158,7 @@ def _verdict(row: dict[str, Any], widths: Any, tolerance: float) -> str:
     return f"inconclusive — {pooled}; {row['reason']}"
 
 
-def _blocks(comparison: Any) -> list[tuple[dict[str, Any], Any]]:
+def _blocks(comparison: Comparison) -> list[tuple[dict[str, Any], pd.DataFrame]]:
     """(setup row, its width rows) for every compared (key, setup)."""
     frame = comparison.widths
     return [(row, frame[(frame["key"] == row["key"]) & (frame["setup"] == row["setup"])])
@@ -165,7 +171,7 @@ def _title(row: dict[str, Any]) -> str:
     return row["setup"] if row["key"] == LR_KEY else f"{row['setup']} ({row['key']})"
 
 
-def markdown(comparison: Any, changes: list[dict[str, Any]]) -> str:
+def markdown(comparison: Comparison, changes: list[dict[str, Any]]) -> str:
     """compare.md: a verdict line and a width table per setup, the config differences, how to read it."""
     lines = [f"### mutransfer compare: A = `{comparison.run_a}`, B = `{comparison.run_b}`", ""]
     for row, widths in _blocks(comparison):
@@ -212,7 +218,7 @@ def _change(a: Any, b: Any) -> str:
     return f"`{a}` → `{b}`"
 
 
-def _tables(comparison: Any) -> list[Any]:
+def _tables(comparison: Comparison) -> list[Table]:
     from rich.table import Table
 
     tables = []
@@ -228,12 +234,12 @@ def _tables(comparison: Any) -> list[Any]:
     return tables
 
 
-def _verdict_lines(comparison: Any) -> list[str]:
+def _verdict_lines(comparison: Comparison) -> list[str]:
     return [f"{_title(row)}: {_verdict(row, widths, comparison.tolerance)}; slope A {_slope(row, 'a')}, "
             f"B {_slope(row, 'b')}" for row, widths in _blocks(comparison)]
 
 
-def _only_lines(comparison: Any) -> list[str]:
+def _only_lines(comparison: Comparison) -> list[str]:
     """The setups only one run swept (not compared)."""
     from ..schema import LR_KEY
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..errors import UserError
+
+if TYPE_CHECKING:  # the command imports rich late
+    from rich.table import Table
 
 __all__ = ["run", "parse_widths", "parse_depths", "EXIT_UNSTABLE", "DEFAULT_WIDTHS"]
 
@@ -105,7 +108,7 @@ def run(overrides: Sequence[str], widths_text: Optional[str], steps: int, lr: Op
     return EXIT_UNSTABLE if strict and bad else 0
 
 
-def _verdict_table(result: dict[str, Any], title: str) -> Any:
+def _verdict_table(result: dict[str, Any], title: str) -> Table:
     from rich.table import Table
 
     view = Table(title=title)

@@ -6,20 +6,23 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext
-from typing import Any, ContextManager, Optional, Sequence
+from typing import TYPE_CHECKING, ContextManager, Optional
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from ..analysis.cells import format_interval
 from ..analysis.result import Summary, point_key
 from ..schema import LR_KEY
 from ..table.decay import DECAY_OFF_VALUES, DECAY_SYMBOLS
 from ..sweep.search import OFF_X
 
-__all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "verdict_notes",
-           "format_bound", "format_interval"]
+if TYPE_CHECKING:  # the sweep runner imports optuna: only its types here
+    from ..sweep.runner import FinishedTrial, Snapshot
+
+__all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "verdict_notes"]
 
 
 class SweepDisplay:
@@ -34,7 +37,7 @@ class SweepDisplay:
         """Best loss per (setup, point), the point as ``StudyKey.where`` writes it (``w64`` or ``w64 d8``)."""
         self.started = time.monotonic()
 
-    def update(self, snap: Any) -> None:
+    def update(self, snap: Snapshot) -> None:
         self.progress.update(self.task, completed=snap.done, total=snap.total)
         self.running, self.best = snap.running, snap.best
 
@@ -52,7 +55,7 @@ class SweepDisplay:
         return Group(self.progress, running, table)
 
 
-def progress_view(screen: Any) -> tuple[Any, ContextManager[Any]]:
+def progress_view(screen: Console) -> tuple[SweepDisplay | TrialLog, ContextManager[Optional[Live]]]:
     """A sweep's progress on ``screen`` (its ``update`` takes each snapshot) and the context to run the sweep in:
     a live display on a terminal, one line per finished trial otherwise."""
     if screen.is_terminal:
@@ -65,11 +68,11 @@ class TrialLog:
     """Progress off a terminal: one plain line per trial as it finishes (no live frames, no colour). The first
     snapshot, taken before any training, is the baseline: trials finished by earlier runs are not listed."""
 
-    def __init__(self, screen: Any) -> None:
+    def __init__(self, screen: Console) -> None:
         self.screen = screen
-        self.last: Optional[Any] = None
+        self.last: Optional[Snapshot] = None
 
-    def update(self, snap: Any) -> None:
+    def update(self, snap: Snapshot) -> None:
         lines = trial_lines(self.last, snap) if self.last is not None else []
         if not lines and self.last is not None and snap.done == snap.total != self.last.total:
             lines = [f"{snap.done}/{snap.total} trials done (the policies needed fewer than their budget)"]
@@ -78,7 +81,7 @@ class TrialLog:
         self.last = snap
 
 
-def trial_lines(before: Optional[Any], after: Any) -> list[str]:
+def trial_lines(before: Optional[Snapshot], after: Snapshot) -> list[str]:
     """The log lines of the trials in snapshot ``after`` that were not finished in ``before`` (None: none were),
     each with the count of finished trials once it is in: the last line's count is ``after.done``."""
     seen = {(t.study, t.number) for t in before.finished} if before is not None else set()
@@ -87,7 +90,7 @@ def trial_lines(before: Optional[Any], after: Any) -> list[str]:
     return [trial_line(trial, first + i + 1, after.total) for i, trial in enumerate(new)]
 
 
-def trial_line(trial: Any, count: int, total: int) -> str:
+def trial_line(trial: FinishedTrial, count: int, total: int) -> str:
     """``12/40 · mup_muon · width 64 · seed 0 · log2_lr -6.00 (lr 0.0156) · loss 4.1234 · ok · 3.21 s``."""
     lr = f" (lr {trial.lr:.4g})" if isinstance(trial.lr, (int, float)) else ""
     seconds = f"{trial.seconds:.2f} s" if trial.seconds is not None else "- s"
@@ -101,16 +104,7 @@ def _point_order(where: str) -> tuple[int, ...]:
     return tuple(int("".join(c for c in tag if c.isdigit()) or 0) for tag in where.split())
 
 
-def format_bound(value: Any, fmt: str = "+.2f") -> str:
-    """A number, or … for a missing or infinite one (an open end of an interval)."""
-    return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else "…"
-
-
-def format_interval(values: Optional[Sequence[Any]], fmt: str = "+.2f", missing: str = "-") -> str:
-    return f"[{format_bound(values[0], fmt)}, {format_bound(values[1], fmt)}]" if values else missing
-
-
-def _number(value: Any, digits: int) -> str:
+def _number(value: Optional[float], digits: int) -> str:
     return f"{value:.{digits}f}" if value is not None else "-"
 
 

@@ -3,7 +3,13 @@ config)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:  # the command imports these late (start-up: a bad key answers before torch loads)
+    from rich.table import Table
+
+    from ..schema import Config
+    from ..table.plan import Plan
 
 __all__ = ["run"]
 
@@ -70,7 +76,7 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
         out.print("depth rules: off (parametrization.depth_alpha=0: no residual scaling, every depth factor 1)")
 
 
-def hf_header(cfg: Any, plan: Any) -> str:
+def hf_header(cfg: Config, plan: Plan) -> str:
     """What the Hugging Face model was built with: its class and the config keywords mutransfer set."""
     from ..hf.architectures import ARCHITECTURES
     from ..hf.build import config_kwargs
@@ -85,7 +91,7 @@ def hf_header(cfg: Any, plan: Any) -> str:
             f"table; embeddings {tied}; {len(plan.params)} parameters")
 
 
-def decay_line(cfg: Any, plan: Any) -> str:
+def decay_line(cfg: Config, plan: Plan) -> str:
     """Weight decay in one line: the rule and its formula, λ or τ, the width exponents and the roles it reaches."""
     from ..schema import ROLES
     from ..table.decay import RULE_FORMULAS, decay_on
@@ -105,7 +111,7 @@ def decay_line(cfg: Any, plan: Any) -> str:
             "(optimizer.decayed)")
 
 
-def depth_table(plan: Any) -> Any:
+def depth_table(plan: Plan) -> Table:
     """The depth exponents (of m_L = depth / base_depth) of every role's in-block parameters, per optimizer
     family, at the plan's α (> 0); parameters outside the blocks (embedding, final norm, LM head) have none."""
     from rich.table import Table

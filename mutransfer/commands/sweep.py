@@ -17,12 +17,13 @@ from ..errors import UserError
 if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key answers before torch loads)
     from rich.console import Console
 
-    from ..analysis.optimum import Thresholds
+    from ..analysis.thresholds import Thresholds
     from ..schema import Config
     from ..sweep.keys import StudyKey
     from ..sweep.runner import Snapshot
     from ..sweep.spec import SweepSpec
     from ..sweep.worker import SweepOptions
+    from .display import SweepDisplay, TrialLog
 
 __all__ = ["run", "split_spec", "resolve_workers", "compose_trials", "validate_trials",
            "check_trials", "up_to_date_summary", "finalize", "precheck", "next_step", "corpus_lines", "resume_command",
@@ -70,7 +71,7 @@ def compose_trials(spec: SweepSpec) -> list[tuple[StudyKey, Config]]:
 
 
 def validate_trials(spec: SweepSpec, warned: Optional[set[str]] = None,
-                    composed: Optional[list[tuple[Any, Any]]] = None) -> dict[str, Any]:
+                    composed: Optional[list[tuple[StudyKey, Config]]] = None) -> dict[str, Any]:
     """Compose every (setup, width) config once (``composed``, when the caller has) so a bad override or width fails
     before any training; check each corpus against what the trials read, warning once per data and horizon that
     reads more than one epoch (once across calls that share ``warned``). Returns each setup's config."""
@@ -107,7 +108,7 @@ def up_to_date_summary(run_dir: Path, fingerprint: str, th: Thresholds) -> Optio
     """The summary of a finished sweep that a rerun would only rewrite as it is: the same sweep (fingerprint),
     complete, its tables written after its journal's last change, at the default thresholds; None when anything
     could differ. For the default storage and study only: a database may hold other machines' new trials."""
-    from ..analysis.optimum import Thresholds
+    from ..analysis.thresholds import Thresholds
     from ..files import CONFIG_FILE, CURVES_FILE, JOURNAL_FILE, SUMMARY_FILE, TRIALS_FILE, load_yaml
 
     paths = [run_dir / name for name in (JOURNAL_FILE, CONFIG_FILE, TRIALS_FILE, CURVES_FILE, SUMMARY_FILE)]
@@ -157,7 +158,7 @@ def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix:
     ``resume``, the command that finishes it) → plots (``th``: the analysis thresholds, default ones when None).
     A complete sweep removes the transfer files made from it while it was partial. Returns the summary."""
     from ..analysis.draw import draw
-    from ..analysis.optimum import Thresholds
+    from ..analysis.thresholds import Thresholds
     from ..analysis.summary import write_summary, write_tables
     from ..files import remove_partial_outputs
     from ..sweep.completion import sweep_status
@@ -303,7 +304,7 @@ class _Progress:
     """Feeds the display every snapshot and keeps the first (what earlier runs finished) and the latest; says
     how many trials were done before once this run finishes one more."""
 
-    def __init__(self, screen: Console, display: Any) -> None:
+    def __init__(self, screen: Console, display: SweepDisplay | TrialLog) -> None:
         self.screen, self.display = screen, display
         self.first: Optional[Snapshot] = None
         self.last: Optional[Snapshot] = None

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+if TYPE_CHECKING:  # the command imports these late (start-up: a bad key answers before torch loads)
+    from ..schema import Config
+    from ..train.data import Corpus
+    from ..train.loop import TrainResult
 
 __all__ = ["run"]
 
@@ -44,7 +49,7 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
     _report(result, run_dir)
 
 
-def _refuse_edited_plan(path: Path, saved: Any) -> None:
+def _refuse_edited_plan(path: Path, saved: Config) -> None:
     """A transfer file's param_groups (and the other sections computed from its config) must be what its config
     gives: training reads only the config, so an edit there would be silently ignored."""
     from ..files import load_yaml
@@ -55,7 +60,7 @@ def _refuse_edited_plan(path: Path, saved: Any) -> None:
         check_derived_sections(document, saved, path)
 
 
-def _train_with_progress(cfg: Any, corpus: Any) -> tuple[Any, dict[str, Any]]:
+def _train_with_progress(cfg: Config, corpus: Corpus) -> tuple[TrainResult, dict[str, Any]]:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from ..train.device import environment, resolve_device
@@ -70,7 +75,7 @@ def _train_with_progress(cfg: Any, corpus: Any) -> tuple[Any, dict[str, Any]]:
     return result, environment(resolve_device(cfg.train.device))
 
 
-def _report(result: Any, run_dir: Path) -> None:
+def _report(result: TrainResult, run_dir: Path) -> None:
     from .common import console
 
     out = console()

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..defaults import BATCH_TOLERANCE, option_text
+
+if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --help` loads no torch)
+    from rich.table import Table
+
+    from ..transfer.target import Transfer
 
 __all__ = ["run", "prediction_line", "decay_line"]
 
@@ -21,6 +26,7 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
     from ..transfer.target import make_transfer, write_transfer
     from .common import batch_tolerance, console, positive_integer, positive_number, unfinished_run
 
+    target_width = positive_integer("--width", str(width), "4096")
     octaves = positive_number("--tolerance", tolerance, "1")
     blocks = positive_integer("--depth", depth, "48") if depth is not None else None
     horizon = positive_integer("--steps", steps, "100000") if steps is not None else None
@@ -29,7 +35,7 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
     run_dir = source or latest_run()
     th = batch_tolerance(tolerance_text)
     unfinished = unfinished_run(run_dir, partial, "transfer")
-    result = make_transfer(run_dir, width, setup, correct_drift, octaves, blocks, horizon, decay_rule, batch, budget,
+    result = make_transfer(run_dir, target_width, setup, correct_drift, octaves, blocks, horizon, decay_rule, batch, budget,
                            th)
     if unfinished is not None:
         result.document = {"partial": unfinished.as_dict(), **result.document}
@@ -59,7 +65,7 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
     screen.print(_next_check(run_dir, result), highlight=False, soft_wrap=True)
 
 
-def _next_check(run_dir: Path, result: Any) -> str:
+def _next_check(run_dir: Path, result: Transfer) -> str:
     from ..config import config_from_dict
     from ..transfer.next_check import next_check
     from ..transfer.target import read_sweep_record
@@ -95,7 +101,7 @@ def decay_line(decay: dict[str, Any]) -> str:
             f"{sum(effects.values())} swept points)")
 
 
-def _table(doc: dict[str, Any], width: int) -> Any:
+def _table(doc: dict[str, Any], width: int) -> Table:
     from rich.table import Table
 
     model = doc["model"]

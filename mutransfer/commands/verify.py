@@ -4,10 +4,19 @@ error and loss regret, write verify.csv / verify.json / verify.png into the swee
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from ..analysis.cells import format_bound, format_interval
 from ..analysis.result import measured_point
-from .display import format_bound, format_interval
+
+if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --help` loads no pandas or torch)
+    import pandas as pd
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..sweep.completion import SweepStatus
+    from ..sweep.spec import SweepSpec
+    from ..transfer.verify import Verification
 
 __all__ = ["run", "EXIT_MISSED"]
 
@@ -68,7 +77,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     return EXIT_MISSED if strict and not document["passed"] else 0
 
 
-def _warn_conditions(verification: Any, configs: Sequence[dict[str, Any]]) -> None:
+def _warn_conditions(verification: Verification, configs: Sequence[dict[str, Any]]) -> None:
     """Warn when verify's trials train at another horizon, batch, depth or data than the prediction is for (extra
     overrides such as ``train.steps=10``; ``--steps`` and ``--depth`` move the prediction with them)."""
     from ..config import config_from_dict
@@ -83,7 +92,7 @@ def _warn_conditions(verification: Any, configs: Sequence[dict[str, Any]]) -> No
                     "batch or depth with what the sweep measured")
 
 
-def _outputs_line(verification: Any, dry_run: bool) -> str:
+def _outputs_line(verification: Verification, dry_run: bool) -> str:
     """Where verify's results go, said before any training."""
     from ..files import VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT
 
@@ -94,8 +103,8 @@ def _outputs_line(verification: Any, dry_run: bool) -> str:
     return f"verify writes {files}, {studies}"
 
 
-def _execute(screen: Any, verification: Any, specs: Sequence[Any], storage: Optional[str], workers: int,
-             threads: int) -> tuple[Any, int]:
+def _execute(screen: Console, verification: Verification, specs: Sequence[SweepSpec], storage: Optional[str],
+             workers: int, threads: int) -> tuple[pd.DataFrame, int]:
     """Train every target's points (resuming what the storage holds) and collect the rows; the exit code of an
     interruption (0 when none)."""
     import pandas as pd
@@ -126,7 +135,8 @@ def _execute(screen: Any, verification: Any, specs: Sequence[Any], storage: Opti
     return pd.concat(tables, ignore_index=True), interrupted
 
 
-def _finish(screen: Any, verification: Any, rows: Any, unfinished: Any = None) -> dict[str, Any]:
+def _finish(screen: Console, verification: Verification, rows: pd.DataFrame,
+            unfinished: Optional[SweepStatus] = None) -> dict[str, Any]:
     """verify.csv, verify.json, verify.png, and the report on screen; each marked partial when the sweep it
     verifies is unfinished (``unfinished``: its status)."""
     from ..analysis.draw import verify_figure_of
@@ -173,10 +183,11 @@ def decay_result_line(target: dict[str, Any]) -> str:
 
 
 def _ci(values: Optional[Sequence[float]], fmt: str = "+.2f") -> str:
+    """An interval as verify's tables write it: ``format_interval``, ``(no interval)`` where there is none."""
     return format_interval(values, fmt, missing="(no interval)")
 
 
-def _targets_table(verification: Any) -> Any:
+def _targets_table(verification: Verification) -> Table:
     from rich.table import Table
 
     point = "".join(f", {o.replace('model.', '').replace('train.', '').replace('=', ' ')}"
@@ -191,7 +202,7 @@ def _targets_table(verification: Any) -> Any:
     return table
 
 
-def _results_table(document: dict[str, Any]) -> Any:
+def _results_table(document: dict[str, Any]) -> Table:
     from rich.table import Table
 
     tol = document["tolerance"]
@@ -215,7 +226,7 @@ def _results_table(document: dict[str, Any]) -> Any:
     return table
 
 
-def _factors_table(document: dict[str, Any]) -> Any:
+def _factors_table(document: dict[str, Any]) -> Table:
     from rich.table import Table
 
     table = Table(title="η* × factor at the target width")

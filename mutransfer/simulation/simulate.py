@@ -25,7 +25,8 @@ import numpy as np
 from ..analysis.bowl import Asymmetry
 from ..analysis.drift import PointTrials, drift, setup_optima
 from ..analysis.result import AxisFit
-from ..analysis.optimum import Thresholds, Optimum, fit_halfwidth
+from ..analysis.optimum import Optimum, fit_halfwidth
+from ..analysis.thresholds import Thresholds
 from ..analysis.fidelity import Fidelity, measure_fidelity
 from ..sweep.policy import GridPolicy, extension_point, probe_points
 from ..sweep.spec import SearchSpec

@@ -31,7 +31,7 @@ RERUN = ("interrupted", "abandoned")
 ORPHAN_AFTER = 60.0
 """Seconds after which a RUNNING trial that no worker claimed is failed as an orphan (``reap_orphans``). A claim
 follows its ask within milliseconds; a worker whose claim an outage held up past this finds the trial failed and
-counts it a lost race (``Worker._claim``), so its point is still trained once."""
+counts it a lost race (``Claimer.claim``), so its point is still trained once."""
 
 
 def seed_of(trial: FrozenTrial | optuna.Trial, key: StudyKey) -> int:

@@ -261,49 +261,60 @@ def make_plan(
     ``in_block`` names the parameters inside residual blocks, which get the depth factors at ``depth``;
     ``transposed`` those stored (din, dout); ``blocks`` the number of logical blocks of fused parameters;
     ``steps`` the run's length (a weight-decay timescale needs it)."""
-    family = family_of(opt.name)
-    m = width / preset.base_width
-    depth_rules = depth_exponents(family, preset.depth_alpha)
-    m_depth = depth / preset.base_depth if depth else 1.0
-    updates = UPDATE_BY_FAMILY[family]
+    ratios = _Ratios(family_of(opt.name), width / preset.base_width, depth / preset.base_depth if depth else 1.0)
     plans = []
     for name, shape in shapes.items():
-        role = roles[name]
-        row = getattr(preset.roles, role)
-        c = getattr(row.c, family)
-        if c is None:
-            raise ValueError(f"preset '{preset.name}' has no LR exponent for role '{role}' with optimizer family '{family}'")
         layout = {"transposed": name in transposed, "blocks": (blocks or {}).get(name, 1)}
-        dout, din = matrix_dims(role, base_shapes[name], **layout)
-        sigma = base_value(getattr(opt.init, role), dout, din) * m ** -row.b
-        update = updates[role]
-        scale_shape = None
-        if update == "spectral":
-            scale_shape = matrix_dims(role, base_shapes[name] if preset.muon_scale_shapes == "base" else shape,
-                                      **layout)
-        inside = name in in_block
-        depth_lr = m_depth ** depth_rules.lr if inside else 1.0
-        depth_eps = m_depth ** depth_rules.eps if inside else 1.0
-        plans.append(ParamPlan(
-            name=name,
-            role=role,
-            shape=tuple(int(s) for s in shape),
-            base_shape=tuple(int(s) for s in base_shapes[name]),
-            init_mean=sigma if role == "gain" else 0.0,
-            init_std=0.0 if role == "gain" else sigma,
-            multiplier=getattr(opt.multiplier, role) * m ** -row.a,
-            lr_factor=base_value(getattr(opt.lr_mult, role), dout, din) * m ** -c * depth_lr,
-            update=update,
-            eps=opt.eps * m ** -row.eps * depth_eps if family == "adam" else None,
-            scale_rule=opt.muon_scale if update == "spectral" else None,
-            scale_shape=scale_shape,
-            shape_factor=muon_scale(opt.muon_scale, *scale_shape) if scale_shape else 1.0,
-            in_block=inside,
-            depth_lr_factor=depth_lr,
-            decay_factor=decay_factor(getattr(opt.decayed, role), m, row.wd),
-            **layout,
-        ))
+        plans.append(_param_plan(name, roles[name], shape, base_shapes[name], layout, name in in_block, ratios,
+                                 preset, opt))
     on = bool(preset.depth_alpha)  # α = 0: a plan without depth information, as before depth existed
     return Plan(preset=preset.name, width=width, base_width=preset.base_width, optimizer_config=opt,
                 params=tuple(plans), depth=depth if on else None, base_depth=preset.base_depth if on else None,
                 depth_alpha=preset.depth_alpha, steps=steps if opt.weight_decay_timescale is not None else None)
+
+
+@dataclass(frozen=True)
+class _Ratios:
+    """What scales every parameter: the optimizer's family, width / base width and depth / base depth."""
+
+    family: str
+    width: float
+    depth: float
+
+
+def _param_plan(name: str, role: str, shape: Shape, base_shape: Shape, layout: dict[str, Any], inside: bool,
+                ratios: _Ratios, preset: ParametrizationConfig, opt: OptimizerConfig) -> ParamPlan:
+    """One parameter's init, multiplier, LR factor, ε, update rule and decay at the plan's width and depth."""
+    row = getattr(preset.roles, role)
+    family, m = ratios.family, ratios.width
+    c = getattr(row.c, family)
+    if c is None:
+        raise ValueError(f"preset '{preset.name}' has no LR exponent for role '{role}' with optimizer family '{family}'")
+    dout, din = matrix_dims(role, base_shape, **layout)
+    sigma = base_value(getattr(opt.init, role), dout, din) * m ** -row.b
+    update = UPDATE_BY_FAMILY[family][role]
+    scale_shape = None
+    if update == "spectral":
+        scale_shape = matrix_dims(role, base_shape if preset.muon_scale_shapes == "base" else shape, **layout)
+    depth_rules = depth_exponents(family, preset.depth_alpha)
+    depth_lr = ratios.depth ** depth_rules.lr if inside else 1.0
+    depth_eps = ratios.depth ** depth_rules.eps if inside else 1.0
+    return ParamPlan(
+        name=name,
+        role=role,
+        shape=tuple(int(s) for s in shape),
+        base_shape=tuple(int(s) for s in base_shape),
+        init_mean=sigma if role == "gain" else 0.0,
+        init_std=0.0 if role == "gain" else sigma,
+        multiplier=getattr(opt.multiplier, role) * m ** -row.a,
+        lr_factor=base_value(getattr(opt.lr_mult, role), dout, din) * m ** -c * depth_lr,
+        update=update,
+        eps=opt.eps * m ** -row.eps * depth_eps if family == "adam" else None,
+        scale_rule=opt.muon_scale if update == "spectral" else None,
+        scale_shape=scale_shape,
+        shape_factor=muon_scale(opt.muon_scale, *scale_shape) if scale_shape else 1.0,
+        in_block=inside,
+        depth_lr_factor=depth_lr,
+        decay_factor=decay_factor(getattr(opt.decayed, role), m, row.wd),
+        **layout,
+    )

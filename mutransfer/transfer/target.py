@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 
-from ..analysis.optimum import Thresholds
+from ..analysis.thresholds import Thresholds
 from ..analysis.result import SetupResult, Summary
 from ..analysis.summary import summarize_run
 from ..defaults import TRANSFER_TOLERANCE
@@ -90,32 +90,16 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     """The transfer to ``width`` (and ``depth``, ``batch_size`` and the horizon, ``steps`` or a budget of
     ``tokens``: the swept base point's when None); a sweep that searched the decay carries its prediction too,
     under the setup's rule (``decay_rule`` chooses among them); ``th`` carries the critical batch's tolerance."""
-    if depth is not None and depth <= 0:
-        raise UserError(f"--depth {depth} must be positive", "e.g. --depth 48")
-    if width <= 0:
-        raise UserError(f"--width {width} must be positive", "give the target width, e.g. --width 4096")
-    if not math.isfinite(tolerance) or tolerance <= 0:
-        raise UserError(f"--tolerance {tolerance} must be a positive number of octaves", "e.g. --tolerance 1")
+    _check_request(width, depth, tolerance)
     record = read_sweep_record(run_dir)
     summary = summarize_run(run_dir, th)
     allowed = _decay_rule_setups(record, decay_rule, run_dir) if decay_rule is not None else None
     label, info, warnings = _choose(summary, setup, allowed)
-    resolved = record.get("setups")
-    if not isinstance(resolved, dict) or not isinstance(resolved.get(label), dict):
-        raise UserError(f"{run_dir}/{CONFIG_FILE} has no resolved config for setup '{label}'",
-                        "rewrite it by rerunning the sweep's command (or mutransfer export)")
-    base = config_from_dict(resolved[label], where=f"{run_dir}/{CONFIG_FILE}")
-    if base.model.factory is None:
-        check_width(f"--width {width}", width, base.model.head_dim)
-    if depth is not None and base.model.factory is not None and depth != base.model.depth:
-        raise UserError(f"--depth {depth}: setup '{label}' is a model.factory model, which is built at one depth",
-                        "leave out --depth (the factory's module fixes its depth)")
+    base = _swept_config(record, label, run_dir)
+    _check_target_shape(base, label, width, depth)
     horizon = target_horizon(base, batch_size, tokens, steps)
     target = {"width": width, "depth": base.model.depth if depth is None else depth,
               **horizon.point(base.train.seq_len)}
-    swept = {"depth": base.model.depth, "steps": base.train.steps, "batch": base.train.batch_size,
-             "tokens": tokens_read(base.train)}
-    law = carried_law(info)
     prediction = predict_setup(info, target, correct_drift, tolerance)
     cfg = replace(base, model=replace(base.model, width=width, depth=target["depth"]),
                   train=replace(base.train, steps=horizon.steps, batch_size=horizon.batch, tokens=horizon.tokens),
@@ -124,10 +108,63 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     if decay is not None:
         cfg = with_decay(cfg, decay)
         warnings += decay_warnings(label, decay)
+    warnings += _target_warnings(label, info, base, cfg, target, prediction, correct_drift)
+    document = {
+        "mutransfer_transfer": 1,
+        "prediction": prediction.as_dict(),
+        "source": _source(run_dir, label, info, base),
+        **({"decay": {**decay.as_dict(), "rule": decay_rule_name(base)}} if decay is not None else {}),
+        "correct_drift": correct_drift,
+        "implied_error_octaves": at_statistic_precision(_implied_error(info, prediction)),
+        **_with_digest(derived_sections(cfg)),
+        "warnings": warnings,
+        "config": to_dict(cfg),
+    }
+    return Transfer(document, cfg, warnings, prediction, decay)
+
+
+def _check_request(width: int, depth: Optional[int], tolerance: float) -> None:
+    if depth is not None and depth <= 0:
+        raise UserError(f"depth={depth} must be positive", "give the target depth, e.g. 48")
+    if width <= 0:
+        raise UserError(f"width={width} must be positive", "give the target width, e.g. 4096")
+    if not math.isfinite(tolerance) or tolerance <= 0:
+        raise UserError(f"tolerance={tolerance} must be a positive number of octaves", "e.g. 1")
+
+
+def _swept_config(record: dict[str, Any], label: str, run_dir: Path) -> Config:
+    """The setup's resolved config at the sweep's base point, as the run directory's config.yaml records it."""
+    resolved = record.get("setups")
+    if not isinstance(resolved, dict) or not isinstance(resolved.get(label), dict):
+        raise UserError(f"{run_dir}/{CONFIG_FILE} has no resolved config for setup '{label}'",
+                        "rewrite it by rerunning the sweep's command (or mutransfer export)")
+    return config_from_dict(resolved[label], where=f"{run_dir}/{CONFIG_FILE}")
+
+
+def _check_target_shape(base: Config, label: str, width: int, depth: Optional[int]) -> None:
+    """The built-in GPT's target width must be a multiple of its head dimension; a factory model keeps its depth."""
+    if base.model.factory is None:
+        check_width(f"width={width}", width, base.model.head_dim)
+    if depth is not None and base.model.factory is not None and depth != base.model.depth:
+        raise UserError(f"depth={depth}: setup '{label}' is a model.factory model, which is built at one depth",
+                        "leave the depth out (the factory's module fixes it)")
+
+
+def _implied_error(info: SetupResult, prediction: Prediction) -> float:
+    """Octaves the LR is off at the target if the fitted drift is real and left uncorrected."""
     slope = info.line.slope
-    implied = abs(slope * prediction.doublings) if slope is not None else math.nan
-    warnings += _warnings(label, info, prediction, implied, correct_drift)
+    return abs(slope * prediction.doublings) if slope is not None else math.nan
+
+
+def _target_warnings(label: str, info: SetupResult, base: Config, cfg: Config, target: dict[str, int],
+                     prediction: Prediction, correct_drift: bool) -> list[str]:
+    """What to know before training at ``target``: the width's drift, and each other axis moved from the swept
+    point — measured by the sweep (its verdict) or assumed (the rule carried without a measurement)."""
+    swept = {"depth": base.model.depth, "steps": base.train.steps, "batch": base.train.batch_size,
+             "tokens": tokens_read(base.train)}
+    law = carried_law(info)
     measured = law.axes if law is not None else []
+    warnings = _warnings(label, info, prediction, _implied_error(info, prediction), correct_drift)
     for name in ("depth", "tokens" if base.train.tokens is not None else "steps", "batch"):
         if target[name] == swept[name]:
             continue
@@ -136,27 +173,24 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         elif name != "batch":
             warnings.append(_assumed_depth_rule(cfg, swept["depth"]) if name == "depth" else
                             _assumed_horizon(name, target[name], swept[name]))
-    warnings += batch_warnings(label, info, target["batch"], swept["batch"], target["tokens"], "batch" in measured)
-    sections = derived_sections(cfg)
-    document = {
-        "mutransfer_transfer": 1,
-        "prediction": prediction.as_dict(),
-        "source": {"run_dir": str(run_dir), "setup": label, "verdict": info.verdict, **at_statistic_precision({
-                   "reason": info.reason, "slope": slope,
-                   "slope_ci": list(info.line.slope_ci) if info.line.slope_ci else None,
-                   "asymmetry": info.line.asymmetry, "asymmetry_se_log": info.line.asymmetry_se_log,
-                   "swept_widths": sorted(int(w) for w in info.line.points), "swept_depth": base.model.depth,
-                   **_swept_axes(info), "log2_lr_star": {str(w): o.x_star for w, o in info.line.points.items()},
-                   **({"law": law.to_json()} if law is not None else {})})},
-        **({"decay": {**decay.as_dict(), "rule": decay_rule_name(base)}} if decay is not None else {}),
-        "correct_drift": correct_drift,
-        "implied_error_octaves": at_statistic_precision(implied),
-        **sections,
-        "computed_digest": _digest(sections),
-        "warnings": warnings,
-        "config": to_dict(cfg),
-    }
-    return Transfer(document, cfg, warnings, prediction, decay)
+    return warnings + batch_warnings(label, info, target["batch"], swept["batch"], target["tokens"], "batch" in measured)
+
+
+def _source(run_dir: Path, label: str, info: SetupResult, base: Config) -> dict[str, Any]:
+    """The transfer file's ``source``: the sweep, the setup and what its analysis found across the swept axes."""
+    law = carried_law(info)
+    return {"run_dir": str(run_dir), "setup": label, "verdict": info.verdict, **at_statistic_precision({
+            "reason": info.reason, "slope": info.line.slope,
+            "slope_ci": list(info.line.slope_ci) if info.line.slope_ci else None,
+            "asymmetry": info.line.asymmetry, "asymmetry_se_log": info.line.asymmetry_se_log,
+            "swept_widths": sorted(int(w) for w in info.line.points), "swept_depth": base.model.depth,
+            **_swept_axes(info), "log2_lr_star": {str(w): o.x_star for w, o in info.line.points.items()},
+            **({"law": law.to_json()} if law is not None else {})})}
+
+
+def _with_digest(sections: dict[str, Any]) -> dict[str, Any]:
+    """The computed sections and their digest, which ``check_derived_sections`` compares on reading."""
+    return {**sections, "computed_digest": _digest(sections)}
 
 
 def _decay_rule_setups(record: dict[str, Any], rule: str, run_dir: Path) -> list[str]:

@@ -1,0 +1,66 @@
+"""Telling Optuna how a trial ended: its result, curve and evaluations, or why it failed."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Optional
+
+import optuna
+from optuna.trial import TrialState
+
+from ..schema import Config
+from ..train.data import vocab_size
+from ..train.loop import TrainResult
+
+__all__ = ["record_result", "record_failure", "record_interrupted", "CURVE_POINTS"]
+
+CURVE_POINTS = 200
+"""The most (step, train loss) points a trial's stored curve keeps."""
+MESSAGE_CHARS = 500
+
+
+def _finite(value: float) -> Optional[float]:
+    return value if math.isfinite(value) else None
+
+
+def record_result(study: optuna.Study, trial: optuna.Trial, cfg: Config, result: TrainResult) -> None:
+    """Store a trained trial's summary, thinned curve and evaluations (and, when measured, its gradient noise as
+    ``noise``: [step, |G|², tr(Σ)] per evaluation), and tell Optuna its state and value.
+
+    A diverged trial is COMPLETE with its last finite loss (at least the initial one), so samplers learn
+    that the region is bad; a pruned one is PRUNED."""
+    stride = max(1, math.ceil(len(result.curve) / CURVE_POINTS))
+    curve = [[row["step"], row["train_loss"]] for row in result.curve[::stride]]
+    if result.curve and curve[-1][0] != result.curve[-1]["step"]:
+        curve.append([result.curve[-1]["step"], result.curve[-1]["train_loss"]])
+    status = {"stopped": "pruned"}.get(result.status, result.status)
+    noise = {"noise": [[e["step"], _finite(e["noise_g2"]), _finite(e["noise_trace"])] for e in result.evals
+                       if "noise_g2" in e]} if result.noise_measured else {}
+    for name, value in {**result.summary(), "status": status, "curve": curve,
+                        "evals": [[e["step"], e["val_loss"]] for e in result.evals], **noise}.items():
+        trial.set_user_attr(name, value if not (isinstance(value, float) and not math.isfinite(value)) else None)
+    if status == "pruned":
+        study.tell(trial, state=TrialState.PRUNED)
+    elif status == "diverged":
+        fallback = cfg.train.diverge_factor * math.log(vocab_size(cfg.data))  # a loss of NaN from step 1
+        last = result.train_loss if result.train_loss is not None else fallback
+        study.tell(trial, max(last, result.initial_loss if math.isfinite(result.initial_loss) else 0.0))
+    else:
+        study.tell(trial, result.val_loss)
+
+
+def record_failure(study: optuna.Study, trial: optuna.Trial, exc: BaseException) -> None:
+    """Fail a trial whose training raised, keeping the error's type and message (its first 500 characters)."""
+    trial.set_user_attr("status", "failed")
+    trial.set_user_attr("message", f"{type(exc).__name__}: {exc}"[:MESSAGE_CHARS])
+    study.tell(trial, state=TrialState.FAIL)
+
+
+def record_interrupted(study: optuna.Study, trials: Iterable[optuna.Trial]) -> None:
+    """Fail the trials a Ctrl-C stopped, marked ``interrupted`` so that their points are trained again."""
+    for trial in trials:
+        try:
+            trial.set_user_attr("status", "interrupted")
+        except optuna.exceptions.UpdateFinishedTrialError:
+            continue  # told its result just before the signal
+        study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)

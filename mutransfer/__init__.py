@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["parametrize", "Config", "Plan", "ParamPlan", "GPT", "SteepestDescent", "msign", "compose", "build_model",
            "build_optimizer", "initialize", "train_model", "train_trials", "attach_multipliers", "UserError",
-           "__version__"]
+           "trial", "report", "Trial", "__version__"]
 
 __version__ = "0.7.0"
 
@@ -30,6 +30,9 @@ _EXPORTS = {
     "train_model": "train.loop",
     "train_trials": "train.loop",
     "UserError": "errors",
+    "trial": "trainer_api",
+    "report": "trainer_api",
+    "Trial": "trainer_api",
 }
 
 

@@ -19,7 +19,8 @@ from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
 from .train.budget import budget_problem, budget_steps
 
 __all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "compose_parametrization",
-           "to_yaml", "to_dict", "validate", "resolved", "check_width", "GROUPS"]
+           "to_yaml", "to_dict", "validate", "resolved", "check_width", "is_config_key",
+           "GROUPS"]
 
 GROUPS: tuple[str, ...] = ("model", "parametrization", "optimizer", "data", "train")
 VERSION_BASE = "1.3"
@@ -101,6 +102,17 @@ def _schema_fields(schema: Any) -> dict[str, Any]:
     hints = typing.get_type_hints(schema)
     return {f.name: next((t for t in (hints[f.name], *typing.get_args(hints[f.name])) if dataclasses.is_dataclass(t)),
                          None) for f in dataclasses.fields(schema)}
+
+
+def is_config_key(dotted: str) -> bool:
+    """Whether ``dotted`` (``optimizer.weight_decay``) names a value of the config schema."""
+    schema: Any = Config
+    for part in dotted.split("."):
+        fields = _schema_fields(schema) if schema is not None else {}
+        if part not in fields:
+            return False
+        schema = fields[part]
+    return schema is None
 
 
 def _unknown_key(where: str) -> UserError:

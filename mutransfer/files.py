@@ -58,11 +58,31 @@ __all__ = [
     "claim_run_dir",
     "first_difference",
     "latest_run",
+    "TRIALS_DIR",
+    "TRIAL_FILE",
+    "PROGRESS_FILE",
+    "PLAN_FILE",
+    "STDOUT_LOG",
+    "STDERR_LOG",
+    "TRIAL_DIR_ENV",
 ]
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.csv"
 RESULT_FILE = "result.json"
+"""A run's result: the built-in ``train`` command's, and what a user's trainer writes for a trial."""
+TRIALS_DIR = "trials"
+"""Under a sweep's run directory: one folder per trial a user's trainer runs (``trainer`` in the spec)."""
+TRIAL_FILE = "trial.json"
+"""In a trial's folder: the trial's values (learning rate, width, seed, ...) for ``mutransfer.trial()``."""
+PROGRESS_FILE = "progress.jsonl"
+"""In a trial's folder: one JSON line per evaluation ``mutransfer.report`` records (step, val_loss, ...)."""
+PLAN_FILE = "plan.yaml"
+"""In a trial's folder: the per-parameter plan at the trial's width (a ``model.factory`` spec)."""
+STDOUT_LOG = "stdout.log"
+STDERR_LOG = "stderr.log"
+TRIAL_DIR_ENV = "MUTRANSFER_TRIAL_DIR"
+"""The environment variable that tells a user's trainer its trial folder."""
 METRICS_COLUMNS = ("step", "train_loss", "lr", "tokens", "seconds")
 
 TRIALS_FILE = "trials.csv"

@@ -19,7 +19,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 
 from .schema import ROLES, TRANSFER_AXES, RoleFlags
 
-__all__ = ["ALWAYS", "DECAY_OFF", "ONE_AXIS", "LaterKey", "EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS",
+__all__ = ["ALWAYS", "DECAY_OFF", "ONE_AXIS", "LaterKey", "EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS", "EXECUTION_TRAINER_KEYS",
            "config_later_keys", "spec_later_keys", "later_defaults", "prune", "restore", "omit_at_defaults",
            "prune_config", "prune_spec", "restore_spec", "without_execution", "sweep_record_of", "fingerprint_of"]
 
@@ -37,6 +37,9 @@ EXECUTION_KEYS: tuple[str, ...] = ("batch_trials", "trunks")
 the same sweep."""
 EXECUTION_CONFIG_KEYS: tuple[str, ...] = ("train.compile",)
 """Config keys of the same kind: left out of the record's configs and overrides."""
+EXECUTION_TRAINER_KEYS: tuple[str, ...] = ("cwd", "timeout", "env", "devices_per_trial", "retries")
+"""Keys of a spec's ``trainer`` (and a setup's) that say how a trial runs: kept in the record (``verify`` runs
+the same way), left out of the fingerprint."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,8 @@ def spec_later_keys() -> tuple[LaterKey, ...]:
     combine while there is one, trunks, and a search's anchors and stage."""
     return (*(LaterKey(axis.plural, ()) for axis in TRANSFER_AXES[1:]), LaterKey("hold", ""),
             LaterKey("axes", "one", ONE_AXIS), LaterKey("trunks", True),
-            LaterKey("setups.*.search.*.anchors", ()), LaterKey("setups.*.search.*.at", "base"))
+            LaterKey("setups.*.search.*.anchors", ()), LaterKey("setups.*.search.*.at", "base"),
+            LaterKey("trainer", None), LaterKey("setups.*.trainer", None))
 
 
 def later_defaults(keys: Sequence[LaterKey], when: str = ALWAYS) -> dict[str, Any]:
@@ -178,7 +182,18 @@ def sweep_record_of(spec: Mapping[str, Any], configs: Mapping[str, Mapping[str, 
             item for item in part["overrides"] if item.split("=", 1)[0].lstrip("+") not in EXECUTION_CONFIG_KEYS)
     record = {"kind": "sweep", "spec": data,
               "setups": {label: without_execution(config) for label, config in configs.items()}}
-    return {"fingerprint": fingerprint_of(record), **record}
+    return {"fingerprint": fingerprint_of(_without_trainer_execution(record)), **record}
+
+
+def _without_trainer_execution(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The record less ``EXECUTION_TRAINER_KEYS`` in the spec's trainer and each setup's."""
+    out = copy.deepcopy(dict(record))
+    spec = out["spec"]
+    for part in [spec, *spec["setups"]]:
+        if isinstance(part.get("trainer"), dict):
+            for key in EXECUTION_TRAINER_KEYS:
+                part["trainer"].pop(key, None)
+    return out
 
 
 def fingerprint_of(data: Any) -> str:

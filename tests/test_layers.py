@@ -29,9 +29,9 @@ def test_layer_imports(module: str, forbidden: tuple[str, ...]) -> None:
     assert proc.stdout.strip() == "", f"{module} imports {proc.stdout.strip()}"
 
 
-LAYERS = ("mutransfer", "errors", "schema", "yamldoc", "files", "defaults", "fingerprint", "table", "optim",
-          "analysis", "model", "hf", "models", "train", "config", "sweep", "simulation", "transfer", "api",
-          "commands", "cli", "__main__")
+LAYERS = ("mutransfer", "errors", "schema", "yamldoc", "files", "trial_io", "defaults", "fingerprint", "table",
+          "optim", "analysis", "model", "hf", "models", "train", "config", "sweep", "simulation", "transfer", "api",
+          "trainer_api", "commands", "cli", "__main__")
 """The package's own units, bottom to top: each may import only the units before it (its own modules aside).
 ``mutransfer`` is the package's ``__init__`` (lazy exports only); ``hf`` sits above ``model`` (it plans a Hugging
 Face model with ``model.build``), ``models`` above both (it chooses among the kinds of model), so ``train``

@@ -20,7 +20,7 @@ from ..train.data import Corpora
 from ..train.timing import measure_trial
 from ..train.trunk import trained_steps
 
-__all__ = ["dry_run_table", "estimate_sweep", "search_range"]
+__all__ = ["dry_run_table", "trainer_dry_run_table", "estimate_sweep", "search_range"]
 
 
 def _middle_config(spec: SweepSpec, key: StudyKey, threads: int) -> Config:
@@ -91,3 +91,31 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
                      "now: a busy machine measures slow steps and runs slower")
     ranges = {f"{point.key.setup}: searched {search_range(point.key.search)}": None for point in estimate.points}
     return Group(*dict.fromkeys(headlines), table, *ranges)
+
+
+def trainer_dry_run_table(spec: SweepSpec) -> Group:
+    """A trainer command's sweep: the studies and trials per point and each setup's command as its first trial
+    runs it (no time estimate: the command's cost is its own)."""
+    from pathlib import Path
+
+    from ..sweep.command_trainer import command_words, trial_values
+
+    extra = spec.swept()[1:]
+    table = Table(title=f"sweep {spec.name}: plan (trials run the trainer command)")
+    for column in ("setup", "width", *extra, "studies", "trials", "steps"):
+        table.add_column(column, justify="left" if column == "setup" else "right")
+    groups: dict[tuple[str, Point], list[StudyKey]] = {}
+    for key in study_keys(spec):
+        groups.setdefault((key.setup, key.point), []).append(key)
+    commands: dict[str, str] = {}
+    for (label, point), keys in groups.items():
+        grid = keys[0].search.grid()
+        cfg = trial_config(spec, keys[0], grid[len(grid) // 2])
+        coordinates = [str(getattr(point, axis)) for axis in extra]
+        table.add_row(label, str(point.width), *coordinates, str(len(keys)),
+                      str(sum(k.policy().budget() for k in keys)), str(cfg.train.steps))
+        if label not in commands:
+            plan = Path("TRIAL_DIR/plan.yaml") if spec.model else None
+            words = command_words(spec.trainer_for(label), trial_values(cfg, label, Path("TRIAL_DIR"), plan, "", 0))
+            commands[label] = words if isinstance(words, str) else " ".join(words)
+    return Group(table, *(f"{label}: {command}" for label, command in commands.items()))

@@ -259,9 +259,9 @@ def _start(screen: Console, spec: SweepSpec, name: str, overrides: list[str], co
         workers, threads, message = choose_layout(spec)
         screen.print(f"--workers auto: {message}")
     if how.dry_run:
-        from .dry_run import dry_run_table
+        from .dry_run import dry_run_table, trainer_dry_run_table
 
-        screen.print(dry_run_table(spec, workers, threads))
+        screen.print(dry_run_table(spec, workers, threads) if spec.trainer is None else trainer_dry_run_table(spec))
         return 0
     run_dir = how.run_dir
     if run_dir.exists() and not run_dir.is_dir():
@@ -280,7 +280,7 @@ def _start(screen: Console, spec: SweepSpec, name: str, overrides: list[str], co
     screen.print(f"sweep [bold]{spec.name}[/]: {' × '.join(f'{n} {what}' for n, what in sizes if n)}{combined} · "
                  f"{workers} worker(s) × {threads} thread(s) · "
                  f"batch_trials={spec.batch_trials} · {run_dir}", soft_wrap=True)
-    for line in corpus_lines(configs):
+    for line in corpus_lines(configs) if spec.trainer is None else []:
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
     return _execute(screen, spec, opts, how.th, resume_command(name, overrides, run_dir, how.storage))
 

@@ -5,6 +5,7 @@ workers of a layout running at once, and pick the layout with the most training 
 from __future__ import annotations
 
 import multiprocessing
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -16,7 +17,7 @@ from .spec import SweepSpec
 from .studies import study_keys
 from .trial import trial_config
 
-__all__ = ["choose_layout", "layouts"]
+__all__ = ["choose_layout", "layouts", "gpu_groups"]
 
 
 def layouts(cores: int) -> list[tuple[int, int]]:
@@ -29,9 +30,32 @@ def _steps_per_second(args: tuple[Any, int]) -> float:
     return 1.0 / measure_step(replace(cfg, train=replace(cfg.train, threads=threads)), steps=4)
 
 
+def gpu_groups(per_trial: int) -> list[str]:
+    """The visible GPUs (``CUDA_VISIBLE_DEVICES``'s ids when it is set) in groups of ``per_trial``, each as a
+    comma-separated list; none on a machine without CUDA or with ``per_trial`` 0."""
+    if per_trial < 1 or not torch.cuda.is_available():
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [i.strip() for i in visible.split(",") if i.strip()] if visible else []
+    ids = ids or [str(i) for i in range(torch.cuda.device_count())]
+    return [",".join(ids[i:i + per_trial]) for i in range(0, len(ids) - per_trial + 1, per_trial)]
+
+
+def _trainer_layout(spec: SweepSpec, cores: int) -> tuple[int, int, str]:
+    """A trainer command's sweep: one worker per group of ``devices_per_trial`` GPUs, one worker on a CPU."""
+    assert spec.trainer is not None
+    groups = gpu_groups(spec.trainer.devices_per_trial)
+    if groups:
+        return len(groups), max(1, cores // len(groups)), (f"{len(groups)} worker(s), "
+                                                            f"{spec.trainer.devices_per_trial} GPU(s) each")
+    return 1, cores, "1 worker (no GPU for the trainer command)"
+
+
 def choose_layout(spec: SweepSpec) -> tuple[int, int, str]:
     """(workers, threads, a one-line account of the measurement)."""
     cores = available_cores()
+    if spec.trainer is not None:
+        return _trainer_layout(spec, cores)
     if torch.cuda.is_available():
         gpus = torch.cuda.device_count()
         return gpus, max(1, cores // gpus), f"{gpus} worker(s), one per GPU"

@@ -10,13 +10,17 @@ from optuna.trial import TrialState
 
 from ..schema import Config
 from ..train.data import vocab_size
-from ..train.loop import TrainResult
+from ..train.result import TrainResult
 
-__all__ = ["record_result", "record_failure", "record_interrupted", "CURVE_POINTS"]
+__all__ = ["record_result", "record_failure", "record_interrupted", "TrialFailed", "CURVE_POINTS"]
 
 CURVE_POINTS = 200
 """The most (step, train loss) points a trial's stored curve keeps."""
 MESSAGE_CHARS = 500
+
+
+class TrialFailed(RuntimeError):
+    """A trial that could not train, with a reason that says what happened in full (recorded as it is)."""
 
 
 def _finite(value: float) -> Optional[float]:
@@ -52,7 +56,8 @@ def record_result(study: optuna.Study, trial: optuna.Trial, cfg: Config, result:
 def record_failure(study: optuna.Study, trial: optuna.Trial, exc: BaseException) -> None:
     """Fail a trial whose training raised, keeping the error's type and message (its first 500 characters)."""
     trial.set_user_attr("status", "failed")
-    trial.set_user_attr("message", f"{type(exc).__name__}: {exc}"[:MESSAGE_CHARS])
+    message = str(exc) if isinstance(exc, TrialFailed) else f"{type(exc).__name__}: {exc}"
+    trial.set_user_attr("message", message[:MESSAGE_CHARS])
     study.tell(trial, state=TrialState.FAIL)
 
 

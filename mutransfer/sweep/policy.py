@@ -27,7 +27,8 @@ __all__ = ["SearchPolicy", "GridPolicy", "RefinePolicy", "SamplerPolicy", "polic
 Planned = tuple[float, int]
 """(x, seed): a searched value and the seed that trains it."""
 Finished = Sequence[tuple[float, int, float]]
-"""(x, seed, loss) of finished trials; the loss is inf for a diverged or failed one."""
+"""(x, seed, loss) of finished trials; the loss is inf for a diverged one, NaN for a failed one (a missing point:
+the grid's extension, the probes and the optimum pass over it, and it is not trained again)."""
 
 
 def extension_point(own: dict[float, float], step: float, low: float, high: float) -> list[float]:
@@ -142,11 +143,12 @@ class GridPolicy(SearchPolicy):
         done = {(round(x, 9), seed) for x, seed, _ in finished}
         if self.search.anchors:
             finished = [f for f in finished if self.search.on_grid(f[0]) and f[0] != OFF_X]
-        own = {x: loss for x, seed, loss in finished if seed == self.seed}
+        own = {x: loss for x, seed, loss in finished if seed == self.seed and not math.isnan(loss)}
         if self.extends:
-            extension = extension_point(own, self.search.step, *self.reach)
+            extension = [(x, self.seed) for x in extension_point(own, self.search.step, *self.reach)
+                         if (round(x, 9), self.seed) not in done]
             if extension:
-                return [(x, self.seed) for x in extension]
+                return extension
         return [p for p in self._more(own) or probe_points(finished, self.halfwidth, self.probe_seeds)
                 if (round(p[0], 9), p[1]) not in done]
 

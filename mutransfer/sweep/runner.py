@@ -145,10 +145,16 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker_options(opts: SweepOptions, index: int) -> SweepOptions:
-    """With several GPUs visible, worker i trains on GPU i mod count; otherwise the options as given."""
+def _worker_options(spec: SweepSpec, opts: SweepOptions, index: int) -> SweepOptions:
+    """With several GPUs visible, worker i trains on GPU i mod count (a trainer command's worker: on the i-th
+    group of ``devices_per_trial`` GPUs); otherwise the options as given."""
     import torch
 
+    if spec.trainer is not None:
+        from .layout import gpu_groups
+
+        groups = gpu_groups(spec.trainer.devices_per_trial)
+        return replace(opts, devices=groups[index % len(groups)]) if groups else opts
     gpus = torch.cuda.device_count()
     if gpus > 1 and opts.device in (None, "auto", "cuda"):
         return replace(opts, device=f"cuda:{index % gpus}")
@@ -185,7 +191,7 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callabl
         report(complete=True)
         return
     context = multiprocessing.get_context("spawn")
-    procs = [context.Process(target=_worker_entry, args=(spec, _worker_options(opts, i)), daemon=False)
+    procs = [context.Process(target=_worker_entry, args=(spec, _worker_options(spec, opts, i)), daemon=False)
              for i in range(opts.workers)]
     for proc in procs:
         proc.start()

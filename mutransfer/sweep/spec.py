@@ -23,17 +23,21 @@ from ..yamldoc import YAMLBoundError, parse_yaml
 from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES, SEARCH_KEYS, SearchSpec,
                      base_searches, check_grid, parse_search, search_name)
 from .spec_axes import AXIS_KEYS, COMBINATIONS, combination, int_list, listed_axes, swept_axes
+from .trainer_spec import TrainerSpec, check_trainer_spec, parse_trainer, trainer_from_dict
 
 __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_from_dict", "spec_dir", "shipped_specs",
            "check_grid", "SAMPLERS", "PRUNERS", "SCALES", "COMBINATIONS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
 
 SPEC_KEYS = ("name", "setups", *AXIS_KEYS, "axes", "seeds", "search", "overrides", "coord_check", "batch_trials",
-             "trunks", "model")
+             "trunks", "model", "trainer")
+SETUP_KEYS = ("overrides", "search", "trainer")
 @dataclass(frozen=True)
 class SetupSpec:
     label: str
     overrides: tuple[str, ...]
     search: tuple[SearchSpec, ...]
+    trainer: Optional[TrainerSpec] = None
+    """The training command of a spec with a ``trainer`` section: the spec's, with this setup's fields over it."""
 
 
 class Point(NamedTuple):
@@ -72,13 +76,21 @@ class SweepSpec:
     """Token budgets (``train.tokens``) under ``hold: tokens``; one or more."""
     axes: str | tuple[str, ...] = "one"
     """``COMBINATIONS``, or the plurals of the axes crossed with each other (``(batch_sizes, tokens)``)."""
+    trainer: Optional[TrainerSpec] = None
+    """The user's training command that runs each trial (``sweep.command_trainer``); None: the built-in loop."""
     source: str = field(default="", compare=False)
+
+    def trainer_for(self, label: str) -> TrainerSpec:
+        """The training command of setup ``label`` (a spec with a ``trainer`` section)."""
+        found = next(s.trainer for s in self.setups if s.label == label)
+        assert found is not None, "trainer_for needs a spec with a trainer section"
+        return found
 
     def branches(self, train: TrainConfig) -> bool:
         """Whether a trial trained one by one under ``train`` branches off a trunk (``train.trunk``): a horizon
         axis of two or more steps under ``schedule: wsd``, unless the spec turns trunks off. Stacked trials
         (``batch_trials`` > 1) train from scratch."""
-        return self.trunks and len(self.steps) > 1 and train.schedule == "wsd"
+        return self.trunks and len(self.steps) > 1 and train.schedule == "wsd" and self.trainer is None
 
     def swept(self) -> tuple[str, ...]:
         """The axes this spec varies: width always, the others when it lists two or more values."""
@@ -111,6 +123,8 @@ class SweepSpec:
         their defaults (``fingerprint.spec_later_keys``), so those sweeps keep their fingerprint."""
         data = dataclasses.asdict(self)
         data.pop("source")
+        for part, owner in [(data, self), *zip(data["setups"], self.setups)]:
+            part["trainer"] = owner.trainer.as_dict() if owner.trainer is not None else None
         return prune_spec(data, one_axis=len(self.swept()) == 1)
 
 
@@ -198,25 +212,31 @@ def _refuse_near_spec_key(head: str) -> None:
         raise UserError(f"unknown key '{head}'", f"did you mean the spec key '{match}'?")
 
 
-def _setups(raw: Any, base: tuple[SearchSpec, ...]) -> list[SetupSpec]:
+def _setups(raw: Any, base: tuple[SearchSpec, ...], trainer: Optional[TrainerSpec] = None) -> list[SetupSpec]:
     """Each setup's overrides, and its own searches where it narrows the spec's: a mapping narrows the learning
-    rate's, a list of mappings with ``key`` narrows each key it names."""
+    rate's, a list of mappings with ``key`` narrows each key it names; with a ``trainer``, its own fields over
+    the spec's."""
     if not isinstance(raw, dict):
         raise UserError("setups must map a label to a list of overrides", "e.g. setups: {mup_muon: [optimizer=muon]}")
     setups = []
     for label, body in raw.items():
-        search = base
+        search, own_trainer = base, trainer
         if isinstance(body, dict):
-            extra = sorted(set(body) - {"overrides", "search"}, key=str)
+            extra = sorted(set(body) - set(SETUP_KEYS), key=str)
             if extra:
                 raise UserError(f"unknown key 'setups.{label}.{extra[0]}'",
-                                f"{did_you_mean(str(extra[0]), ('overrides', 'search'))}use overrides and search")
+                                f"{did_you_mean(str(extra[0]), SETUP_KEYS)}use {', '.join(SETUP_KEYS)}")
             if "search" in body:
                 search = _narrowed(f"setups.{label}.search", body["search"], base)
+            if "trainer" in body:
+                if trainer is None:
+                    raise UserError(f"setups.{label}.trainer needs a trainer section in the spec",
+                                    "add trainer: {command: [...]} at the top level")
+                own_trainer = parse_trainer(body["trainer"], Path(trainer.cwd), f"setups.{label}.trainer", trainer)
             body = body.get("overrides") or []
         if not isinstance(body, list) or not all(isinstance(x, str) and "=" in x for x in body):
             raise UserError(f"setups.{label} must be a list of key=value overrides", "e.g. [optimizer=muon]")
-        setups.append(SetupSpec(label=str(label), overrides=tuple(body), search=search))
+        setups.append(SetupSpec(label=str(label), overrides=tuple(body), search=search, trainer=own_trainer))
     return setups
 
 
@@ -306,7 +326,9 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
             raise UserError(f"{search_name(i, len(base))}: at: optimum needs the learning rate searched too",
                             f"add {{key: {LR_KEY}}} to search")
     _refuse_shadowed(data["setups"], overrides)
-    setups = _setups(data["setups"], base)
+    trainer = (parse_trainer(data["trainer"], Path(source).resolve().parent) if data.get("trainer") is not None
+               else None)
+    setups = _setups(data["setups"], base, trainer)
     extra = data["overrides"]  # a list of key=value strings: ``apply_overrides`` checked it
     model = _model(data.get("model"), source)
     batch_trials = _batch_trials(data.get("batch_trials", "auto"), setups, model)
@@ -323,10 +345,12 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     for setup in setups:
         for i, (search, shared) in enumerate(zip(setup.search, base)):
             check_grid(search_name(i, len(base)) if search is shared else f"setups.{setup.label}.search", search)
+    if trainer is not None:
+        check_trainer_spec(data, setups, extra, model, batch_trials)
     return SweepSpec(name=data["name"], setups=tuple(setups),
                      seeds=int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
-                     trunks=trunks, hold=hold, axes=axes, source=source,
+                     trunks=trunks, hold=hold, axes=axes, source=source, trainer=trainer,
                      **{axis.plural: values[axis.name] for axis in TRANSFER_AXES})
 
 
@@ -335,11 +359,12 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
     their defaults restored (``fingerprint.restore_spec``)."""
     data = restore_spec(data)
     setups = tuple(SetupSpec(label=s["label"], overrides=tuple(s["overrides"]),
-                             search=tuple(SearchSpec(**{**x, "anchors": tuple(x["anchors"])}) for x in s["search"]))
+                             search=tuple(SearchSpec(**{**x, "anchors": tuple(x["anchors"])}) for x in s["search"]),
+                             trainer=trainer_from_dict(s["trainer"]))
                    for s in data["setups"])
     return SweepSpec(name=data["name"], setups=setups, seeds=tuple(data["seeds"]),
                      overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
                      batch_trials=data.get("batch_trials", "auto"), model=data.get("model"),
-                     trunks=data["trunks"], hold=data["hold"],
+                     trunks=data["trunks"], hold=data["hold"], trainer=trainer_from_dict(data["trainer"]),
                      axes=tuple(data["axes"]) if isinstance(data["axes"], list) else data["axes"],
                      **{axis.plural: tuple(data[axis.plural]) for axis in TRANSFER_AXES})

@@ -64,14 +64,17 @@ def live_trials(study: optuna.Study, states: tuple[TrialState, ...] = LIVE) -> l
 
 
 def trial_loss(trial: FrozenTrial) -> float:
-    """A finished trial's loss for the policies: its value when it trained fine, else infinite."""
+    """A finished trial's loss for the policies: its value when it trained fine; infinite when it diverged; NaN
+    when it failed (a missing point: neither a loss nor a bound, and not trained again)."""
+    if trial.state == TrialState.FAIL:
+        return math.nan
     ok = trial.state == TrialState.COMPLETE and trial.user_attrs.get("status") == "ok" and trial.value is not None
     return float(trial.value) if ok and math.isfinite(trial.value) else math.inf
 
 
 def finished_points(trials: Iterable[FrozenTrial], key: StudyKey) -> list[tuple[float, int, float]]:
     """(x, seed, loss) of the trials that count as finished: complete, or failed with a status whose point is
-    not trained again (``RERUN``)."""
+    not trained again (``RERUN``; its loss NaN, ``trial_loss``)."""
     return [(t.params[key.search.column], seed_of(t, key), trial_loss(t)) for t in trials
             if key.search.column in t.params and (t.state == TrialState.COMPLETE or t.state == TrialState.FAIL
                                                   and t.user_attrs.get("status") not in RERUN)]

@@ -18,10 +18,10 @@ __all__ = ["TRIAL_COLUMNS", "OPTIONAL_COLUMNS", "STATE_STATUS", "collect"]
 TRIAL_COLUMNS = ["setup", "parametrization", "optimizer", "width", "seed", "search_key", LR_COLUMN, "lr", "val_loss",
                  "train_loss", "status", "steps", "seconds", "tokens_per_s", "optimizer_fraction", "peak_memory_mb",
                  "batch_trials", "study", "trial", "host", "pid"]
-OPTIONAL_COLUMNS = ("noise_scale", "branched_at", "compiled")
+OPTIONAL_COLUMNS = ("noise_scale", "branched_at", "compiled", "message")
 """Columns a sweep's trials.csv has only when some trial recorded them: the gradient noise scale
-(``train.noise_scale``), the trunk step a horizon branched off (``trunks``) and whether the steps ran compiled
-(``train.compile``; trials of sweeps from before 0.7 did not record it)."""
+(``train.noise_scale``), the trunk step a horizon branched off (``trunks``), whether the steps ran compiled
+(``train.compile``; trials of sweeps from before 0.7 did not record it) and why a trial failed."""
 STATE_STATUS = {TrialState.COMPLETE: "ok", TrialState.PRUNED: "pruned", TrialState.FAIL: "failed"}
 
 
@@ -70,7 +70,9 @@ def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, p
             for extra in extra_keys:
                 row[extra] = key.search.value(x) if key.search.key == extra else math.nan
             for name in OPTIONAL_COLUMNS:
-                if name in a:
+                if name == "message":
+                    row.update({"message": a["message"]} if a.get("message") else {})
+                elif name in a:
                     row[name] = a[name] if isinstance(a[name], bool) else _num(a.get(name))
             rows.append(row)
             if key.point[1:] != base[1:]:

@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Protocol
 
 from ..schema import Config
 from ..train.data import Corpora
-from ..train.loop import TrainResult, train_model, train_trials
+from ..train.loop import train_model, train_trials
+from ..train.result import TrainResult
 from ..train.trunk import TRUNK_DIR, Trunk, trunk_for
+from .keys import StudyKey
 from .spec import SweepSpec
 
-__all__ = ["TrialTrainer", "InProcessTrainer", "OnEval"]
+__all__ = ["TrialTrainer", "InProcessTrainer", "OnEval", "TrialRun"]
 
 OnEval = Callable[[int, int, float], bool]
 """Called with (trial index, step, validation loss) at each evaluation; True stops that trial (pruned)."""
 
 
-class TrialTrainer(Protocol):
-    """Trains one seed's claimed trials (one config each; several share a model when stacked)."""
+@dataclass(frozen=True)
+class TrialRun:
+    """One claimed trial: its study, its Optuna number and the config it trains."""
 
-    def fit(self, cfgs: list[Config], on_eval: OnEval) -> list[TrainResult]:
+    key: StudyKey
+    number: int
+    cfg: Config
+
+
+class TrialTrainer(Protocol):
+    """Trains one seed's claimed trials (several share a model when stacked); a trial that cannot train raises
+    ``RuntimeError`` (its message is recorded)."""
+
+    def fit(self, runs: list[TrialRun], on_eval: OnEval) -> list[TrainResult]:
         ...
 
 
@@ -32,7 +45,8 @@ class InProcessTrainer:
         self.spec, self.run_dir = spec, run_dir
         self.corpora = Corpora()
 
-    def fit(self, cfgs: list[Config], on_eval: OnEval) -> list[TrainResult]:
+    def fit(self, runs: list[TrialRun], on_eval: OnEval) -> list[TrainResult]:
+        cfgs = [run.cfg for run in runs]
         corpus = self.corpora.get(cfgs[0].data, cfgs[0].train.seq_len)
         if len(cfgs) == 1:
             return [train_model(cfgs[0], corpus, on_eval=lambda step, val: on_eval(0, step, val),

@@ -27,7 +27,7 @@ from .spec import SweepSpec
 from .stage_gate import STAGE_POLL, StageGate
 from .storage import open_storage
 from .studies import StudyKey, enqueue_missing, finished_points, live_trials, load_study, study_keys
-from .trainer import InProcessTrainer, TrialTrainer
+from .trainer import InProcessTrainer, TrialRun, TrialTrainer
 from .trial import trial_config
 
 __all__ = ["SweepOptions", "Worker", "run_worker", "record_result", "CURVE_POINTS", "EventCallback"]
@@ -50,6 +50,8 @@ class SweepOptions:
     device: Optional[str] = None
     heartbeat: int = 10
     record: Optional[dict[str, Any]] = None
+    devices: Optional[str] = None
+    """A trainer command's GPUs (``CUDA_VISIBLE_DEVICES``), one group per worker; None: as the machine has them."""
 
 
 class Worker:
@@ -64,7 +66,7 @@ class Worker:
         self.claimer = Claimer(spec, self.extra)
         self.gate = StageGate(spec, self.storage, opts.prefix)
         self.reaper = Reaper(self.storage)
-        self.trainer = trainer or InProcessTrainer(spec, opts.run_dir)
+        self.trainer = trainer or _trainer_for(spec, opts)
 
     def run(self) -> None:
         with warnings.catch_warnings():
@@ -186,7 +188,8 @@ class Worker:
 
         try:
             with Heartbeat(self.storage, [trial._trial_id for trial in trials]):
-                results = self.trainer.fit(cfgs, on_eval)
+                results = self.trainer.fit([TrialRun(key, trial.number, cfg) for trial, cfg in zip(trials, cfgs)],
+                                           on_eval)
         except TRAINING_ERRORS as exc:
             for trial in trials:
                 record_failure(study, trial, exc)
@@ -203,6 +206,15 @@ class Worker:
 
 def _waiting(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+
+
+def _trainer_for(spec: SweepSpec, opts: SweepOptions) -> TrialTrainer:
+    """The user's training command when the spec has one, else the built-in loop in this process."""
+    if spec.trainer is not None:
+        from .command_trainer import CommandTrainer
+
+        return CommandTrainer(spec, opts.run_dir, opts.prefix, opts.threads, opts.devices, opts.storage)
+    return InProcessTrainer(spec, opts.run_dir)
 
 
 def run_worker(spec: SweepSpec, opts: SweepOptions, on_event: Optional[EventCallback] = None) -> None:

@@ -205,12 +205,14 @@ class Verification:
         out = []
         for width in self.request.widths:
             setups = tuple(SetupSpec(t.setup, self._setup(t.setup).overrides,
-                                     (t.search, *((t.decay_search,) if t.decay_search is not None else ())))
+                                     (t.search, *((t.decay_search,) if t.decay_search is not None else ())),
+                                     self._setup(t.setup).trainer)
                            for t in self.targets if t.width == width)
             out.append(SweepSpec(name=f"{self.sweep.name}-verify", setups=setups, widths=(width,),
                                  seeds=(self.sweep.seeds[0],),
                                  overrides=(*self.sweep.overrides, *self.point_overrides(), *self.request.overrides),
-                                 batch_trials=self.sweep.batch_trials, model=self.sweep.model))
+                                 batch_trials=self.sweep.batch_trials, model=self.sweep.model,
+                                 trainer=self.sweep.trainer))
         return out
 
     def report(self, rows: pd.DataFrame) -> dict[str, Any]:

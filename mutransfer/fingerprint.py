@@ -19,7 +19,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 
 from .schema import ROLES, TRANSFER_AXES, RoleFlags
 
-__all__ = ["ALWAYS", "DECAY_OFF", "ONE_AXIS", "LaterKey", "EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS", "EXECUTION_TRAINER_KEYS",
+__all__ = ["ALWAYS", "DECAY_OFF", "ONE_AXIS", "LaterKey", "EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS", "EXECUTION_TRAINER_KEYS", "LOCATION_KEYS",
            "config_later_keys", "spec_later_keys", "later_defaults", "prune", "restore", "omit_at_defaults",
            "prune_config", "prune_spec", "restore_spec", "without_execution", "sweep_record_of", "fingerprint_of"]
 
@@ -40,6 +40,9 @@ EXECUTION_CONFIG_KEYS: tuple[str, ...] = ("train.compile",)
 EXECUTION_TRAINER_KEYS: tuple[str, ...] = ("cwd", "timeout", "env", "devices_per_trial", "retries")
 """Keys of a spec's ``trainer`` (and a setup's) that say how a trial runs: kept in the record (``verify`` runs
 the same way), left out of the fingerprint."""
+LOCATION_KEYS: tuple[str, ...] = ("factory_path",)
+"""Keys of the spec's ``model`` and each config's that say where a factory's module is found (an absolute path):
+kept in the record, left out of the fingerprint, so a project moved to another folder is the same sweep."""
 
 
 @dataclass(frozen=True)
@@ -186,13 +189,18 @@ def sweep_record_of(spec: Mapping[str, Any], configs: Mapping[str, Mapping[str, 
 
 
 def _without_trainer_execution(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The record less ``EXECUTION_TRAINER_KEYS`` in the spec's trainer and each setup's."""
+    """The record less ``EXECUTION_TRAINER_KEYS`` in the spec's trainer and each setup's, and less
+    ``LOCATION_KEYS`` in the spec's model and each setup's config."""
     out = copy.deepcopy(dict(record))
     spec = out["spec"]
     for part in [spec, *spec["setups"]]:
         if isinstance(part.get("trainer"), dict):
             for key in EXECUTION_TRAINER_KEYS:
                 part["trainer"].pop(key, None)
+    for model in [spec.get("model"), *(config.get("model") for config in out["setups"].values())]:
+        if isinstance(model, dict):
+            for key in LOCATION_KEYS:
+                model.pop(key, None)
     return out
 
 

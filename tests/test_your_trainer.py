@@ -54,6 +54,9 @@ if mode == "noloss":
     sys.exit(0)
 if mode == "slow":
     time.sleep(float(args.get("--sleep", "30")))
+block = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(out)))), "block")
+while mode == "blocked" and os.path.exists(block):
+    time.sleep(0.1)
 loss = float("nan") if x >= -3 else 2.0 + 0.1 * (x + 5) ** 2
 open(os.path.join(out, "result.json"), "w").write(json.dumps({"val_loss": loss, "curve": [[5, loss + 1], [10, loss]]}))
 '''
@@ -153,6 +156,8 @@ def test_failures_retries_timeouts_and_diverged_runs(runner: CliRunner, tmp_path
         pytest.approx(-5.0, abs=0.05)
     failed = summary["keys"]["optimizer.lr"]["setups"]["exit3"]
     assert failed["axes"]["width"]["points"]["32"]["flags"] == ["all_failed"]
+    assert failed["axes"]["width"]["points"]["32"]["failed"] == 5  # the summary counts each point's failures
+    assert summary["keys"]["optimizer.lr"]["setups"]["ok"]["axes"]["width"]["points"]["32"]["failed"] == 0
     assert failed["verdict"] == "inconclusive" and "every trial diverged or failed" in failed["reason"]
 
 
@@ -255,6 +260,30 @@ def test_ctrl_c_requeues_the_running_trial_and_a_rerun_finishes_without_duplicat
     assert len(done) == 5 and set(done["status"]) <= {"ok", "diverged"} and done["log2_lr"].is_unique
 
 
+def test_a_killed_sweep_leaves_no_trainer_running_and_resumes_without_duplicates(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, {"blocked": {"overrides": [], "trainer": {"args": ["--mode", "blocked"]}}})
+    (tmp_path / "block").touch()
+    run = tmp_path / "run"
+    command = [sys.executable, "-m", "mutransfer", "sweep", str(spec), "--out", str(run), "--workers", "2"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(list((run / "trials").glob("*/trial-*/pid"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pids = [int(p.read_text()) for p in (run / "trials").glob("*/trial-*/pid")]
+    assert len(pids) == 2 and all(_alive(pid) for pid in pids)  # both workers' trainers run
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in pids)  # each died with its worker, which died with the sweep
+    (tmp_path / "block").unlink()
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    done = pd.read_csv(run / "trials.csv").query("status in ['ok', 'diverged']")
+    assert len(done) == 5 and done["log2_lr"].is_unique
+
+
 def test_report_and_trial_follow_the_file_contract(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TRIAL_DIR_ENV, raising=False)
     assert report(step=1, val_loss=3.0) is False
@@ -272,3 +301,13 @@ def test_report_and_trial_follow_the_file_contract(tmp_path: Path, monkeypatch: 
     assert [row["step"] for row in read_progress(tmp_path)] == [5, 10]
     report(step=11, val_loss=math.nan)
     assert read_result(tmp_path).diverged
+
+
+def test_the_example_trainers_table_on_its_page_is_what_the_kept_run_gives() -> None:
+    root = Path(__file__).resolve().parents[1]
+    printed = subprocess.run([sys.executable, str(root / "scripts" / "axis_table.py"),
+                              str(root / "docs" / "data" / "own_trainer")], capture_output=True, text=True, check=True)
+    lines = [line for line in printed.stdout.splitlines() if line.startswith("|")]
+    page = (root / "docs" / "your-trainer.md").read_text()
+    assert len(lines) == 4 and all(line in page for line in lines)
+    assert "| `sp_adamw` |" in printed.stdout and "drifts" in printed.stdout

@@ -17,7 +17,7 @@ with the reason and what would decide it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -250,11 +250,13 @@ def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds =
     fit.asymmetry, fit.asymmetry_se_log = bowl.ratio, bowl.se_log
     for point, part in sorted(parts.items()):
         added = sorted(float(x) for x in part["x"].unique() if x < settings.low - 1e-9 or x > settings.high + 1e-9)
+        failed = int((part["status"] == "failed").sum())
         if point in found:
-            fit.points[point] = found[point].result(added)
+            fit.points[point] = replace(found[point].result(added), failed=failed)
         else:
             flag = "all_diverged" if (part["status"] == "diverged").all() else "all_failed"
-            fit.points[point] = PointResult(point=point, x_star=None, ci=None, flags=[flag], added=added)
+            fit.points[point] = PointResult(point=point, x_star=None, ci=None, flags=[flag], added=added,
+                                            failed=failed)
     return fit
 
 

@@ -121,6 +121,8 @@ class PointResult:
     """The seeds that trained the grid (the noise probes train the fit window only): the curve figures draw."""
     added: list[float] = field(default_factory=list)
     """Searched values past the spec's range, which the sweep added to bracket the optimum."""
+    failed: int = 0
+    """Trials at this point that failed (after their retries): missing points, neither a loss nor a bound."""
     decay: Optional[DecayEffect] = None
 
     @property

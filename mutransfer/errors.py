@@ -5,9 +5,9 @@ from __future__ import annotations
 import difflib
 import errno
 import re
-from typing import Iterable
+from typing import Any, Iterable, Sequence
 
-__all__ = ["UserError", "EXIT_USAGE", "redact", "write_failure", "closest", "did_you_mean", "NO_SPACE"]
+__all__ = ["UserError", "EXIT_USAGE", "redact", "write_failure", "closest", "did_you_mean", "check_keys", "NO_SPACE"]
 
 URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@\s]*@")
 
@@ -42,6 +42,18 @@ def did_you_mean(word: str, options: Iterable[str]) -> str:
     """``"did you mean 'adamw'? "`` for the option closest to ``word``, or ``""``: the start of a hint."""
     match = closest(word, options)
     return f"did you mean '{match}'? " if match else ""
+
+
+def check_keys(raw: object, where: str, keys: Sequence[str], example: str) -> dict[str, Any]:
+    """The section ``raw``; refused when it is not a mapping (``example`` shows one) or holds a key outside
+    ``keys`` (the closest key named)."""
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} must be a mapping", f"e.g. {example}")
+    unknown = sorted(set(raw) - set(keys), key=str)
+    if unknown:
+        raise UserError(f"unknown key '{where}.{unknown[0]}'",
+                        f"{did_you_mean(str(unknown[0]), keys)}use only: {', '.join(keys)}")
+    return raw
 
 
 def redact(text: str) -> str:

@@ -1,6 +1,7 @@
 """Analysis, pure numpy/pandas/matplotlib (no torch): the results as typed data (``result``), the optimum per point
-(``optimum``), the thresholds the verdicts read (``thresholds``), the line along an axis and the verdict
-(``drift``), one law over every axis (``law``), the range predicted at a target (``prediction``), a verified width's
-error and regret (``fidelity``), two runs compared (``compare``), quantiles and tail probabilities (``stats``),
-numbers and intervals as text (``cells``), the run's tables and summary (``summary``), the coordinate check's slopes
-and verdicts (``stability``), the figures (``plots``) and drawing a run's figures (``draw``)."""
+(``optimum``) and the local fit that places its window (``local_fit``), the thresholds the verdicts read
+(``thresholds``), the line along an axis and the verdict (``drift``), one law over every axis (``law``), the range
+predicted at a target (``prediction``), a verified width's error and regret (``fidelity``), two runs compared
+(``compare``), quantiles and tail probabilities (``stats``), numbers and intervals as text (``cells``), the run's
+tables and summary (``summary``), the coordinate check's slopes and verdicts (``stability``), the figures
+(``plots``) and drawing a run's figures (``draw``)."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from copy import copy
 from dataclasses import dataclass, field, fields
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,7 @@ import pandas as pd
 from .result import PointResult
 from .bowl import ASYMMETRY_BOUNDS, SYMMETRIC, Asymmetry, Vertex, asymmetry, vertex
 from .stats import Z95, t_quantile
+from .local_fit import LocalFit, fit_halfwidth, fit_window, local_fit, local_optimum, window_of
 from .thresholds import Thresholds
 
 __all__ = ["Thresholds", "Optimum", "optimum", "optimum_of_arrays", "fit_halfwidth", "local_optimum",
@@ -106,61 +107,6 @@ class Optimum:
         return PointResult(**{name: copy(getattr(self, name)) for name in shared}, added=list(added))
 
 
-@dataclass(frozen=True)
-class _Fit:
-    """A local quadratic fit: vertex, curvature, argmin index, the window's indices, the vertex's standard
-    error per unit of loss noise and the residual RMS (NaN without residual degrees of freedom)."""
-
-    x_star: float
-    curvature: float
-    argmin: int
-    window: np.ndarray
-    sigma_unit: float
-    residual: float
-
-
-def _quadratic(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float, float, float]:
-    """Vertex (inside the span; the best point when there is no minimum), curvature, the vertex's standard
-    error per unit noise (delta method on the least-squares coefficients) and the residual RMS."""
-    design = np.vander(xs, 3)
-    coeffs = np.linalg.lstsq(design, ys, rcond=None)[0]
-    a, b, _ = coeffs
-    if a <= 0:
-        return float(xs[np.argmin(ys)]), float(a), math.nan, math.nan
-    vertex = float(np.clip(-b / (2 * a), xs.min(), xs.max()))
-    dof = len(xs) - 3
-    if dof <= 0:
-        return vertex, float(a), math.nan, math.nan
-    resid = ys - design @ coeffs
-    grad = np.array([b / (2 * a * a), -1 / (2 * a), 0.0])
-    sigma_unit = float(np.sqrt(grad @ np.linalg.inv(design.T @ design) @ grad))
-    return vertex, float(a), sigma_unit, float(np.sqrt(resid @ resid / dof))
-
-
-def fit_window(xs: np.ndarray, centre: int, halfwidth: float) -> np.ndarray:
-    """Indices of the points within ±halfwidth of ``xs[centre]`` (at least the three nearest)."""
-    window = np.flatnonzero(np.abs(xs - xs[centre]) <= halfwidth + 1e-9)
-    if len(window) < 3:
-        window = np.sort(np.argsort(np.abs(xs - xs[centre]), kind="stable")[:3])
-    return window
-
-
-def _point_estimate(xs: np.ndarray, ys: np.ndarray, halfwidth: float) -> _Fit:
-    """Local quadratic regression on a mean curve sorted by x (see the module docstring)."""
-    i = int(np.argmin(ys))
-    if len(xs) < 3:
-        return _Fit(float(xs[i]), 0.0, i, np.arange(len(xs)), math.nan, math.nan)
-    centre, visited = i, set()
-    while True:
-        window = fit_window(xs, centre, halfwidth)
-        x_star, a, sigma_unit, residual = _quadratic(xs[window], ys[window])
-        nearest = int(np.argmin(np.abs(xs - x_star)))
-        visited.add(centre)
-        if nearest in visited:
-            return _Fit(x_star, a, i, window, sigma_unit, residual)
-        centre = nearest
-
-
 def grid_seeds(x: np.ndarray, seed: np.ndarray, halfwidth: float) -> np.ndarray:
     """The seeds that trained the grid: those whose points span more than a fit window (noise probes train
     one window only); every seed when none does (a grid no wider than the window)."""
@@ -180,7 +126,7 @@ def _covering(x: np.ndarray, seed: np.ndarray, window_x: np.ndarray) -> list[int
     return [s for s in np.unique(seed) if np.isin(keys, np.round(x[seed == s], 9)).all()]
 
 
-def _resolution_se(fit: _Fit, xs: np.ndarray, step: float, th: Thresholds) -> float:
+def _resolution_se(fit: LocalFit, xs: np.ndarray, step: float, th: Thresholds) -> float:
     """The vertex error a grid of this spacing allows at the assumed noise (one seed: not a confidence)."""
     if math.isfinite(fit.sigma_unit):
         return fit.sigma_unit * max(fit.residual, th.noise_floor)
@@ -210,7 +156,7 @@ def width_asymmetry(x: np.ndarray, seed: np.ndarray, loss: np.ndarray, ok: np.nd
     xs, ys = _mean_curve(x[on_grid], loss[on_grid])
     if len(xs) < 5:
         return None
-    centre = xs[np.argmin(np.abs(xs - _point_estimate(xs, ys, halfwidth).x_star))]
+    centre = xs[np.argmin(np.abs(xs - local_fit(xs, ys, halfwidth).x_star))]
     near = np.abs(xs - centre) <= 2 * halfwidth + 1e-9
     return asymmetry(xs[near], ys[near], max(th.noise_floor, _pure_error(x, loss)), halfwidth)
 
@@ -240,7 +186,7 @@ class _Placement:
 
     xs: np.ndarray
     ys: np.ndarray
-    fit: _Fit
+    fit: LocalFit
     window_x: np.ndarray
     reach: float
     censored: Optional[str]
@@ -259,7 +205,7 @@ class _Placement:
 def _place(x: np.ndarray, loss: np.ndarray, on_grid: np.ndarray, tried: np.ndarray, step: float, halfwidth: float,
            th: Thresholds) -> _Placement:
     xs, ys = _mean_curve(x, loss)
-    fit = _point_estimate(xs, ys, halfwidth)
+    fit = local_fit(xs, ys, halfwidth)
     window_x = xs[fit.window]
     grid_x, grid_y = _mean_curve(x[on_grid], loss[on_grid])
     censored = {tried[0]: "low", tried[-1]: "high"}.get(float(grid_x[np.argmin(grid_y)]))
@@ -412,22 +358,3 @@ def optimum(table: pd.DataFrame, point: float, step: float, th: Thresholds = Thr
     status = table["status"].to_numpy()
     return optimum_of_arrays(point, table["x"].to_numpy(float), table["seed"].to_numpy(), table["loss"].to_numpy(float),
                              status == "ok", status == "diverged", step, step if halfwidth is None else halfwidth, th)
-
-
-def fit_halfwidth(step: float, log2: bool, th: Thresholds = Thresholds()) -> float:
-    """Half-width of the local fit window: the grid step, and at least ``fit_octaves`` on a log2 scale."""
-    return max(step, th.fit_octaves) if log2 else step
-
-
-def window_of(xs: np.ndarray, ys: np.ndarray, halfwidth: float) -> np.ndarray:
-    """The x values of the fit window the local regression settles on for a sorted mean curve (the points the
-    noise probes re-train)."""
-    return xs[_point_estimate(xs, ys, halfwidth).window]
-
-
-def local_optimum(points: Mapping[float, float], halfwidth: float) -> tuple[float, float]:
-    """(x*, the grid point nearest it) of ``{x: loss}`` by the same local quadratic regression as ``optimum``."""
-    xs = np.array(sorted(points), dtype=float)
-    ys = np.array([points[x] for x in sorted(points)], dtype=float)
-    x_star = _point_estimate(xs, ys, halfwidth).x_star
-    return x_star, float(xs[np.argmin(np.abs(xs - x_star))])

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..errors import UserError, did_you_mean
+from ..errors import UserError, check_keys, did_you_mean
 from ..schema import LR_COLUMN, LR_KEY
 from ..table.decay import DECAY_OFF_VALUES
 
@@ -100,12 +100,7 @@ def spec_number(where: str, value: Any, integer: bool = False, positive: bool = 
 
 def parse_search(where: str, raw: Any, base: Optional[SearchSpec] = None) -> SearchSpec:
     """A spec's ``search`` mapping (over ``base``, a setup's narrowing of the spec's) → a validated ``SearchSpec``."""
-    if not isinstance(raw, dict):
-        raise UserError(f"{where} must be a mapping", "e.g. search: {log2_min: -10, log2_max: -4, step: 1}")
-    unknown = sorted(set(raw) - set(SEARCH_KEYS), key=str)
-    if unknown:
-        raise UserError(f"unknown key '{where}.{unknown[0]}'",
-                        f"{did_you_mean(str(unknown[0]), SEARCH_KEYS)}use only: {', '.join(SEARCH_KEYS)}")
+    raw = check_keys(raw, where, SEARCH_KEYS, "search: {log2_min: -10, log2_max: -4, step: 1}")
     values = dataclasses.asdict(base) if base else {}
     for src, dst in (("log2_min", "min"), ("log2_max", "max")):
         if src in raw:

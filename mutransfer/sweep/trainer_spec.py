@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from ..config import is_config_key
-from ..errors import UserError, did_you_mean
+from ..errors import UserError, check_keys, did_you_mean
 from ..schema import TRANSFER_AXES
 
 __all__ = ["TrainerSpec", "parse_trainer", "TRAINER_KEYS", "PLACEHOLDERS",
@@ -80,12 +80,7 @@ def _count(where: str, value: Any, least: int) -> int:
 def parse_trainer(raw: Any, folder: Path, where: str = "trainer", base: Optional[TrainerSpec] = None) -> TrainerSpec:
     """The ``trainer`` mapping as a ``TrainerSpec`` (``folder``: the spec's, where a relative ``cwd`` starts);
     with ``base`` (the spec's), a setup's fields over it."""
-    if not isinstance(raw, dict):
-        raise UserError(f"{where} must be a mapping", "e.g. trainer: {command: [python, train.py, --lr, '{lr}']}")
-    unknown = sorted(set(raw) - set(TRAINER_KEYS), key=str)
-    if unknown:
-        raise UserError(f"unknown key '{where}.{unknown[0]}'",
-                        f"{did_you_mean(str(unknown[0]), TRAINER_KEYS)}use only: {', '.join(TRAINER_KEYS)}")
+    raw = check_keys(raw, where, TRAINER_KEYS, "trainer: {command: [python, train.py, --lr, '{lr}']}")
     fields: dict[str, Any] = base.__dict__.copy() if base is not None else {}
     if base is None and "command" not in raw:
         raise UserError(f"{where} needs a command", "e.g. command: [python, train.py, --lr, '{lr}']")

@@ -133,6 +133,43 @@ def export(
     typer.echo(_guarded(lambda: command.run(storage, study, out)))
 
 
+@app.command("import")
+def import_(
+    source: Optional[Path] = typer.Argument(None, help="The table: CSV/TSV (also .gz), JSON lines or Parquet; "
+                                            "or none with --storage and --study."),
+    out: Path = typer.Option(..., "--out", help="Run directory to write (never a sweep's)."),
+    lr: str = typer.Option(..., "--lr", help="The column holding each run's learning rate."),
+    loss: str = typer.Option(..., "--loss", help="The column holding each run's final loss (e.g. 'val/loss')."),
+    axis: List[str] = typer.Option([], "--axis", help="NAME[=COLUMN], repeatable: an axis of the analysis (width, "
+                                   "depth, steps, batch, tokens or any name, e.g. params=n_params)."),
+    seed: Optional[str] = typer.Option(None, "--seed", help="The column telling seeds apart (none: one run per "
+                                       "point and LR, noise from the fits' residuals)."),
+    setup: Optional[str] = typer.Option(None, "--setup", help="The column naming each run's setup (e.g. the "
+                                        "optimizer)."),
+    status: Optional[str] = typer.Option(None, "--status", help="The column with each run's state (finished, "
+                                         "failed, diverged, pruned …)."),
+    where: List[str] = typer.Option([], "--where", help="\"COLUMN OP VALUE\", repeatable: keep only these rows."),
+    diverged_above: Optional[str] = typer.Option(None, "--diverged-above", help="A loss above this counts as "
+                                                 "diverged (a non-finite one always does)."),
+    duplicates: str = typer.Option("refuse", "--duplicates", help="Rows repeating a point and LR without a seed: "
+                                   "refuse, mean or first."),
+    step: Optional[str] = typer.Option(None, "--step", help="Bin the LRs on a log2 grid this many octaves apart "
+                                       "(default: the table's own LRs, the step inferred)."),
+    lr_range: Optional[str] = typer.Option(None, "--lr-range", help="LO,HI: the LRs the search could reach "
+                                           "(default: the table's own range)."),
+    storage: Optional[str] = typer.Option(None, "--storage", help="An Optuna storage (journal file or database "
+                                          "URL) to import a study from."),
+    study: Optional[str] = typer.Option(None, "--study", help="The Optuna study's name (with --storage)."),
+    force: bool = typer.Option(False, "--force", help="Replace a different import already in --out."),
+) -> None:
+    """Turn a table of finished runs (W&B/MLflow exports, an Optuna study, a paper's table) into a run directory:
+    trials.csv, config.yaml, summary.json and the figures, on any numeric axes."""
+    from .commands import import_runs as command
+
+    _guarded(lambda: command.run(source, out, lr, loss, axis, seed, setup, status, where, diverged_above,
+                                 duplicates, step, lr_range, storage, study, force))
+
+
 @app.command()
 def plot(
     run_dirs: List[Path] = typer.Argument(..., help="One or more sweep run directories."),
@@ -166,7 +203,7 @@ def compare(
 
 @app.command()
 def transfer(
-    width: int = typer.Option(..., "--width", help="Target width."),
+    width: Optional[int] = typer.Option(None, "--width", help="Target width (a spelling of --at width=N)."),
     source: Optional[Path] = SOURCE,
     setup: Optional[str] = SETUP,
     out: Optional[Path] = typer.Option(None, "--out", help="Output file (default RUN_DIR/transfer_w<N>.yaml)."),
@@ -185,13 +222,16 @@ def transfer(
     tokens: Optional[str] = TOKENS,
     batch_tolerance: str = BATCH_TOLERANCE,
     partial: bool = PARTIAL,
+    at: List[str] = typer.Option([], "--at", help="AXIS=VALUE, repeatable: the target on any axis (an import's too, "
+                                 "e.g. --at params=7e9 --at tokens=2e12)."),
 ) -> None:
     """Write the config for width N (and depth L, batch B, horizon S or budget D): η* with its predicted range,
-    the searched weight decay at N with its range, and every parameter's init std, multiplier, LR and decay."""
+    the searched weight decay at N with its range, and every parameter's init std, multiplier, LR and decay.
+    From an imported table: η* with its range at the target on its own axes."""
     from .commands import transfer as command
 
     _guarded(lambda: command.run(width, source, setup, out, fmt, correct_drift, tolerance, depth, steps, decay_rule,
-                                 batch_size, tokens, batch_tolerance, partial))
+                                 batch_size, tokens, batch_tolerance, partial, at))
 
 
 @app.command()

@@ -47,10 +47,26 @@ def world(tmp_path_factory: pytest.TempPathFactory, text_file: Path) -> dict[str
     row = (run / "trials.csv").read_text().splitlines()[1].replace(",ok,", ",failed,")
     (unfinished / "trials.csv").write_text(f"{header}\n{row}\n")
     (root / "a_file").write_text("x")
+    _import_tables(root)
     return {"root": root, "spec": spec, "run": run, "empty_dir": empty_dir, "unfinished": unfinished,
             "baseline": BASELINE}
 
 
+def _import_tables(root: Path) -> None:
+    """Tables of finished runs for ``mutransfer import``'s refusals: a good one and one broken copy per fault."""
+    good = [(w, 2.0**k, 3.0 + 0.1 * (k + 8) ** 2) for w in (64, 128) for k in range(-10, -5)]
+    rows = ["width,lr,loss"] + [f"{w},{lr},{loss}" for w, lr, loss in good]
+    (root / "runs.csv").write_text("\n".join(rows) + "\n")
+    (root / "runs_text_lr.csv").write_text("\n".join(rows[:3] + ["64,abc,3.5"] + rows[3:]) + "\n")
+    (root / "runs_bad_axis.csv").write_text("\n".join(rows[:2] + ["-64,0.001,3.5"] + rows[2:]) + "\n")
+    (root / "runs_dups.csv").write_text("\n".join(rows + [rows[1], rows[2]]) + "\n")
+    (root / "runs_thin.csv").write_text("\n".join(["width,lr,loss"] + [f"{w},{lr},3.0" for w in (64, 128, 256)
+                                                                        for lr in (0.001, 0.002)]) + "\n")
+    (root / "runs_header.csv").write_text("width,lr,loss\n")
+
+
+IMPORT = ["import", "{root}/runs.csv", "--lr", "lr", "--loss", "loss", "--axis", "width", "--out", "{root}/imported"]
+"""An import that would succeed: each case below breaks one part of it."""
 BASELINE = Path(__file__).parent / "baselines" / "smoke"
 """The committed smoke sweep: what ``transfer`` reads for a bad target (its horizon, batch, budget or depth)."""
 TAU = "optimizer.weight_decay_timescale"
@@ -212,6 +228,35 @@ CASES: list[tuple[list[str], str]] = [
         (["--steps", "0"], "--steps 0"),
         (["--lr", "-1"], "--lr -1"),
         (["model.widht=3"], "model.widht")]],
+    # import: every refusal leaves nothing on disk (not even the --out folder)
+    ([*IMPORT[:3], "LR", *IMPORT[4:]], "did you mean 'lr'"),
+    ([*IMPORT[:5], "val/loss", *IMPORT[6:]], "column 'val/loss' is not in the table; did you mean 'loss'?"),
+    ([*IMPORT[:7], "wdith", *IMPORT[8:]], "column 'wdith' is not in the table"),
+    ([IMPORT[0], "{root}/runs_text_lr.csv", *IMPORT[2:]], "row 3: learning-rate column 'lr' holds 'abc'"),
+    ([IMPORT[0], "{root}/runs_bad_axis.csv", *IMPORT[2:]], "row 2: axis column 'width' holds '-64'"),
+    ([IMPORT[0], "{root}/runs_dups.csv", *IMPORT[2:]], "rows 1, 2, 11, 12 repeat a point and learning rate"),
+    ([IMPORT[0], "{root}/runs_thin.csv", *IMPORT[2:]], "no point has 3 or more distinct learning rates"),
+    ([IMPORT[0], "{root}/runs_header.csv", *IMPORT[2:]], "the table has no rows"),
+    ([IMPORT[0], "{root}/empty.txt", *IMPORT[2:]], "is empty"),
+    ([IMPORT[0], "{root}/ids.bin", *IMPORT[2:]], "is a binary file"),
+    ([IMPORT[0], "{root}/missing.csv", *IMPORT[2:]], "missing.csv does not exist"),
+    ([*IMPORT, "--where", "width > 1000"], "no row passes --where width > 1000"),
+    ([*IMPORT, "--where", "width"], "is not 'COLUMN OP VALUE'"),
+    ([*IMPORT, "--where", "depth < 3"], "column 'depth' is not in the table"),
+    ([*IMPORT[:-1], "{run}"], "holds a sweep, not an import"),
+    ([*IMPORT, "--duplicates", "sum"], "--duplicates sum"),
+    ([*IMPORT, "--axis", "seed=width"], "trials.csv's own columns"),
+    ([*IMPORT, "--axis", "width"], "--axis width is given twice"),
+    ([*IMPORT[:6], *IMPORT[8:]], "no --axis given"),
+    ([*IMPORT, "--step", "-1"], "--step '-1'"),
+    ([*IMPORT, "--lr-range", "1,0.1"], "needs 0 < LO < HI"),
+    ([*IMPORT, "--diverged-above", "x"], "--diverged-above x"),
+    ([*IMPORT, "--storage", "{root}/runs.csv"], "both --storage and --study"),
+    ([*IMPORT, "--status", "loss"], "is not a known status"),
+    (["transfer", "--from", "{run}"], "transfer needs the target width"),
+    (["transfer", "--from", "{run}", "--at", "params=7e9"], "a sweep's axes are"),
+    (["transfer", "--from", "{run}", "--at", "width"], "--at width is not AXIS=VALUE"),
+    (["transfer", "--from", "{run}", "--at", "width=64", "--width", "128"], "given twice"),
     *[(["coord-check", *args], "--depths") for args in (["--depths", "4"], ["--depths", "0,2"], ["--depths", "2,x"],
                                                         ["--depths", "2,4", "--widths", "32,64"])],
 ]

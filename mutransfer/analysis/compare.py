@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..defaults import COMPARE_TOLERANCE
 from ..schema import LR_KEY
-from .result import AxisFit, PointResult, Summary
+from .result import AxisFit, PointResult, Summary, point_key
 from .stats import welch_difference
 from .shift import SHIFT_VERDICTS, estimate_of, pooled_shift, shared_noise, shift_verdict, width_difference
 
@@ -117,6 +117,8 @@ class Comparison:
     tolerance: float = DEFAULT_TOLERANCE
     only_in_a: list[tuple[str, str]] = field(default_factory=list)
     only_in_b: list[tuple[str, str]] = field(default_factory=list)
+    axis: str = "width"
+    """The axis whose points are compared (an import's first axis; its rows keep the column name ``width``)."""
 
     @property
     def moved(self) -> bool:
@@ -132,14 +134,15 @@ class Comparison:
         """compare.json: the learning rate's setups under ``setups``, other keys' under ``keys``, each setup's
         width rows under ``widths``."""
         document: dict[str, Any] = {
-            "mutransfer_compare": 2, "run_a": self.run_a, "run_b": self.run_b, "verdict": self.verdict,
+            "mutransfer_compare": 2, "run_a": self.run_a, "run_b": self.run_b, "axis": self.axis,
+            "verdict": self.verdict,
             "moved": self.moved, "tolerance": self.tolerance,
             "only_in_a": [{"key": k, "setup": s} for k, s in self.only_in_a],
             "only_in_b": [{"key": k, "setup": s} for k, s in self.only_in_b], "setups": {}, "keys": {}}
         for row in self.setups.to_dict("records"):
             rows = self.widths[(self.widths["key"] == row["key"]) & (self.widths["setup"] == row["setup"])]
             entry = {k: _plain(v) for k, v in row.items() if k not in ("key", "setup")}
-            entry["widths"] = {str(int(w["width"])): {k: _plain(v) for k, v in w.items()
+            entry["widths"] = {point_key(w["width"]): {k: _plain(v) for k, v in w.items()
                                                       if k not in ("key", "setup", "width")}
                                for w in rows.to_dict("records")}
             place = document["setups"] if row["key"] == LR_KEY else document["keys"].setdefault(

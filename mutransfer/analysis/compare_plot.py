@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..schema import LR_KEY
 from .figure_kit import BOWL_OCTAVES, finish_panel, grid_curve, interval_bars, mark_at_top, point_colors, pyplot
-from .result import PointResult, Summary
+from .result import PointResult, Summary, point_key, point_value
 
 __all__ = ["compare_figure", "RunStyle", "RUN_STYLE"]
 
@@ -37,7 +37,7 @@ RUN_STYLE = {"a": RunStyle("-", "solid", "●", "v", "▼"), "b": RunStyle("--",
 def _width_result(summary: Summary, key: str, setup: str, width: Any) -> Optional[PointResult]:
     """A run's result at one width of one key's setup, None where it has none."""
     result = summary.setups(key).get(setup)
-    return result.line.points.get(int(width)) if result is not None else None
+    return result.line.points.get(point_value(width)) if result is not None else None
 
 
 def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.DataFrame, setups: pd.DataFrame,
@@ -76,8 +76,8 @@ def _curves_panel(top: Any, key: str, setup: str, rows: pd.DataFrame, summary: p
         style = RUN_STYLE[side].line
         for width, one in part.groupby("width"):
             line = grid_curve(one, _width_result(result, key, setup, width))
-            mark_at_top(top, line[line["loss"] > high]["x"].tolist(), high, "^", colors[int(width)])
-            color = colors[int(width)]
+            mark_at_top(top, line[line["loss"] > high]["x"].tolist(), high, "^", colors[point_value(width)])
+            color = colors[point_value(width)]
             top.plot(line["x"], line["loss"], style, marker="o", ms=3.5, lw=1.5, color=color,
                      mfc=color if side == "a" else "white")
             row = rows[rows["width"] == width].iloc[0]
@@ -117,7 +117,7 @@ def _shift_panel(bottom: Any, rows: pd.DataFrame, summary: pd.Series, tolerance:
             bottom.errorbar(x[mask], rows["difference"].to_numpy(float)[mask],
                             yerr=[below[mask], above[mask]], fmt="o", color=color, capsize=4, label=text)
     bottom.axhline(0.0, color="0.4", lw=0.8, zorder=1)
-    bottom.set_xticks(x, [str(int(w)) for w in rows["width"]])
+    bottom.set_xticks(x, [point_key(w) for w in rows["width"]])
     bottom.set_xlim(*span)
     finish_panel(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", "width (log2 axis)", title_size=10)
 

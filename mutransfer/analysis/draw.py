@@ -11,28 +11,31 @@ import pandas as pd
 
 from ..files import (BATCH_PLOT, CURVES_PLOT, DRIFT_PLOT, VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT, VERIFY_VERSIONS,
                      key_plot, transfer_plot)
-from ..schema import LR_KEY
+from ..schema import LR_KEY, Axis
 from .batch_plot import batch_figure, batch_frame, batch_marks
 from .drift import SearchSettings
 from .thresholds import Thresholds
 from .plots import curves_figure, drift_figure, key_label, save, transfer_figure
 from .result import Summary
-from .summary import axis_table, read_tables, search_settings, summarize, swept_axes, width_axis
+from .summary import axis_table, declared_axes, read_tables, search_settings, summarize_dir, swept_axes, width_axis
 from .verify_plot import verify_figure
 
 __all__ = ["draw", "verify_figure_of"]
 
 
-def draw(run_dirs: Sequence[Path], out: Optional[Path] = None, th: Thresholds = Thresholds()) -> list[Path]:
+def draw(run_dirs: Sequence[Path], out: Optional[Path] = None, th: Thresholds = Thresholds(),
+         summary: Optional[Summary] = None) -> list[Path]:
     """transfer.png (and transfer_depth.png, transfer_steps.png … for the axes swept), lr_drift.png with a panel
     per swept axis, curves.png (several runs: a row each, axes shared), the same two figures for every other key
     every run searched, verify.png for a single run, and batch.png for a single run across batch sizes at fixed
-    budgets, into ``out`` or the run dir."""
-    runs = [_Run.read(run_dir, th) for run_dir in run_dirs]
+    budgets, into ``out`` or the run dir. ``summary``: a single run's summary when the caller has just computed it
+    from the same tables (else each run's is computed afresh)."""
+    runs = [_Run.read(run_dir, th, summary if len(run_dirs) == 1 else None) for run_dir in run_dirs]
     target = out or run_dirs[0]
     target.mkdir(parents=True, exist_ok=True)
-    axes = [axis for axis in swept_axes(runs[0].trials) if all(axis in swept_axes(r.trials) for r in runs)]
-    varied = [axis.name for axis in axes if any(r.trials[axis.column].nunique() > 1 for r in runs)] or ["width"]
+    axes = [axis for axis in runs[0].swept() if all(axis in r.swept() for r in runs)]
+    varied = [axis.name for axis in axes if any(r.trials[axis.column].nunique() > 1 for r in runs)] or \
+        [axes[0].name if axes else "width"]
     keys = [LR_KEY] + sorted(set.intersection(*(set(r.summary.other_keys()) for r in runs)))
     written = []
     for key in keys:
@@ -40,7 +43,8 @@ def draw(run_dirs: Sequence[Path], out: Optional[Path] = None, th: Thresholds = 
         log2 = all(s.log2 for r in runs for s in r.settings.get(key, {}).values())
         drawn = axes if key == LR_KEY else axes[:1]
         for i, axis in enumerate(drawn):
-            views = [(r.name, axis_table(r.trials, key, r.settings, axis), r.summary.setups(key)) for r in runs]
+            views = [(r.name, axis_table(r.trials, key, r.settings, axis, r.swept()), r.summary.setups(key))
+                     for r in runs]
             written.append(target / (transfer_plot(axis.name) if key == LR_KEY else key_plot(key)))
             save(transfer_figure(views, axis.name, symbol, quantity, log2), written[-1])
             if i == 0:
@@ -66,12 +70,17 @@ class _Run:
     curves: pd.DataFrame
     settings: dict[str, dict[str, SearchSettings]]
     summary: Summary
+    axes: tuple[str, ...]
+    """The axes the run's config.yaml declares (an import's); () for a sweep's registered columns."""
 
     @classmethod
-    def read(cls, run_dir: Path, th: Thresholds) -> "_Run":
+    def read(cls, run_dir: Path, th: Thresholds, summary: Optional[Summary] = None) -> "_Run":
         trials, curves = read_tables(run_dir, all_axes=True)
-        settings = search_settings(run_dir, trials)
-        return cls(run_dir.name, run_dir, trials, curves, settings, summarize(trials, settings, th))
+        return cls(run_dir.name, run_dir, trials, curves, search_settings(run_dir, trials),
+                   summary or summarize_dir(run_dir, trials, th), declared_axes(run_dir))
+
+    def swept(self) -> list[Axis]:
+        return swept_axes(self.trials, self.axes)
 
 
 def _single_run_figures(run: _Run, target: Path, th: Thresholds) -> list[Path]:

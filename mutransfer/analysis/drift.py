@@ -214,13 +214,18 @@ class PointTrials:
 
 
 def setup_optima(points: Mapping[Any, PointTrials], step: float, halfwidth: float,
-                 th: Thresholds = Thresholds()) -> tuple[list[Optimum], list[Any], Asymmetry]:
-    """Every point's optimum at the setup's pooled bowl asymmetry, with the seeds' spread pooled over the
-    points; the points without any result; the asymmetry."""
-    bowl = pooled_asymmetry([width_asymmetry(t.x, t.seed, t.loss, t.ok, halfwidth, th) for t in points.values()])
+                 th: Thresholds = Thresholds(), own_shape: bool = False) -> tuple[list[Optimum], list[Any], Asymmetry]:
+    """Every point's optimum at the setup's pooled bowl asymmetry (``own_shape``: at each point's own where it
+    can be measured — a table without seeds, whose dense grids show each bowl's shape, and whose many points
+    would turn the shape's drift along the axes into a bias of the slopes), with the seeds' spread pooled over
+    the points; the points without any result; the pooled asymmetry."""
+    shapes = {key: width_asymmetry(t.x, t.seed, t.loss, t.ok, halfwidth, th) for key, t in points.items()}
+    bowl = pooled_asymmetry(list(shapes.values()))
     optima, missing = [], []
     for key, t in points.items():
-        opt = optimum_of_arrays(key, t.x, t.seed, t.loss, t.ok, t.diverged, step, halfwidth, th, bowl=bowl)
+        shape = shapes[key]
+        own = pooled_asymmetry([shape]) if own_shape and shape is not None else bowl
+        opt = optimum_of_arrays(key, t.x, t.seed, t.loss, t.ok, t.diverged, step, halfwidth, th, bowl=own)
         if opt is None:
             missing.append(key)
         else:
@@ -237,14 +242,14 @@ def best_losses(points: Mapping[str, PointTrials], step: float, log2: bool, th: 
 
 
 def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds = Thresholds(),
-                  axis: str = "width") -> AxisFit:
+                  axis: str = "width", no_seeds: bool = False) -> AxisFit:
     """One setup's fit along ``axis`` from its tidy rows (``point``: the axis value, ``seed, x, loss, status``):
     the optimum per point (intervals pooled over the points), the line, the verdict, the searched values past the
     spec's range."""
     halfwidth = fit_halfwidth(settings.step, settings.log2, th)
     parts = {point_value(point): part for point, part in rows.groupby("point")}
     optima, missing, bowl = setup_optima({p: PointTrials.of(part) for p, part in parts.items()}, settings.step,
-                                         halfwidth, th)
+                                         halfwidth, th, own_shape=no_seeds)
     found = {opt.point: opt for opt in optima}
     fit = drift(optima, th, missing, axis)
     fit.asymmetry, fit.asymmetry_se_log = bowl.ratio, bowl.se_log
@@ -261,11 +266,12 @@ def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds =
 
 
 def analyze(table: pd.DataFrame, settings: SearchSettings | Mapping[str, SearchSettings] = SearchSettings(),
-            th: Thresholds = Thresholds(), axis: str = "width") -> dict[str, AxisFit]:
+            th: Thresholds = Thresholds(), axis: str = "width", no_seeds: bool = False) -> dict[str, AxisFit]:
     """Each setup's fit along ``axis`` for one searched key (``analyze_setup``); each setup with its own search
-    settings when ``settings`` maps setup labels to them."""
+    settings when ``settings`` maps setup labels to them; ``no_seeds``: a table without seeds
+    (``analysis.no_seeds``)."""
     out: dict[str, AxisFit] = {}
     for setup, rows in table.groupby("setup", sort=False):
         own = settings.get(str(setup), SearchSettings()) if isinstance(settings, Mapping) else settings
-        out[str(setup)] = analyze_setup(rows, own, th, axis)
+        out[str(setup)] = analyze_setup(rows, own, th, axis, no_seeds)
     return out

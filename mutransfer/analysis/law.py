@@ -19,7 +19,7 @@ the value when a slope is not applied (as ``analysis.prediction`` does for width
 from __future__ import annotations
 
 import math
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,7 @@ import pandas as pd
 from .drift import PointTrials, SearchSettings, common_se, setup_optima
 from .optimum import CONFIDENCE, RESOLUTION, fit_halfwidth
 from .thresholds import Thresholds
-from .result import Law
+from .result import Law, LawPoint, PointResult, point_value
 from .regression import MIN_POINTS_TO_ESTIMATE, regress
 from .stats import quantile
 
@@ -35,7 +35,7 @@ __all__ = ["fit_law", "fit_laws", "evaluate_law"]
 
 
 def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
-            th: Thresholds = Thresholds()) -> Optional[Law]:
+            th: Thresholds = Thresholds(), no_seeds: bool = False) -> Optional[Law]:
     """One setup's law from its trials (columns ``seed, x, loss, status`` and one per axis name), or None when
     no axis varies or fewer measured points than coefficients remain (the points' own errors and the
     between-point scatter, not the residuals alone, give the covariance, as for the width slope from two widths)."""
@@ -44,7 +44,7 @@ def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
     coordinates = {index: np.log2(np.atleast_1d(np.asarray(point, dtype=float)))
                    for index, (point, _) in enumerate(groups)}
     optima, _, bowl = setup_optima({index: PointTrials.of(part) for index, (_, part) in enumerate(groups)},
-                                   settings.step, halfwidth, th)
+                                   settings.step, halfwidth, th, own_shape=no_seeds)
     used = [o for o in optima if o.measured]
     if not used:
         return None
@@ -56,7 +56,7 @@ def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
     x = np.column_stack([np.ones(len(used)), logs[:, varying]])
     kind = CONFIDENCE if all(o.ci_kind == CONFIDENCE for o in used) else RESOLUTION
     pure_dof = min((o.dof for o in used if o.dof), default=None) if kind == CONFIDENCE else None
-    enough = all(len(np.unique(logs[:, i])) >= MIN_POINTS_TO_ESTIMATE for i in varying)
+    enough = no_seeds or all(len(np.unique(logs[:, i])) >= MIN_POINTS_TO_ESTIMATE for i in varying)
     fit = regress(x, np.array([o.x_star for o in used]), np.array([o.se for o in used]), pure_dof, enough,
                   common_se(used))
     coefficients, covariance = fit.coefficients, fit.covariance
@@ -70,6 +70,7 @@ def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
               centre={n: float(np.sum(fit.weights * logs[:, i]) / np.sum(fit.weights)) for n, i in zip(names, varying)},
               slope_ci=slope_ci, lack_of_fit=fit.lack_of_fit, fails_lack_of_fit=fit.fails, between_sd=fit.between_sd,
               between_source=fit.between_source, lack_of_fit_line=fit.lack_of_fit_line(), asymmetry=bowl.ratio)
+    law.points = _law_points(groups, list(axes), optima)
     horizon = next((name for name in ("tokens", "steps") if name in names), None)
     if horizon is not None:
         lo, hi = slope_ci[horizon]
@@ -77,10 +78,28 @@ def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
     return law
 
 
+def _law_points(groups: Sequence[tuple[Any, pd.DataFrame]], axes: list[str], optima: Sequence[Any]) -> list[LawPoint]:
+    """Each group's coordinates and optimum (a flagged empty result where every trial diverged or failed)."""
+    found = {o.point: o for o in optima}
+    points = []
+    for index, (point, part) in enumerate(groups):
+        at = {name: point_value(v) for name, v in zip(axes, np.atleast_1d(np.asarray(point, dtype=object)))}
+        if index in found:
+            result = found[index].result()
+        else:
+            flag = "all_diverged" if (part["status"] == "diverged").all() else "all_failed"
+            result = PointResult(point=index, x_star=None, ci=None, flags=[flag])
+        points.append(LawPoint(at, result))
+    return points
+
+
 def fit_laws(table: pd.DataFrame, axes: Sequence[str], settings: Mapping[str, SearchSettings],
-             th: Thresholds = Thresholds()) -> dict[str, Optional[Law]]:
-    """``{setup: law}`` for one searched key's tidy table (``setup``, the axis columns, ``seed, x, loss, status``)."""
-    return {str(setup): fit_law(rows, axes, settings.get(str(setup), SearchSettings()), th)
+             th: Thresholds = Thresholds(), no_seeds: bool = False) -> dict[str, Optional[Law]]:
+    """``{setup: law}`` for one searched key's tidy table (``setup``, the axis columns, ``seed, x, loss, status``);
+    ``no_seeds``: a table without seeds (``analysis.no_seeds``): σ_b estimated from the law's residuals whatever
+    the number of values per axis (the points' errors leave out what a run's seed shares across its LRs), each
+    point at its own bowl shape."""
+    return {str(setup): fit_law(rows, axes, settings.get(str(setup), SearchSettings()), th, no_seeds)
             for setup, rows in table.groupby("setup", sort=False)}
 
 

@@ -73,12 +73,14 @@ class Regression:
         return f"lack of fit: F = {lof['F']:.2f} on ({lof['dof'][0]}, {den}), p = {lof['p']:.3f}; {scatter}"
 
 
-def _residual_q(design: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
-    """Σ w r² about the weighted fit, and the residual projection P = W − WX(XᵀWX)⁻¹XᵀW."""
-    w = np.diag(weights)
-    hat = w @ design @ np.linalg.pinv(design.T @ w @ design) @ design.T @ w
-    projection = w - hat
-    return float(y @ projection @ y), projection
+def _residual_q(design: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
+    """Σ w r² about the weighted fit, and the trace of the residual projection P = W − WX(XᵀWX)⁻¹XᵀW (computed
+    without forming P: memory linear in the points)."""
+    gram = np.linalg.pinv((design.T * weights) @ design)
+    coefficients = gram @ (design.T @ (weights * y))
+    residual = y - design @ coefficients
+    trace = float(np.sum(weights) - np.trace(gram @ ((design.T * weights**2) @ design)))
+    return float(np.sum(weights * residual**2)), trace
 
 
 def _satterthwaite(design: np.ndarray, covariance: np.ndarray, weights: np.ndarray, se2: np.ndarray, tau2: float,
@@ -87,7 +89,7 @@ def _satterthwaite(design: np.ndarray, covariance: np.ndarray, weights: np.ndarr
     ``pure_dof``, its between-point part with ``between_dof`` (None: known); None when neither part is estimated."""
     parts = []
     for variance, part_dof in ((se2, pure_dof), (np.full_like(se2, tau2), between_dof)):
-        spread = covariance @ design.T @ np.diag(weights**2 * variance) @ design @ covariance
+        spread = covariance @ ((design.T * (weights**2 * variance)) @ design) @ covariance
         parts.append((float(np.trace(spread)), part_dof))
     total = sum(v for v, _ in parts)
     denominator = sum(v * v / d for v, d in parts if d and v > 0)
@@ -102,7 +104,7 @@ def regress(design: np.ndarray, y: np.ndarray, se: np.ndarray, pure_dof: Optiona
     se2 = np.maximum(se, 1e-6) ** 2
     resid_dof = n - p
     lack_of_fit = None
-    q_pure, projection = _residual_q(design, y, 1.0 / se2)
+    q_pure, trace = _residual_q(design, y, 1.0 / se2)
     if resid_dof > 0:
         f = q_pure / resid_dof
         lack_of_fit = {"F": f, "dof": [resid_dof, pure_dof], "p": f_sf(f, resid_dof, pure_dof)}
@@ -110,7 +112,6 @@ def regress(design: np.ndarray, y: np.ndarray, se: np.ndarray, pure_dof: Optiona
     tau2, source = BETWEEN_POINT_SD**2, CALIBRATED_SOURCE
     if estimate_between and resid_dof > 0:
         expected = resid_dof * (pure_dof / (pure_dof - 2) if pure_dof and pure_dof > 2 else 1.0)
-        trace = float(np.trace(projection))
         if trace > 0:
             raw = (q_pure - expected) / trace
             tau2 = max(0.0, (CALIBRATION_DOF * tau2 + resid_dof * raw) / (CALIBRATION_DOF + resid_dof))

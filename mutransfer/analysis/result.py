@@ -30,7 +30,7 @@ from typing import Any, Mapping, Optional
 from ..schema import LR_KEY, axis_named
 
 __all__ = ["SUMMARY_VERSION", "PointValue", "point_key", "point_value", "DecayEffect", "PointResult", "measured_point",
-           "AxisFit",
+           "AxisFit", "LawPoint", "NOISE_METHODS", "Noise",
            "Law", "SetupResult", "KeyResult", "Summary"]
 
 SUMMARY_VERSION = 2
@@ -221,6 +221,22 @@ class AxisFit:
 
 
 @dataclass
+class LawPoint:
+    """One point of a law's fit: its value on every axis of the law and its optimum."""
+
+    at: dict[str, PointValue]
+    result: PointResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": dict(self.at), **self.result.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "LawPoint":
+        at = {str(k): point_value(v) for k, v in (data.get("at") or {}).items()}
+        return cls(at, PointResult.from_json(0, {k: v for k, v in data.items() if k != "at"}))
+
+
+@dataclass
 class Law:
     """One fit of x* over every swept axis (``analysis.law``): coefficients per axis name, their covariance,
     the lack-of-fit test; ``beta`` the horizon exponent where steps or tokens is an axis."""
@@ -241,18 +257,24 @@ class Law:
     asymmetry: float
     beta: Optional[float] = None
     beta_ci: Optional[tuple[float, float]] = None
+    points: list[LawPoint] = field(default_factory=list)
+    """Every point the law saw (those off the axes' lines through the base point too), with its optimum."""
 
     def to_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "points"}
         if self.beta is None:
             data.pop("beta"), data.pop("beta_ci")
-        return _plain(data)
+        data = _plain(data)
+        if self.points:
+            data["points"] = [p.to_json() for p in self.points]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Law":
-        names = {f.name for f in fields(cls)} - {"slope_ci", "beta_ci"}
+        names = {f.name for f in fields(cls)} - {"slope_ci", "beta_ci", "points"}
         return cls(slope_ci={k: _pair(v) for k, v in (data.get("slope_ci") or {}).items()},  # type: ignore[misc]
-                   beta_ci=_pair(data.get("beta_ci")), **{n: _copy(data[n]) for n in names if n in data})
+                   beta_ci=_pair(data.get("beta_ci")), points=[LawPoint.from_json(p) for p in data.get("points") or []],
+                   **{n: _copy(data[n]) for n in names if n in data})
 
 
 @dataclass
@@ -336,14 +358,42 @@ class KeyResult:
     setups: dict[str, SetupResult] = field(default_factory=dict)
 
 
+NOISE_METHODS = ("seeds", "residuals")
+"""How a summary's intervals measured noise: the spread of the seeds' own optima, or (one run per point and LR,
+no seeds) the bowl fits' residuals with the between-point scatter about the law (``analysis.no_seeds``)."""
+
+
+@dataclass
+class Noise:
+    """How the noise that an imported table's intervals carry was measured, and whether simulation shows them
+    calibrated (covering ≥ 0.90 of the truth); uncalibrated intervals keep every verdict ``inconclusive``."""
+
+    method: str
+    calibrated: bool
+    reason: str
+
+    def line(self) -> str:
+        state = "calibrated" if self.calibrated else "UNCALIBRATED (verdicts stay inconclusive)"
+        return f"{self.method}, {state}: {self.reason}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "calibrated": self.calibrated, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Noise":
+        return cls(str(data["method"]), bool(data["calibrated"]), str(data.get("reason") or ""))
+
+
 @dataclass
 class Summary:
-    """``summary.json``: every searched key's results, what a batch axis held fixed, and the sweep's status
-    (``sweep.completion.SweepStatus.as_dict``) when a sweep wrote it."""
+    """``summary.json``: every searched key's results, what a batch axis held fixed, the sweep's status
+    (``sweep.completion.SweepStatus.as_dict``) when a sweep wrote it, and for an imported table how its noise was
+    measured."""
 
     keys: dict[str, KeyResult] = field(default_factory=dict)
     hold: Optional[str] = None
     status: Optional[dict[str, Any]] = None
+    noise: Optional[Noise] = None
 
     def setups(self, key: str = LR_KEY) -> dict[str, SetupResult]:
         """The setups' results for ``key`` (none when the sweep did not search it)."""
@@ -359,6 +409,8 @@ class Summary:
             data["status"] = dict(self.status)
         if self.hold is not None:
             data["hold"] = self.hold
+        if self.noise is not None:
+            data["noise"] = self.noise.to_json()
         data["keys"] = {key: {"setups": {label: s.to_json() for label, s in result.setups.items()}}
                         for key, result in self.keys.items()}
         return data
@@ -379,5 +431,6 @@ class Summary:
                     for key, part in raw.items()}
         else:
             raise ValueError(f"summary.json version {version} is newer than this mutransfer reads ({SUMMARY_VERSION})")
-        return cls(keys=keys, hold=data.get("hold"), status=data.get("status"))
+        return cls(keys=keys, hold=data.get("hold"), status=data.get("status"),
+                   noise=Noise.from_json(data["noise"]) if data.get("noise") else None)
 

@@ -25,11 +25,13 @@ from .batch import batch_analysis
 from .decay_effect import add_decay_effects
 from .drift import SearchSettings, analyze, lack_of_fit_reason
 from .law import fit_laws
+from .no_seeds import no_seed_noise, seeded_noise
 from .thresholds import Thresholds
-from .result import AxisFit, KeyResult, SetupResult, Summary
+from .result import AxisFit, KeyResult, SetupResult, Summary, point_value
 
 __all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "write_summary", "summarize_run",
-           "read_summary", "searched_column", "key_value", "width_axis", "axis_rows", "axis_table", "swept_axes", "tidy_rows"]
+           "read_summary", "searched_column", "key_value", "width_axis", "declared_axes",
+           "summarize_dir", "axis_rows", "axis_table", "swept_axes", "tidy_rows"]
 
 
 def searched_column(key: str) -> str:
@@ -75,7 +77,10 @@ def axis_rows(trials: pd.DataFrame, axis: Axis, axes: Optional[Sequence[Axis]] =
 
 
 def width_axis(trials: pd.DataFrame) -> pd.DataFrame:
-    """The rows on the width axis in the width-only layout (the table itself when only width is swept)."""
+    """The rows on the width axis in the width-only layout (the table itself when only width is swept, or when it
+    has no width column: a table imported on other axes)."""
+    if TRANSFER_AXES[0].column not in trials.columns:
+        return trials
     extra = [axis.column for axis in TRANSFER_AXES[1:] if axis.column in trials.columns]
     extra += ["hold"] if "hold" in trials.columns else []
     return axis_rows(trials, TRANSFER_AXES[0]).drop(columns=extra) if extra else trials
@@ -89,23 +94,40 @@ def tidy_rows(part: pd.DataFrame, x: pd.Series, columns: Mapping[str, str]) -> p
 
 
 def axis_table(trials: pd.DataFrame, key: str, settings: Mapping[str, Mapping[str, SearchSettings]],
-               axis: Axis) -> pd.DataFrame:
+               axis: Axis, axes: Optional[Sequence[Axis]] = None) -> pd.DataFrame:
     """One key's tidy rows along ``axis`` through the base point, as the analysis reads them: ``setup, point, seed,
-    x, loss, status`` with ``x`` on the analysis's scale (``searched_values``; finite values only)."""
+    x, loss, status`` with ``x`` on the analysis's scale (``searched_values``; finite values only). ``axes``: the
+    swept axes (default ``swept_axes``)."""
     rows = trials[trials["search_key"] == key].reset_index(drop=True)
-    return _bowl(axis_rows(rows, axis), key, dict(settings.get(key, {})), {"point": axis.column})
+    return _bowl(axis_rows(rows, axis, axes), key, dict(settings.get(key, {})), {"point": axis.column})
 
 
 def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSettings]],
-              th: Thresholds = Thresholds(), axes: Sequence[str] = ()) -> Summary:
+              th: Thresholds = Thresholds(), axes: Sequence[str] = (), no_seeds: Optional[bool] = None) -> Summary:
     """Every searched key's results; ``settings[key][setup]`` says how each setup searched each key. Each swept
     axis (``swept_axes``; ``axes`` names them instead) gets its fit (the same optimum, interval and verdict rules
-    with log2 of the axis value as the x), and two or more axes the law (one fit over every point)."""
+    with log2 of the axis value as the x), and two or more axes the law (one fit over every point). ``no_seeds``
+    (an imported table: True without seeds, False with them; None for a sweep): how the noise is measured
+    (``analysis.no_seeds``), recorded in the summary's ``noise``."""
     summary = Summary(hold=str(trials["hold"].iloc[0]) if "hold" in trials.columns else None)
     for key, rows in trials.groupby("search_key", sort=False):
-        setups = _analysis(rows.reset_index(drop=True), str(key), dict(settings.get(str(key), {})), th, axes)
+        setups = _analysis(rows.reset_index(drop=True), str(key), dict(settings.get(str(key), {})), th, axes,
+                           bool(no_seeds))
         summary.keys[str(key)] = KeyResult(str(key), setups)
+        if no_seeds:
+            summary.noise = no_seed_noise(setups)
+    if no_seeds is False:
+        summary.noise = seeded_noise()
     return summary
+
+
+def summarize_dir(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Thresholds()) -> Summary:
+    """The summary of a run directory's ``trials`` as its config.yaml says to analyse them: a sweep's registered
+    axes, or an import's declared axes and its noise without seeds."""
+    record = _record(run_dir)
+    imported = record.get("kind") == "import"
+    return summarize(trials, search_settings(run_dir, trials), th, declared_axes(run_dir),
+                     (not record.get("seeds", False)) if imported else None)
 
 
 def _bowl(rows: pd.DataFrame, key: str, own: Mapping[str, SearchSettings],
@@ -126,19 +148,19 @@ def _off(rows: pd.DataFrame, key: str) -> pd.DataFrame:
 
 
 def _analysis(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings], th: Thresholds,
-              named: Sequence[str]) -> dict[str, SetupResult]:
+              named: Sequence[str], no_seeds: bool = False) -> dict[str, SetupResult]:
     """One key's result per setup: a fit per swept axis and, with two or more, the law (and the batch worth using
     across batch sizes held at fixed tokens); a decay key's points say whether the best decay beats decay off."""
     axes = swept_axes(rows, named)
     fits: dict[str, dict[str, AxisFit]] = {}
     for axis in axes:
         part = axis_rows(rows, axis, axes)
-        fits[axis.name] = analyze(_bowl(part, key, own, {"point": axis.column}), own, th, axis.name)
+        fits[axis.name] = analyze(_bowl(part, key, own, {"point": axis.column}), own, th, axis.name, no_seeds)
         if key in DECAY_OFF_VALUES:
             add_decay_effects(fits[axis.name], _off(part, key), axis.column)
-    laws = fit_laws(_bowl(rows, key, own, {a.name: a.column for a in axes}), [a.name for a in axes], own, th) \
-        if len(axes) > 1 else {}
-    batches = _batches(rows, key, own, th) if len(axes) > 1 else None
+    laws = fit_laws(_bowl(rows, key, own, {a.name: a.column for a in axes}), [a.name for a in axes], own, th,
+                    no_seeds) if len(axes) > 1 else {}
+    batches = _batches(rows, key, own, th, axes, bool(named)) if len(axes) > 1 else None
     result = {}
     for label, line in fits[axes[0].name].items():
         setup = SetupResult(label, {name: fit[label] for name, fit in fits.items() if label in fit}, line.verdict,
@@ -150,18 +172,33 @@ def _analysis(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings], th: 
     return result
 
 
-def _batches(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings],
-             th: Thresholds) -> Optional[dict[str, Any]]:
+def _batches(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings], th: Thresholds,
+             axes: Sequence[Axis] = (), per_point: bool = False) -> Optional[dict[str, Any]]:
     """The batch worth using (``analysis.batch``) from the learning rate's trials of a batch axis held at fixed
-    tokens, at the base of every axis besides the batch and the budget; None for any other table or key."""
-    if key != LR_KEY or "batch_size" not in rows.columns or set(rows.get("hold", pd.Series(dtype=str))) != {"tokens"}:
+    tokens, at the base of every axis besides the batch and the budget; None for any other table or key. An
+    imported table (``per_point``, its ``axes`` given) with a batch and a tokens axis gets it too, and besides
+    the base point's, each point of its other axes's under ``points`` (``{"at": {axis: value}, ...}``)."""
+    names = {axis.name for axis in axes}
+    if per_point:
+        if key != LR_KEY or not {"batch", "tokens"} <= names:
+            return None
+    elif key != LR_KEY or "batch_size" not in rows.columns or set(rows.get("hold", pd.Series(dtype=str))) != {"tokens"}:
         return None
+    others = [axis for axis in (axes if per_point else swept_axes(rows)) if axis.name not in ("batch", "tokens")]
     keep = np.ones(len(rows), dtype=bool)
-    for axis in swept_axes(rows):
-        if axis.name not in ("batch", "tokens"):
-            keep &= (rows[axis.column] == rows[axis.column].min()).to_numpy()
-    base = rows[keep].reset_index(drop=True)
-    return batch_analysis(_bowl(base, key, own, {"batch_size": "batch_size", "tokens": "tokens"}), own, th)
+    for axis in others:
+        keep &= (rows[axis.column] == rows[axis.column].min()).to_numpy()
+    columns = {"batch_size": "batch_size", "tokens": "tokens"}
+    result = batch_analysis(_bowl(rows[keep].reset_index(drop=True), key, own, columns), own, th)
+    if per_point and others:
+        for at, part in rows.groupby([axis.column for axis in others]):
+            values = dict(zip((axis.name for axis in others), np.atleast_1d(np.asarray(at, dtype=object))))
+            for label, entry in batch_analysis(_bowl(part.reset_index(drop=True), key, own, columns), own,
+                                               th).items():
+                if label in result:
+                    result[label].setdefault("points", []).append(
+                        {"at": {n: point_value(v) for n, v in values.items()}, **entry})
+    return result
 
 
 def _judge_law(setup: SetupResult) -> None:
@@ -182,7 +219,8 @@ def write_tables(run_dir: Path, trials: pd.DataFrame, curves: pd.DataFrame) -> N
 
 
 def read_tables(run_dir: Path, all_axes: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """trials.csv and curves.csv, checked; the trials on the width axis only unless ``all_axes``."""
+    """trials.csv and curves.csv, checked; a sweep's trials on the width axis only unless ``all_axes`` (an
+    import's all of them)."""
     path = run_dir / TRIALS_FILE
     if not run_dir.is_dir():
         raise UserError(f"{run_dir} is not a directory", "give a sweep's run directory (e.g. runs/default)")
@@ -190,6 +228,8 @@ def read_tables(run_dir: Path, all_axes: bool = False) -> tuple[pd.DataFrame, pd
         raise UserError(f"{run_dir} has no {TRIALS_FILE}", "run `mutransfer sweep` first, or give a sweep's "
                         "run directory")
     trials = _read_csv(path, TRIAL_NEEDS)
+    if "width" not in trials.columns and not declared_axes(run_dir):
+        raise UserError(f"{path} lacks the column(s) width", REWRITE_HINT)
     if trials.empty:
         raise UserError(f"{path} has no trials", "run or resume the sweep until some trials finish")
     for key in trials["search_key"].unique():
@@ -197,14 +237,15 @@ def read_tables(run_dir: Path, all_axes: bool = False) -> tuple[pd.DataFrame, pd
         if column not in trials.columns:
             raise UserError(f"{path} searched {key} but has no column '{column}'", REWRITE_HINT)
         _numeric(trials.loc[trials["search_key"] == key], column, path)
-    for axis in swept_axes(trials)[1:]:
-        _numeric(trials, axis.column, path, whole=True)
+    named = declared_axes(run_dir)
+    for axis in swept_axes(trials, named)[0 if named else 1:]:
+        _numeric(trials, axis.column, path, whole=not named)
     curves_path = run_dir / CURVES_FILE
     curves = _read_csv(curves_path, CURVE_NEEDS) if curves_path.is_file() else pd.DataFrame(columns=CURVE_COLUMNS)
-    return (trials if all_axes else width_axis(trials)), curves
+    return (trials if all_axes or named else width_axis(trials)), curves
 
 
-TRIAL_NEEDS = {"setup": str, "width": int, "seed": int, "search_key": str, "val_loss": float, "status": str}
+TRIAL_NEEDS = {"setup": str, "seed": int, "search_key": str, "val_loss": float, "status": str}
 CURVE_NEEDS = {"setup": str, "width": int, "seed": int, "search_key": str, "trial": int, "step": int,
                "train_loss": float}
 REWRITE_HINT = "rewrite the run directory's tables with mutransfer export (or rerun the sweep to resume)"
@@ -243,13 +284,25 @@ def _numeric(table: pd.DataFrame, column: str, path: Path, whole: bool = False) 
     table[column] = values.astype(int) if whole else values.astype(float)
 
 
+def _record(run_dir: Path) -> dict[str, Any]:
+    """The run directory's config.yaml document ({} when it is missing or not a mapping)."""
+    config = run_dir / CONFIG_FILE
+    record = load_yaml(config, "sweep config") if config.is_file() else None
+    return record if isinstance(record, dict) else {}
+
+
+def declared_axes(run_dir: Path) -> tuple[str, ...]:
+    """The axes a run directory's config.yaml declares (an import's, collinear ones left out); () for a sweep,
+    whose axes are its table's registered columns (``swept_axes``)."""
+    record = _record(run_dir)
+    return tuple(str(a) for a in record.get("axes") or ()) if record.get("kind") == "import" else ()
+
+
 def search_settings(run_dir: Path, trials: pd.DataFrame) -> dict[str, dict[str, SearchSettings]]:
     """How each setup searched each key (``settings[key][setup]``): from the sweep's config.yaml, else each
     setup's most common spacing on a log2 scale with an unknown range."""
     settings: dict[str, dict[str, SearchSettings]] = {}
-    config = run_dir / CONFIG_FILE
-    record = load_yaml(config, "sweep config") if config.is_file() else None
-    spec = (record.get("spec") or {}) if isinstance(record, dict) else {}
+    spec = _record(run_dir).get("spec") or {}
     try:
         for setup in spec.get("setups", []):
             for search in setup.get("search", []):
@@ -270,7 +323,7 @@ def summarize_run(run_dir: Path, th: Thresholds = Thresholds()) -> Summary:
     """The summary computed afresh from the run directory's trials.csv (so it matches the tables even when
     summary.json is older)."""
     trials, _ = read_tables(run_dir, all_axes=True)
-    return summarize(trials, search_settings(run_dir, trials), th)
+    return summarize_dir(run_dir, trials, th)
 
 
 def write_summary(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Thresholds(),

@@ -3,10 +3,12 @@ for a pull-request comment) and compare.png; prints the same table."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..analysis.cells import format_interval
+from ..analysis.result import point_key
 from ..defaults import COMPARE_TOLERANCE, option_text
 
 if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --help` loads no pandas)
@@ -14,6 +16,7 @@ if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --hel
     from rich.table import Table
 
     from ..analysis.compare import Comparison
+    from ..schema import Axis
 
 __all__ = ["run", "markdown", "EXIT_MOVED"]
 
@@ -55,6 +58,7 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool,
                   (("A", unfinished_run(run_a, partial, "compare")), ("B", unfinished_run(run_b, partial, "compare")))
                   if status is not None}
     trials_a, trials_b = read_tables(run_a)[0], read_tables(run_b)[0]
+    axis = _compared_axis(run_a, trials_a, run_b, trials_b)
     keys_a, keys_b = sorted(set(trials_a["search_key"])), sorted(set(trials_b["search_key"]))
     if keys_a != keys_b:
         raise UserError(f"{run_a} swept {', '.join(keys_a)} but {run_b} swept {', '.join(keys_b)}",
@@ -64,12 +68,12 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool,
     if not shared:
         raise UserError(f"{run_a} (setups {', '.join(setups_a)}) and {run_b} (setups {', '.join(setups_b)}) "
                         "share no setup", "compare two sweeps with a setup label in common")
-    a, b = _analysed(run_a, trials_a), _analysed(run_b, trials_b)
+    a, b = _analysed(run_a, trials_a, axis), _analysed(run_b, trials_b, axis)
     names = _names(run_a, run_b)
-    comparison = compare(a["summary"], b["summary"], str(run_a), str(run_b), margin)
+    comparison = replace(compare(a["summary"], b["summary"], str(run_a), str(run_b), margin), axis=axis.name)
     if comparison.widths.empty:
-        raise UserError(f"{run_a} and {run_b} share no width with an estimated optimum in setups "
-                        f"{', '.join(shared)}", "sweep a width both runs have")
+        raise UserError(f"{run_a} and {run_b} share no {axis.name} with an estimated optimum in setups "
+                        f"{', '.join(shared)}", f"sweep (or import) a {axis.name} both runs have")
     changes = config_changes(a["record"], b["record"])
     target.mkdir(parents=True, exist_ok=True)
     report = {**({"partial": unfinished} if unfinished else {}), **comparison.as_dict(), "config_changes": changes}
@@ -93,22 +97,41 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool,
     return EXIT_MOVED if strict and comparison.moved else 0
 
 
-def _analysed(run_dir: Path, trials: pd.DataFrame) -> dict[str, Any]:
-    """A sweep's trials, their searched values as the analysis sees them, its summary (computed afresh from
-    trials.csv) and its config record (empty when config.yaml is missing)."""
+def _compared_axis(run_a: Path, trials_a: pd.DataFrame, run_b: Path, trials_b: pd.DataFrame) -> Axis:
+    """The axis both runs are compared along: a sweep's width, an import's first analysed axis; refused when the
+    two differ."""
+    from ..analysis.summary import declared_axes, swept_axes
+    from ..errors import UserError
+
+    first_a = swept_axes(trials_a, declared_axes(run_a))[0]
+    first_b = swept_axes(trials_b, declared_axes(run_b))[0]
+    if first_a != first_b:
+        raise UserError(f"{run_a} is analysed along {first_a.name} but {run_b} along {first_b.name}",
+                        "compare two runs whose first axis is the same (an import's first --axis)")
+    return first_a
+
+
+def _analysed(run_dir: Path, trials: pd.DataFrame, axis: Axis) -> dict[str, Any]:
+    """A run's trials, their searched values as the analysis sees them (on ``axis``'s line through the base
+    point, its values under the column ``width``), its summary (computed afresh from trials.csv) and its config
+    record (empty when config.yaml is missing)."""
     import pandas as pd
 
-    from ..analysis.summary import search_settings, searched_values, summarize
+    from ..analysis.summary import axis_rows, declared_axes, search_settings, searched_values, summarize_dir, \
+        swept_axes
     from ..files import CONFIG_FILE, load_yaml
 
     settings = search_settings(run_dir, trials)
-    points = pd.concat([pd.DataFrame({"key": key, "setup": part["setup"], "width": part["width"],
+    named = declared_axes(run_dir)
+    summary = summarize_dir(run_dir, trials)
+    line = axis_rows(trials, axis, swept_axes(trials, named)) if named else trials
+    points = pd.concat([pd.DataFrame({"key": key, "setup": part["setup"], "width": part[axis.column],
                                       "seed": part["seed"], "x": searched_values(part, str(key), settings.get(
                                           str(key), {})), "loss": part["val_loss"], "status": part["status"]})
-                        for key, part in trials.groupby("search_key", sort=False)], ignore_index=True)
+                        for key, part in line.groupby("search_key", sort=False)], ignore_index=True)
     config = run_dir / CONFIG_FILE
     record = load_yaml(config, "sweep config") if config.is_file() else {}
-    return {"trials": trials, "points": points, "summary": summarize(trials, settings),
+    return {"trials": trials, "points": points, "summary": summary,
             "record": record if isinstance(record, dict) else {}}
 
 
@@ -116,6 +139,11 @@ def _names(run_a: Path, run_b: Path) -> tuple[str, str]:
     """Short labels for the figure: the directories' names, told apart when they are the same."""
     a, b = run_a.name or str(run_a), run_b.name or str(run_b)
     return (f"A {a}", f"B {b}") if a == b else (a, b)
+
+
+def _headers(comparison: Comparison) -> tuple[str, ...]:
+    """The point table's headers, its first the compared axis."""
+    return (comparison.axis, *WIDTH_HEADERS[1:])
 
 
 def _x(value: float, ci: tuple[float, float]) -> str:
@@ -128,7 +156,7 @@ def _width_cells(row: dict[str, Any]) -> list[str]:
                                                       else "(one seed)")
     shift = f"{row['difference']:+.2f} {format_interval((row['ci_low'], row['ci_high']))}"
     holm = "bound" if row["p_holm"] != row["p_holm"] else f"{row['p_holm']:.3f}"
-    return [str(int(row["width"])), _x(row["x_a"], (row["ci_a_low"], row["ci_a_high"])),
+    return [point_key(row["width"]), _x(row["x_a"], (row["ci_a_low"], row["ci_a_high"])),
             _x(row["x_b"], (row["ci_b_low"], row["ci_b_high"])), f"**{shift}**" if row["moved"] else shift, holm,
             f"{row['loss_a']:.4f}", f"{row['loss_b']:.4f}", loss_text]
 
@@ -150,7 +178,7 @@ def _verdict(row: dict[str, Any], widths: pd.DataFrame, tolerance: float) -> str
                   f" octaves (95 %; p (Holm) {row['shift_p_holm']:.3f}; 90 % "
                   f"{format_interval((row['shift_ci90_low'], row['shift_ci90_high']), '+.2f')})")
     moved = widths[widths["width"].isin(row["moved_widths"])]
-    where = ", ".join(f"{int(w)} ({d:+.2f})" for w, d in zip(moved["width"], moved["difference"]))
+    where = ", ".join(f"{point_key(w)} ({d:+.2f})" for w, d in zip(moved["width"], moved["difference"]))
     if row["verdict"] == "same":
         return f"same — {pooled}, inside ±{tolerance:g}"
     if row["verdict"] == "moved":
@@ -175,12 +203,14 @@ def markdown(comparison: Comparison, changes: list[dict[str, Any]]) -> str:
     """compare.md: a verdict line and a width table per setup, the config differences, how to read it."""
     lines = [f"### mutransfer compare: A = `{comparison.run_a}`, B = `{comparison.run_b}`", ""]
     for row, widths in _blocks(comparison):
-        lines += [f"**{_title(row)}: {_verdict(row, widths, comparison.tolerance)}.** Slope (octaves per width doubling): "
-                  f"A {_slope(row, 'a')}, B {_slope(row, 'b')}.", ""]
-        lines += ["| " + " | ".join(WIDTH_HEADERS) + " |", "|" + "---:|" * len(WIDTH_HEADERS)]
+        lines += [f"**{_title(row)}: {_verdict(row, widths, comparison.tolerance)}.** Slope (octaves per "
+                  f"{comparison.axis} doubling): A {_slope(row, 'a')}, B {_slope(row, 'b')}.", ""]
+        headers = _headers(comparison)
+        lines += ["| " + " | ".join(headers) + " |", "|" + "---:|" * len(headers)]
         lines += ["| " + " | ".join(_width_cells(w)) + " |" for w in widths.to_dict("records")]
         if row["only_a"] or row["only_b"]:
-            lines += ["", f"Not compared: widths only in A {row['only_a']}, only in B {row['only_b']}."]
+            lines += ["", f"Not compared: {comparison.axis} values only in A {row['only_a']}, only in B "
+                      f"{row['only_b']}."]
         lines.append("")
     only = _only_lines(comparison)
     lines += [f"- {line}" for line in only] + ([""] if only else [])
@@ -226,7 +256,7 @@ def _tables(comparison: Comparison) -> list[Table]:
         color = {"moved": "red", "same": "green"}.get(row["verdict"], "yellow")
         table = Table(title=f"{_title(row)}: [{color}]{row['verdict']}[/]  "
                             f"(A {comparison.run_a} · B {comparison.run_b})")
-        for header in WIDTH_HEADERS:
+        for header in _headers(comparison):
             table.add_column(header, justify="right")
         for w in widths.to_dict("records"):
             table.add_row(*(cell.replace("**", "") for cell in _width_cells(w)))

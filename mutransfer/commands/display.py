@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, ContextManager, Optional
+from typing import TYPE_CHECKING, ContextManager, Optional, Sequence
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -22,7 +22,8 @@ from ..sweep.search import OFF_X
 if TYPE_CHECKING:  # the sweep runner imports optuna: only its types here
     from ..sweep.runner import FinishedTrial, Snapshot
 
-__all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "verdict_notes"]
+__all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "summary_tables",
+           "verdict_notes"]
 
 
 class SweepDisplay:
@@ -142,10 +143,18 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
                           f"[{colors.get(verdict, 'white')}]{verdict}[/]" + (" (partial)" if partial else "")
                           if i == 0 else "")
         table.add_section()
-    table.caption = ("interval: 95 % confidence from the seeds' spread; (res.): one seed, a grid-resolution bound, "
-                     "not a confidence interval" + ("; vs decay off: the best decay's loss minus decay off's, with "
+    res = ("(res.): no seeds, the fit's resolution bound widened by the between-point scatter "
+           f"({'calibrated' if summary.noise.calibrated else 'UNCALIBRATED'}: summary.json's noise)"
+           if summary.noise is not None and summary.noise.method == "residuals" else
+           "(res.): one seed, a grid-resolution bound, not a confidence interval")
+    table.caption = ("interval: 95 % confidence from the seeds' spread; " + res + ("; vs decay off: the best decay's loss minus decay off's, with "
                                                     "Welch's 95 % interval from the seeds" if decay else ""))
     return table
+
+
+def summary_tables(summary: Summary, axes: Sequence[str]) -> list[Table]:
+    """``summary_table`` along each of ``axes`` (an import's: any axis names)."""
+    return [summary_table(summary, axis=axis) for axis in axes]
 
 
 def verdict_notes(summary: Summary, axis: str = "width") -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from ..defaults import BATCH_TOLERANCE, option_text
 
@@ -12,34 +12,68 @@ if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --hel
 
     from ..transfer.target import Transfer
 
-__all__ = ["run", "prediction_line", "decay_line"]
+__all__ = ["run", "prediction_line", "decay_line", "target_values", "transfer_import", "SPELLINGS"]
 
 COLUMNS = ("parameter", "role", "shape", "init std", "multiplier", "lr", "depth factor", "effective lr", "update")
 LEFT = ("parameter", "role", "update")
 
 
-def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[Path], fmt: str,
+SPELLINGS = {"--width": "width", "--depth": "depth", "--steps": "steps", "--batch-size": "batch", "--tokens": "tokens"}
+"""The options that name a target on one axis, as spellings of ``--at AXIS=VALUE``."""
+
+
+def target_values(at: Sequence[str], spelled: Mapping[str, Optional[str]]) -> dict[str, float]:
+    """``--at NAME=VALUE`` (repeatable) and the axis options (``spelled``: option → text) as {axis: value}; one
+    line for a malformed or repeated axis or a value that is not a positive number."""
+    from ..errors import UserError
+    from .common import positive_number
+
+    values: dict[str, float] = {}
+    pairs = [(f"--at {text}", *text.partition("=")[::2]) for text in at]
+    pairs += [(option, SPELLINGS[option], text) for option, text in spelled.items() if text is not None]
+    for option, name, text in pairs:
+        name = name.strip()
+        if not name or not text.strip():
+            raise UserError(f"{option} is not AXIS=VALUE", "e.g. --at params=7e9 --at tokens=2e12")
+        if name in values:
+            raise UserError(f"the target on {name} is given twice ({option})", "give each axis once")
+        values[name] = positive_number(option, text.strip(), "7e9")
+    return values
+
+
+def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out: Optional[Path], fmt: str,
         correct_drift: bool, tolerance: str = "1", depth: Optional[str] = None, steps: Optional[str] = None,
         decay_rule: Optional[str] = None, batch_size: Optional[str] = None, tokens: Optional[str] = None,
-        tolerance_text: str = option_text(BATCH_TOLERANCE), partial: bool = False) -> None:
+        tolerance_text: str = option_text(BATCH_TOLERANCE), partial: bool = False, at: Sequence[str] = ()) -> None:
+    from ..analysis.summary import declared_axes
+    from ..errors import UserError
     from ..files import latest_run, transfer_file
     from ..transfer.target import make_transfer, write_transfer
     from .common import batch_tolerance, console, positive_integer, positive_number, unfinished_run
 
-    target_width = positive_integer("--width", str(width), "4096")
     octaves = positive_number("--tolerance", tolerance, "1")
+    run_dir = source or latest_run()
+    if declared_axes(run_dir):
+        spelled = {"--width": None if width is None else str(width), "--depth": depth, "--steps": steps,
+                   "--batch-size": batch_size, "--tokens": tokens}
+        return transfer_import(run_dir, target_values(at, spelled), setup, out, fmt, octaves)
+    given = _sweep_target(at, {"width": None if width is None else str(width), "depth": depth, "steps": steps,
+                                "batch": batch_size, "tokens": tokens})
+    depth, steps, batch_size, tokens = given["depth"], given["steps"], given["batch"], given["tokens"]
+    if given["width"] is None:
+        raise UserError("transfer needs the target width", "give --width N (e.g. --width 4096) or --at width=N")
+    target_width = positive_integer("--width", given["width"], "4096")
     blocks = positive_integer("--depth", depth, "48") if depth is not None else None
     horizon = positive_integer("--steps", steps, "100000") if steps is not None else None
     batch = positive_integer("--batch-size", batch_size, "256") if batch_size is not None else None
     budget = positive_integer("--tokens", tokens, "1000000000") if tokens is not None else None
-    run_dir = source or latest_run()
     th = batch_tolerance(tolerance_text)
     unfinished = unfinished_run(run_dir, partial, "transfer")
     result = make_transfer(run_dir, target_width, setup, correct_drift, octaves, blocks, horizon, decay_rule, batch, budget,
                            th)
     if unfinished is not None:
         result.document = {"partial": unfinished.as_dict(), **result.document}
-    path = out or run_dir / transfer_file(width, fmt, partial=unfinished is not None)
+    path = out or run_dir / transfer_file(target_width, fmt, partial=unfinished is not None)
     write_transfer(result, path, fmt)
     screen = console()
     screen.print(f"transfer from {run_dir}" + (" (the latest sweep in runs/; --from RUN_DIR for another)"
@@ -47,7 +81,7 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
     screen.print(prediction_line(result.document["prediction"]))
     if result.document.get("decay"):
         screen.print(decay_line(result.document["decay"]), highlight=False)
-    screen.print(_table(result.document, width))
+    screen.print(_table(result.document, target_width))
     if result.document.get("depth_alpha"):
         doc = result.document
         screen.print(f"depth {doc['depth']} (base {doc['base_depth']}, depth_alpha {doc['depth_alpha']:g}): every "
@@ -63,6 +97,60 @@ def run(width: int, source: Optional[Path], setup: Optional[str], out: Optional[
     screen.print(f"wrote {path}" + (f" (PARTIAL: made from an unfinished sweep, {unfinished.line()})"
                                     if unfinished is not None else ""), highlight=False)
     screen.print(_next_check(run_dir, result), highlight=False, soft_wrap=True)
+
+
+def _sweep_target(at: Sequence[str], spelled: dict[str, Optional[str]]) -> dict[str, Optional[str]]:
+    """A sweep's target on its axes as the options' text: ``spelled`` (axis → its option's text) with ``--at``'s
+    values added; an axis a sweep cannot have, or one given twice, refused in one line."""
+    from ..errors import UserError
+
+    known = {axis: option for option, axis in SPELLINGS.items()}
+    given = dict(spelled)
+    for name, value in target_values(at, {}).items():
+        if name not in known:
+            raise UserError(f"--at {name}: a sweep's axes are {', '.join(known)}",
+                            "give them as --at width=N or --width N (any axis name works on an import)")
+        if given[name] is not None:
+            raise UserError(f"the target on {name} is given twice (--at {name} and {known[name]})",
+                            "give each axis once")
+        given[name] = str(int(value)) if float(value).is_integer() else str(value)
+    return given
+
+
+def transfer_import(run_dir: Path, target: dict[str, float], setup: Optional[str], out: Optional[Path], fmt: str,
+                    tolerance: float) -> None:
+    """η* with its range at ``target`` from an imported table (``transfer.imported``)."""
+    from ..errors import UserError
+    from ..files import atomic_write_text, dump_yaml, write_json
+    from ..transfer.imported import ImportTarget, import_transfer_file, predict_import
+    from .common import console
+
+    if not target:
+        raise UserError("transfer from an import needs a target", "give --at AXIS=VALUE for its axes, e.g. "
+                        "--at params=7e9 --at tokens=2e12")
+    prediction = predict_import(run_dir, ImportTarget(target), setup, tolerance)
+    path = out or run_dir / import_transfer_file(target, fmt)
+    document = prediction.as_dict(run_dir)
+    if fmt == "json":
+        write_json(path, document)
+    else:
+        atomic_write_text(path, dump_yaml(document))
+    screen = console()
+    where = ", ".join(f"{name} {value:.4g}" for name, value in prediction.target.items())
+    head = f"prediction at {where} ({prediction.setup}): log2 η* = {prediction.log2_lr:.2f} (η* = " \
+           f"{2.0 ** prediction.log2_lr:.4g})"
+    if prediction.interval is not None:
+        lo, hi = prediction.interval
+        head += f", 95 % range [{lo:.2f}, {hi:.2f}] (η* {2.0 ** lo:.3g} to {2.0 ** hi:.3g})"
+    screen.print(head, highlight=False, soft_wrap=True)
+    screen.print("law: " + ", ".join(f"{name} {slope:+.3f} octaves per doubling"
+                                     for name, slope in prediction.slopes.items())
+                 + f"; noise: {prediction.noise}{'' if prediction.calibrated else ' (uncalibrated)'}", highlight=False,
+                 soft_wrap=True)
+    for warning in prediction.warnings:
+        screen.print(f"[bold red]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    screen.print(f"wrote {path} (η* and its range: an import names no model config)", highlight=False,
+                 soft_wrap=True)
 
 
 def _next_check(run_dir: Path, result: Transfer) -> str:

@@ -29,6 +29,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
         workers_text: str, threads: int, dry_run: bool, overrides: Sequence[str], depth_text: Optional[str] = None,
         steps_text: Optional[str] = None, batch_text: Optional[str] = None, tokens_text: Optional[str] = None,
         partial: bool = False) -> int:
+    from ..analysis.summary import declared_axes
     from ..errors import UserError
     from ..files import latest_run
     from ..transfer.verify import Verification, VerifyRequest, parse_factors, parse_setups, parse_widths
@@ -49,6 +50,11 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     if bad is not None:
         raise UserError(f"override '{bad}' is not key=value", "e.g. mutransfer verify --width 512 train.device=cpu")
     run_dir = source or latest_run()
+    if declared_axes(run_dir):
+        raise UserError(f"{run_dir} is an imported table: verify needs a trainer to run the target, and an import "
+                        "holds no model or training", "train the target with your own trainer at the η* that "
+                        "`mutransfer transfer --from RUN_DIR --at AXIS=VALUE` gives, or sweep through a spec's "
+                        "trainer section (docs/your-trainer.md)")
     unfinished = unfinished_run(run_dir, partial, "verify")
     request = VerifyRequest(widths, parse_setups(setup_text, run_dir), span, step, tolerance, correct_drift, factors,
                             tuple(overrides), depth, steps, batch, tokens)

@@ -1,0 +1,288 @@
+"""A table of finished runs turned into this tool's trials: the mapping's columns checked and read, the rows
+filtered, each run's status decided, points merged, LRs placed on their log2 grid, duplicates resolved, thin
+points skipped and collinear axes named. The result is ``trials.csv``'s schema: ``setup``, one column per axis
+(by its name), ``seed``, ``search_key``, ``log2_lr``, ``val_loss``, ``status``, ``row`` (the source's row)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UserError, did_you_mean
+from ..schema import LR_COLUMN, LR_KEY, axis_named
+from .mapping import ImportMapping, RowFilter
+from .points import bin_on_grid, collinear_axes, lr_grid, merge_close
+
+__all__ = ["Imported", "to_trials", "STATUS_WORDS", "DEFAULT_SETUP", "MIN_LRS", "safe_label"]
+
+DEFAULT_SETUP = "imported"
+MIN_LRS = 3
+"""A point needs this many distinct learning rates for a bowl."""
+STATUS_WORDS: dict[str, tuple[str, ...]] = {
+    "ok": ("ok", "complete", "completed", "finished", "success", "succeeded", "done", "trialstate.complete"),
+    "diverged": ("diverged", "nan", "inf", "exploded"),
+    "failed": ("fail", "failed", "crashed", "error", "killed", "oom", "timeout", "trialstate.fail"),
+    "dropped": ("pruned", "running", "waiting", "queued", "trialstate.pruned", "trialstate.running",
+                "trialstate.waiting"),
+}
+"""How a ``--status`` column's values read (case-insensitive): a finished run (ok), one that diverged or failed,
+or one that did not finish (dropped: its loss is not a final one)."""
+UNSAFE = re.compile(r"[^A-Za-z0-9 ._+\-=,:()\[\]]")
+"""Characters a setup label may not keep: they would break a file name or a Markdown table (compare.md)."""
+
+
+@dataclass
+class Imported:
+    """An import's trials and what the conversion decided, for config.yaml, summary.json and the printout."""
+
+    trials: pd.DataFrame
+    axes: list[str]
+    dropped_axes: dict[str, str]
+    steps: dict[str, float]
+    """Each setup's log2 LR step (octaves)."""
+    binned: bool
+    rows_read: int
+    rows_kept: int
+    counts: dict[str, int] = field(default_factory=dict)
+    """Rows per status, rows dropped (unfinished), duplicates merged, points skipped (fewer than 3 LRs)."""
+    skipped_points: list[dict[str, Any]] = field(default_factory=list)
+    renamed_setups: dict[str, str] = field(default_factory=dict)
+    seeds: bool = False
+    """Whether the table told seeds apart (a seed column with two or more seeds at some point and LR)."""
+    step_source: str = ""
+    """Where the step came from: ``--step``, or inferred (and how)."""
+
+
+def safe_label(label: str) -> str:
+    """A setup label with the characters that would break a file name or a Markdown table replaced by ``_``."""
+    return UNSAFE.sub("_", label.strip()) or "_"
+
+
+def _row(index: int) -> int:
+    """The row number a user sees: 1 for the table's first data row."""
+    return int(index) + 1
+
+
+def _closest(column: str, columns: list[str]) -> str:
+    """``did you mean 'val/loss'? `` for the table's column most like ``column``: spelled alike (case aside), or
+    else sharing a word with it (``loss`` → ``val/loss``)."""
+    lower = {c.lower(): c for c in columns}
+    hint = did_you_mean(column.lower(), lower)
+    if hint:
+        return hint.replace(hint.split("'")[1], lower[hint.split("'")[1]])
+    words = set(re.split(r"[^a-z0-9]+", column.lower())) - {""}
+    shared = [c for c in columns if words & set(re.split(r"[^a-z0-9]+", c.lower()))]
+    return f"did you mean '{shared[0]}'? " if shared else ""
+
+
+def _columns(table: pd.DataFrame, mapping: ImportMapping) -> None:
+    columns = [str(c) for c in table.columns]
+    for column in mapping.columns():
+        if column not in table.columns:
+            listed = ", ".join(columns[:30]) + (" …" if len(columns) > 30 else "")
+            raise UserError(f"column '{column}' is not in the table",
+                            f"{_closest(column, columns)}its columns: {listed}")
+
+
+def _compare(values: pd.Series, rule: RowFilter) -> pd.Series:
+    from .mapping import OPERATORS
+
+    op = OPERATORS[rule.op]
+    numbers = pd.to_numeric(values, errors="coerce")
+    try:
+        target = float(rule.value)
+    except ValueError:
+        return op(values.astype(str), rule.value)
+    if numbers.notna().any():
+        return op(numbers, target).fillna(False).astype(bool)
+    return op(values.astype(str), rule.value)
+
+
+def _filtered(table: pd.DataFrame, mapping: ImportMapping) -> pd.DataFrame:
+    if table.empty:
+        raise UserError("the table has no rows", "give a table with one row per finished run")
+    keep = pd.Series(True, index=table.index)
+    for rule in mapping.where:
+        keep &= _compare(table[rule.column], rule)
+    if not keep.any():
+        raise UserError(f"no row passes --where {' and '.join(f.text() for f in mapping.where)}",
+                        "loosen the filters (check a value's spelling and case)")
+    return table[keep]
+
+
+def _positive(table: pd.DataFrame, column: str, what: str) -> pd.Series:
+    values = pd.to_numeric(table[column], errors="coerce")
+    bad = ~(np.isfinite(values) & (values > 0))
+    if bad.any():
+        index = bad.idxmax()
+        raise UserError(f"row {_row(index)}: {what} column '{column}' holds '{table[column].loc[index]}', not a "
+                        "positive number", "fix the row, or leave it out with --where")
+    return values.astype(float)
+
+
+def _status(table: pd.DataFrame, mapping: ImportMapping, loss: pd.Series) -> pd.Series:
+    """ok / diverged / failed / dropped per row: the status column's word, then a non-finite loss or one above
+    ``--diverged-above`` makes a finished run diverged."""
+    status = pd.Series("ok", index=table.index, dtype=object)
+    if mapping.status is not None:
+        words = {w: kind for kind, spelled in STATUS_WORDS.items() for w in spelled}
+        raw = table[mapping.status].astype(str).str.strip().str.lower()
+        unknown = sorted(set(raw) - set(words))
+        if unknown:
+            raise UserError(f"--status column '{mapping.status}' holds '{unknown[0]}', which is not a known status",
+                            "known: " + "; ".join(f"{k}: {', '.join(v[:4])}" for k, v in STATUS_WORDS.items())
+                            + " (or leave such rows out with --where)")
+        status = raw.map(words)
+    finished = status == "ok"
+    blown = ~np.isfinite(loss) | (loss > mapping.diverged_above if mapping.diverged_above is not None else False)
+    status[finished & blown] = "diverged"
+    return status
+
+
+def _seeds(table: pd.DataFrame, mapping: ImportMapping) -> pd.Series:
+    if mapping.seed is None:
+        return pd.Series(0, index=table.index, dtype=np.int64)
+    raw = table[mapping.seed]
+    if raw.isna().any():
+        index = raw.isna().idxmax()
+        raise UserError(f"row {_row(index)}: seed column '{mapping.seed}' is empty",
+                        "fill it, leave the row out with --where, or import without --seed")
+    numbers = pd.to_numeric(raw, errors="coerce")
+    if numbers.notna().all() and (numbers % 1 == 0).all():
+        return numbers.astype(np.int64)
+    return pd.Series(pd.factorize(raw.astype(str))[0], index=table.index, dtype=np.int64)
+
+
+def _setups(table: pd.DataFrame, mapping: ImportMapping) -> tuple[pd.Series, dict[str, str]]:
+    if mapping.setup is None:
+        return pd.Series(DEFAULT_SETUP, index=table.index, dtype=object), {}
+    raw = table[mapping.setup].astype(str)
+    renamed = {label: safe_label(label) for label in raw.unique() if safe_label(label) != label}
+    return raw.map(lambda label: renamed.get(label, label)), renamed
+
+
+def _place_lrs(trials: pd.DataFrame, mapping: ImportMapping,
+              axes: list[str]) -> tuple[dict[str, float], bool, str]:
+    """Each setup's step; the LRs binned on a log2 grid with ``--step``, or when continuous LRs leave some point
+    without three of them inside its best LR's fit window (the step then inferred)."""
+    from ..analysis.local_fit import fit_halfwidth
+
+    steps, binned = {}, mapping.step is not None
+    source = "given by --step" if binned else "inferred from the most common spacing"
+    origin = float(trials[LR_COLUMN].min())
+    for setup, part in trials.groupby("setup", sort=False):
+        grid = lr_grid(x.to_numpy() for _, x in part.groupby(axes)[LR_COLUMN])
+        step = mapping.step or grid.step
+        if mapping.step is None and not grid.on_grid and not _fits_as_they_are(part, axes, fit_halfwidth(step, True)):
+            step, binned = _round_step(step), True
+            source = ("inferred from the median spacing of continuously sampled LRs, which leave some point without "
+                      "three LRs in its fit window")
+        elif mapping.step is None and not grid.on_grid:
+            source = "the median spacing of continuously sampled LRs"
+        steps[str(setup)] = step
+    if binned:
+        for setup, step in steps.items():
+            rows = trials["setup"] == setup
+            trials.loc[rows, LR_COLUMN] = bin_on_grid(trials.loc[rows, LR_COLUMN].to_numpy(), step, origin)
+    return steps, binned, source
+
+
+def _round_step(step: float) -> float:
+    """A binning step from continuous LRs' median spacing: the nearest of 1/8, 1/4, 1/2 and 1 octave."""
+    return float(min((0.125, 0.25, 0.5, 1.0), key=lambda s: abs(math.log2(s / step))))
+
+
+def _fits_as_they_are(part: pd.DataFrame, axes: list[str], halfwidth: float) -> bool:
+    """Every point holds three distinct LRs within ``halfwidth`` of its lowest-loss LR."""
+    for _, rows in part.groupby(axes):
+        ok = rows[rows["status"] == "ok"]
+        if ok.empty:
+            continue
+        best = float(ok.loc[ok["val_loss"].idxmin(), LR_COLUMN])
+        near = ok[LR_COLUMN][(ok[LR_COLUMN] - best).abs() <= halfwidth + 1e-9]
+        if near.nunique() < MIN_LRS:
+            return False
+    return True
+
+
+def _duplicates(trials: pd.DataFrame, mapping: ImportMapping, axes: list[str], binned: bool) -> tuple[pd.DataFrame, int]:
+    """Rows that repeat a (setup, point, LR, seed): averaged when the LRs were binned (several runs in one bin),
+    else refused with their row numbers unless ``--duplicates mean|first``."""
+    keys = ["setup", *axes, LR_COLUMN, "seed"]
+    repeated = trials.duplicated(keys, keep=False)
+    if not repeated.any():
+        return trials, 0
+    rule = "mean" if binned else mapping.duplicates
+    if rule == "refuse":
+        rows = ", ".join(str(r) for r in trials.loc[repeated, "row"].head(6))
+        raise UserError(f"rows {rows} repeat a point and learning rate with no seed to tell them apart",
+                        "map a seed column (--seed), or merge them with --duplicates mean or --duplicates first")
+    merged = int(repeated.sum() - trials[repeated].groupby(keys).ngroups)
+    if rule == "first":
+        return trials.drop_duplicates(keys, keep="first").reset_index(drop=True), merged
+    finished = trials.assign(ok_loss=trials["val_loss"].where(trials["status"] == "ok"))
+    grouped = finished.groupby(keys, sort=False, as_index=False)
+    out = grouped.agg(search_key=("search_key", "first"), val_loss=("ok_loss", "mean"), row=("row", "first"),
+                      any_ok=("status", lambda s: bool((s == "ok").any())),
+                      any_diverged=("status", lambda s: bool((s == "diverged").any())))
+    out["status"] = np.where(out["any_ok"], "ok", np.where(out["any_diverged"], "diverged", "failed"))
+    out.loc[out["status"] != "ok", "val_loss"] = np.nan
+    return out.drop(columns=["any_ok", "any_diverged"]), merged
+
+
+def _plain(value: Any) -> Any:
+    """A numpy number as the Python number YAML writes."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _thin_points(trials: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Points with fewer than ``MIN_LRS`` distinct LRs left out (listed); refused when none remains."""
+    distinct = trials.groupby(["setup", *axes])[LR_COLUMN].transform("nunique")
+    thin = trials[distinct < MIN_LRS]
+    skipped = [{"setup": str(k[0]), **{a: _plain(v) for a, v in zip(axes, k[1:])}, "lrs": int(part[LR_COLUMN].nunique())}
+               for k, part in thin.groupby(["setup", *axes])]
+    kept = trials[distinct >= MIN_LRS].reset_index(drop=True)
+    if kept.empty:
+        raise UserError(f"no point has {MIN_LRS} or more distinct learning rates ({len(skipped)} points checked)",
+                        "check the --axis mapping (an axis that differs per run makes every run its own point) "
+                        "and --where")
+    return kept, skipped
+
+
+def to_trials(table: pd.DataFrame, mapping: ImportMapping) -> Imported:
+    """The trials of ``table`` under ``mapping``; one line for any input the analysis cannot take."""
+    _columns(table, mapping)
+    rows_read = len(table)
+    table = _filtered(table.reset_index(drop=True), mapping)
+    lr = _positive(table, mapping.lr, "learning-rate")
+    names = {axis_named(a.name).column: a.name for a in mapping.axes}
+    axes = list(names)
+    values = {axis_named(a.name).column: merge_close(_positive(table, a.column, "axis")) for a in mapping.axes}
+    loss = pd.to_numeric(table[mapping.loss], errors="coerce").astype(float)
+    status = _status(table, mapping, loss)
+    setups, renamed = _setups(table, mapping)
+    trials = pd.DataFrame({"setup": setups, **values, "seed": _seeds(table, mapping), "search_key": LR_KEY,
+                           LR_COLUMN: np.log2(merge_close(lr).astype(float)),
+                           "val_loss": loss.where(status == "ok"), "status": status,
+                           "row": table.index.to_series().map(_row)})
+    counts = {"dropped_unfinished": int((status == "dropped").sum())}
+    trials = trials[trials["status"] != "dropped"].reset_index(drop=True)
+    if trials.empty:
+        raise UserError("every row is an unfinished run (pruned, running or waiting)", "import finished runs")
+    steps, binned, step_source = _place_lrs(trials, mapping, axes)
+    trials, counts["duplicates_merged"] = _duplicates(trials, mapping, axes, binned)
+    trials, skipped = _thin_points(trials, axes)
+    counts.update({kind: int((trials["status"] == kind).sum()) for kind in ("ok", "diverged", "failed")})
+    counts["points_skipped"] = len(skipped)
+    points = trials[["setup", *axes]].drop_duplicates()
+    dropped = {names[column]: why for column, why in collinear_axes(points, axes).items()}
+    seeds = bool((trials.groupby(["setup", *axes, LR_COLUMN])["seed"].nunique() > 1).any())
+    columns = ["setup", *axes, "seed", "search_key", LR_COLUMN, "val_loss", "status", "row"]
+    ordered = trials[columns].sort_values(["setup", *axes, LR_COLUMN, "seed"], kind="stable").reset_index(drop=True)
+    return Imported(ordered, [names[a] for a in axes if names[a] not in dropped], dropped, steps, binned, rows_read,
+                    len(table), counts, skipped, renamed, seeds, step_source)

@@ -1,0 +1,57 @@
+"""``mutransfer import``'s work: read the source, convert it, and write the run directory (config.yaml,
+trials.csv, summary.json, the figures). Nothing is written until the whole conversion has passed, and an existing
+directory's files are replaced only by a complete new set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+
+from ..analysis.result import Summary
+from ..analysis.summary import summarize_dir
+from ..analysis.thresholds import Thresholds
+from ..files import CONFIG_FILE, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, dump_yaml, write_json
+from .convert import Imported, to_trials
+from .mapping import ImportMapping
+from .record import PENDING, existing_import, import_record
+from .source import Source, read_source
+
+__all__ = ["ImportResult", "import_runs"]
+
+
+@dataclass
+class ImportResult:
+    """What an import did: the source, the conversion, the summary, and whether the directory already held it."""
+
+    source: Source
+    imported: Optional[Imported]
+    summary: Optional[Summary]
+    unchanged: bool
+    figures: list[Path]
+
+
+def import_runs(path: Optional[Path], storage: Optional[str], study: Optional[str], mapping: ImportMapping,
+                out: Path, force: bool = False, th: Thresholds = Thresholds(), draw: bool = True) -> ImportResult:
+    """Import the table at ``path`` (or the Optuna study) into ``out`` under ``mapping``."""
+    table, source = read_source(path, storage, study)
+    imported = to_trials(table, mapping)
+    record = import_record(source, mapping, imported)
+    if existing_import(out, record, force):
+        return ImportResult(source, None, None, True, [])
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / CONFIG_FILE, dump_yaml({**record, "fingerprint": PENDING}))
+    (out / CURVES_FILE).unlink(missing_ok=True)
+    atomic_write_text(out / TRIALS_FILE, imported.trials.to_csv(index=False))
+    trials = pd.read_csv(out / TRIALS_FILE)
+    summary = summarize_dir(out, trials, th)
+    write_json(out / SUMMARY_FILE, summary.to_json())
+    figures = []
+    if draw:
+        from ..analysis.draw import draw as draw_figures
+
+        figures = draw_figures([out], th=th, summary=summary)
+    atomic_write_text(out / CONFIG_FILE, dump_yaml(record))
+    return ImportResult(source, imported, summary, False, figures)

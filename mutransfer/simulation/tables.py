@@ -1,0 +1,89 @@
+"""Tables of finished runs simulated from a known law, shaped like the ones labs publish and export: one run per
+(point, LR) with no seeds, a dense LR grid √2 apart around each point's optimum (not centred on it), several
+model sizes × token budgets × batch sizes, a few percent of runs diverged (NaN or an exploding loss), and width
+and depth chosen per model size. Each run's loss comes from the real-curve simulator (``simulate.SimulatedPoint``:
+asymmetric bowls whose shape changes along the axes, each point's true optimum off the law, one seed's shift
+shared by every LR of a point). The truth travels with the table, for coverage counts."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from .simulate import SharedSeeds, SimulatedPoint, Truth
+
+__all__ = ["TableDesign", "SimulatedTable", "simulate_table", "LAW_AXES"]
+
+LAW_AXES = ("params", "tokens", "batch")
+"""The simulated table's axes, in its law's order; width and depth are columns that move with params."""
+
+
+@dataclass(frozen=True)
+class TableDesign:
+    """A simulated table's shape and its true law log2 η* = intercept + Σ slope · log2(value / base)."""
+
+    params: tuple[float, ...] = (2e7, 6e7, 2e8, 6e8)
+    tokens: tuple[float, ...] = (1e9, 4e9, 1.6e10)
+    batches: tuple[int, ...] = (64, 128, 256, 512)
+    lrs: int = 10
+    lr_step: float = 0.5
+    diverged: float = 0.03
+    """The share of runs that diverge besides those far above the optimum (chosen among the upper half)."""
+    slopes: Mapping[str, float] = field(default_factory=lambda: {"params": -0.5, "tokens": -0.2, "batch": 0.4})
+    intercept: float = -9.0
+    seeds: int = 1
+    """Runs per (point, LR), each its own seed (1: a table without seeds)."""
+
+    def base(self) -> dict[str, float]:
+        return {"params": self.params[0], "tokens": self.tokens[0], "batch": float(self.batches[0])}
+
+    def law(self, at: Mapping[str, float]) -> float:
+        """The law's log2 η* at ``at``."""
+        base = self.base()
+        return self.intercept + sum(self.slopes.get(a, 0.0) * math.log2(at[a] / base[a]) for a in LAW_AXES)
+
+
+@dataclass
+class SimulatedTable:
+    table: pd.DataFrame
+    truth: dict[tuple[float, float, int], float]
+    """Each point's true optimum (log2 η*), keyed by (params, tokens, batch)."""
+
+
+def _size_shape(params: float) -> tuple[int, int]:
+    """Width and depth chosen per model size, as families of models choose them (depth grows with width)."""
+    width = int(64 * round(math.sqrt(params / 12 / 8) / 64 + 0.5))
+    return width, max(2, int(round(params / (12 * width * width))))
+
+
+def simulate_table(truth: Truth, design: TableDesign, rng: np.random.Generator) -> SimulatedTable:
+    """One table: every (params, tokens, batch) point trained at ``design.lrs`` LRs √2 apart."""
+    rows: list[dict[str, object]] = []
+    truths: dict[tuple[float, float, int], float] = {}
+    seeds = SharedSeeds(rng)
+    base = design.base()
+    for params in design.params:
+        width, depth = _size_shape(params)
+        for tokens in design.tokens:
+            for batch in design.batches:
+                at = {"params": params, "tokens": tokens, "batch": float(batch)}
+                x_true = truth.departed(design.law(at), rng)
+                doublings = sum(math.log2(at[a] / base[a]) for a in LAW_AXES) / len(LAW_AXES)
+                point = SimulatedPoint(truth, x_true, rng, doublings, seeds)
+                first = x_true - design.lr_step * (design.lrs - 1) * rng.uniform(0.3, 0.7)
+                for seed in range(design.seeds):
+                    for i in range(design.lrs):
+                        point.train(first + i * design.lr_step, seed)
+                truths[(params, tokens, batch)] = x_true
+                for x, seed, loss, status in point.points:
+                    rows.append({"n_params": params, "width": width, "depth": depth, "tokens": tokens, "bs": batch,
+                                 "lr": 2.0**x, "seed": seed, "val/loss": loss if status == "ok" else math.nan})
+    table = pd.DataFrame(rows)
+    upper = table.index[table["lr"] > table.groupby(["n_params", "tokens", "bs"])["lr"].transform("median")]
+    blown = rng.choice(upper, size=int(round(design.diverged * len(table))), replace=False)
+    table.loc[blown, "val/loss"] = np.where(rng.random(len(blown)) < 0.5, math.nan, 1e3)
+    return SimulatedTable(table, truths)

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from mutransfer.analysis.no_seeds import RESIDUALS, SEEDS
 from mutransfer.analysis.result import Summary
 from mutransfer.cli import app
+from mutransfer.errors import UserError
 from mutransfer.importing.convert import to_trials
 from mutransfer.importing.mapping import AxisColumn, ImportMapping
 from mutransfer.importing.points import collinear_axes, merge_close
@@ -219,6 +220,8 @@ def test_duplicates_and_binning(tmp_path: Path) -> None:
     continuous LRs on a log2 grid (the runs of one bin averaged)."""
     rows = [{"width": w, "lr": 2.0**k, "loss": 3 + 0.1 * (k + 8) ** 2} for w in (64, 128) for k in range(-11, -4)]
     table = pd.DataFrame(rows + [{**rows[0], "loss": rows[0]["loss"] + 0.2}])
+    with pytest.raises(UserError, match=r"rows 1, 15 repeat a point, learning rate and seed \('s'\)"):
+        to_trials(table.assign(s=1), ImportMapping(lr="lr", loss="loss", seed="s", axes=(AxisColumn("width", "width"),)))
     mapping = ImportMapping(lr="lr", loss="loss", axes=(AxisColumn("width", "width"),), duplicates="mean")
     trials = to_trials(table, mapping).trials
     assert len(trials) == len(rows)

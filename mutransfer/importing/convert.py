@@ -220,8 +220,11 @@ def _duplicates(trials: pd.DataFrame, mapping: ImportMapping, axes: list[str], b
     rule = "mean" if binned else mapping.duplicates
     if rule == "refuse":
         rows = ", ".join(str(r) for r in trials.loc[repeated, "row"].head(6))
-        raise UserError(f"rows {rows} repeat a point and learning rate with no seed to tell them apart",
-                        "map a seed column (--seed), or merge them with --duplicates mean or --duplicates first")
+        if mapping.seed is None:
+            raise UserError(f"rows {rows} repeat a point and learning rate with no seed to tell them apart",
+                            "map a seed column (--seed), or merge them with --duplicates mean or --duplicates first")
+        raise UserError(f"rows {rows} repeat a point, learning rate and seed ('{mapping.seed}')",
+                        "check the --axis mapping, or merge them with --duplicates mean or --duplicates first")
     merged = int(repeated.sum() - trials[repeated].groupby(keys).ngroups)
     if rule == "first":
         return trials.drop_duplicates(keys, keep="first").reset_index(drop=True), merged

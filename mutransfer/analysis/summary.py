@@ -238,7 +238,7 @@ def read_tables(run_dir: Path, all_axes: bool = False) -> tuple[pd.DataFrame, pd
             raise UserError(f"{path} searched {key} but has no column '{column}'", REWRITE_HINT)
         _numeric(trials.loc[trials["search_key"] == key], column, path)
     named = declared_axes(run_dir)
-    for axis in swept_axes(trials, named)[0 if named else 1:]:
+    for axis in swept_axes(trials, named):
         _numeric(trials, axis.column, path, whole=not named)
     curves_path = run_dir / CURVES_FILE
     curves = _read_csv(curves_path, CURVE_NEEDS) if curves_path.is_file() else pd.DataFrame(columns=CURVE_COLUMNS)

@@ -14,6 +14,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from ..errors import UserError, redact
+from ..files import file_sha256
 
 __all__ = ["Source", "read_source", "FORMATS", "study_table"]
 
@@ -85,14 +86,6 @@ def _read_file(path: Path) -> pd.DataFrame:
                         TABLE_HINT) from None
 
 
-def _digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
-
-
 def study_table(study: Any) -> pd.DataFrame:
     """An Optuna study's finished trials as a table: ``number``, ``value`` (or ``values_<i>``), ``state``, and
     each param and user attribute under its own name (Optuna's ``params_`` / ``user_attrs_`` prefixes dropped
@@ -142,4 +135,4 @@ def read_source(path: Optional[Path], storage: Optional[str], study: Optional[st
     if path.is_dir():
         raise UserError(f"{path} is a directory", TABLE_HINT)
     table = _read_file(path)
-    return table, Source(_format(path)[0], str(path), path.stat().st_size, _digest(path))
+    return table, Source(_format(path)[0], str(path), path.stat().st_size, file_sha256(path))

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from ..errors import UserError
+from ..files import file_sha256
 from ..schema import DataConfig, TrainConfig
 from .budget import tokens_read
 
@@ -79,14 +80,6 @@ def vocab_size(cfg: DataConfig) -> int:
     return int(cfg.vocab_size) if cfg.kind == "tokens" and cfg.vocab_size else BYTE_VOCAB
 
 
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _load_tokens(cfg: DataConfig, min_tokens: int) -> Corpus:
     path = Path(str(cfg.path)).expanduser()
     if not path.is_file():
@@ -106,7 +99,7 @@ def _load_tokens(cfg: DataConfig, min_tokens: int) -> Corpus:
         raise UserError(f"data file {path} is too short ({len(ids)} tokens) for sequences of {min_tokens} tokens",
                         "give a longer file or lower train.seq_len")
     return Corpus(train=ids[: len(ids) - n_val], val=ids[len(ids) - n_val :], vocab_size=vocab,
-                  source=str(path.resolve()), size_bytes=path.stat().st_size, sha256=_file_digest(path))
+                  source=str(path.resolve()), size_bytes=path.stat().st_size, sha256=file_sha256(path))
 
 
 class Corpora:

@@ -41,13 +41,15 @@ def _width_result(summary: Summary, key: str, setup: str, width: Any) -> Optiona
 
 
 def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.DataFrame, setups: pd.DataFrame,
-                   names: tuple[str, str], tolerance: float, summaries: tuple[Summary, Summary]) -> Any:
+                   names: tuple[str, str], tolerance: float, summaries: tuple[Summary, Summary],
+                   axis: str = "width") -> Any:
     """Run A against run B, one column per compared (key, setup). Top: loss vs the searched value per width,
     A solid and filled, B dashed and hollow (``RUN_STYLE``) in the width's colour, each optimum marked at its
     best loss. Bottom: x*_B − x*_A per
     width with its 95 % interval, red where it moved (Holm), the pooled shift with its 95 % interval and the
     ±``tolerance`` band. ``points_*``: key, setup, width, seed, x, loss, status; ``summaries``: the two runs'
-    results (each width's line is drawn through its grid seeds)."""
+    results (each width's line is drawn through its grid seeds); ``axis``: the compared axis's name (an import's
+    first axis; its values sit in the ``width`` columns)."""
     plt = pyplot()
     columns = list(setups[["key", "setup"]].itertuples(index=False, name=None))
     fig, axes = plt.subplots(2, max(1, len(columns)), figsize=(5.6 * max(1, len(columns)), 7.6), squeeze=False,
@@ -55,8 +57,8 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
     for c, (key, setup) in enumerate(columns):
         rows = widths[(widths["key"] == key) & (widths["setup"] == setup)]
         summary = setups[(setups["key"] == key) & (setups["setup"] == setup)].iloc[0]
-        _curves_panel(axes[0][c], key, setup, rows, summary, (points_a, points_b), names, summaries)
-        _shift_panel(axes[1][c], rows, summary, tolerance, names)
+        _curves_panel(axes[0][c], key, setup, rows, summary, (points_a, points_b), names, summaries, axis)
+        _shift_panel(axes[1][c], rows, summary, tolerance, names, axis)
     axes[0][0].set_ylabel("validation loss (nats/token)")
     axes[1][0].set_ylabel("Δ log2 optimum")
     fig.suptitle(f"Did the optimum move?  {names[0]} ({RUN_STYLE['a'].words}) vs {names[1]} "
@@ -67,7 +69,7 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
 
 def _curves_panel(top: Any, key: str, setup: str, rows: pd.DataFrame, summary: pd.Series,
                   points: tuple[pd.DataFrame, pd.DataFrame], names: tuple[str, str],
-                  summaries: tuple[Summary, Summary]) -> None:
+                  summaries: tuple[Summary, Summary], axis: str = "width") -> None:
     """Both runs' loss curves per width, each optimum with its interval at its best loss."""
     parts = [p[(p["key"] == key) & (p["setup"] == setup) & p["width"].isin(rows["width"])] for p in points]
     colors = point_colors(rows["width"].unique())
@@ -92,11 +94,11 @@ def _curves_panel(top: Any, key: str, setup: str, rows: pd.DataFrame, summary: p
              f"\npooled shift {summary['shift']:+.2f} [{summary['shift_ci_low']:+.2f}, "
              f"{summary['shift_ci_high']:+.2f}] octaves")
     finish_panel(top, f"{setup}: {summary['verdict']}{shift}", label, title_size=10)
-    _key(top, colors, names)
+    _key(top, colors, names, axis)
 
 
 def _shift_panel(bottom: Any, rows: pd.DataFrame, summary: pd.Series, tolerance: float,
-                 names: tuple[str, str]) -> None:
+                 names: tuple[str, str], axis: str = "width") -> None:
     """x*_B − x*_A per width with its interval, red where it moved (Holm), the pooled shift and the ±tolerance
     band."""
     x = np.log2(rows["width"].to_numpy(float))
@@ -111,21 +113,28 @@ def _shift_panel(bottom: Any, rows: pd.DataFrame, summary: pd.Series, tolerance:
     moved = rows["moved"].to_numpy(bool)
     below = np.where(np.isfinite(rows["ci_low"]), rows["difference"] - rows["ci_low"], 0.0)
     above = np.where(np.isfinite(rows["ci_high"]), rows["ci_high"] - rows["difference"], 0.0)
-    for mask, color, text in ((~moved, "tab:blue", "width: not moved (Holm)"), (moved, "tab:red",
-                                                                              "width: moved (Holm)")):
+    for mask, color, text in ((~moved, "tab:blue", f"{axis}: not moved (Holm)"),
+                              (moved, "tab:red", f"{axis}: moved (Holm)")):
         if mask.any():
             bottom.errorbar(x[mask], rows["difference"].to_numpy(float)[mask],
                             yerr=[below[mask], above[mask]], fmt="o", color=color, capsize=4, label=text)
     bottom.axhline(0.0, color="0.4", lw=0.8, zorder=1)
-    bottom.set_xticks(x, [point_key(w) for w in rows["width"]])
+    bottom.set_xticks(x, [_tick(w) for w in rows["width"]])
     bottom.set_xlim(*span)
-    finish_panel(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", "width (log2 axis)", title_size=10)
+    finish_panel(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", f"{axis} (log2 axis)", title_size=10)
 
-def _key(ax: Any, colors: dict[int, Any], names: tuple[str, str]) -> None:
+def _tick(value: Any) -> str:
+    """A point's value as a tick or legend reads it: whole up to 99,999 as is (``256``), else three digits
+    (``2e+07``, ``20.5``)."""
+    number = point_value(value)
+    return point_key(number) if isinstance(number, int) and number < 100_000 else f"{float(number):.3g}"
+
+
+def _key(ax: Any, colors: dict[int, Any], names: tuple[str, str], axis: str = "width") -> None:
     """The top panel's legend: a colour per width, then each run's line, points and optimum marker as drawn."""
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=color, lw=2, label=f"width {width}") for width, color in colors.items()]
+    handles = [Line2D([], [], color=color, lw=2, label=f"{axis} {_tick(width)}") for width, color in colors.items()]
     for side, name in zip(("a", "b"), names):
         style, fill = RUN_STYLE[side], "0.25" if side == "a" else "white"
         handles += [Line2D([], [], color="0.25", ls=style.line, marker="o", ms=4, mfc=fill,

@@ -82,7 +82,7 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool,
     text = markdown(comparison, changes)
     atomic_write_text(target / COMPARE_TABLE, f"**{warning}**\n\n{text}" if warning else text)
     figure = compare_figure(a["points"], b["points"], comparison.widths, comparison.setups, names, margin,
-                            (a["summary"], b["summary"]))
+                            (a["summary"], b["summary"]), axis.name)
     if warning:
         mark_partial(figure, warning)
     save(figure, target / COMPARE_PLOT)

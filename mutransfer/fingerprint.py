@@ -32,7 +32,7 @@ fingerprint must not match."""
 ONE_AXIS = "one axis"
 """A later key left out at its default only while the spec sweeps the widths alone (``SweepSpec.swept``)."""
 
-EXECUTION_KEYS: tuple[str, ...] = ("batch_trials", "trunks")
+EXECUTION_KEYS: tuple[str, ...] = ("batch_trials", "trunks", "stop")
 """Spec keys that say how a sweep runs, not what it computes: left out of its fingerprint, so changing them resumes
 the same sweep."""
 EXECUTION_CONFIG_KEYS: tuple[str, ...] = ("train.compile",)
@@ -78,7 +78,7 @@ def spec_later_keys() -> tuple[LaterKey, ...]:
     return (*(LaterKey(axis.plural, ()) for axis in TRANSFER_AXES[1:]), LaterKey("hold", ""),
             LaterKey("axes", "one", ONE_AXIS), LaterKey("trunks", True),
             LaterKey("setups.*.search.*.anchors", ()), LaterKey("setups.*.search.*.at", "base"),
-            LaterKey("trainer", None), LaterKey("setups.*.trainer", None))
+            LaterKey("trainer", None), LaterKey("setups.*.trainer", None), LaterKey("stop", False))
 
 
 def later_defaults(keys: Sequence[LaterKey], when: str = ALWAYS) -> dict[str, Any]:

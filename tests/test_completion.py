@@ -24,13 +24,14 @@ from mutransfer.sweep.search import parse_search
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.trainer import InProcessTrainer
 
-TRAINED_BEFORE_CTRL_C = 4
-"""Trials the interrupted sweep trains before Ctrl-C: fewer than one setup's six, so the other is not started."""
+TRAINED_BEFORE_CTRL_C = 3
+"""Trials the interrupted sweep trains before Ctrl-C: the first setup's grid at the first width (the setups take
+turns width by width, ``sweep.order``), so the other is not started."""
 
 
 @pytest.fixture(scope="module")
 def interrupted(tmp_path_factory: pytest.TempPathFactory, text_file: Path) -> tuple[Path, Path, str]:
-    """The tiny spec's sweep stopped by Ctrl-C during its fifth trial: (spec path, run directory, its output)."""
+    """The tiny spec's sweep stopped by Ctrl-C during its fourth trial: (spec path, run directory, its output)."""
     folder = tmp_path_factory.mktemp("completion")
     spec = write_tiny_spec(folder, text_file)
     run = folder / "run"
@@ -57,7 +58,8 @@ def test_an_interrupted_sweep_says_what_is_missing_and_labels_its_verdicts_parti
     assert summary is not None and summary.status is not None
     status = summary.status
     assert status["complete"] is False and status["done"] == TRAINED_BEFORE_CTRL_C and status["planned"] == 12
-    started = set(pd.read_csv(run / "trials.csv")["setup"])
+    trials = pd.read_csv(run / "trials.csv")
+    started = set(trials[trials["status"] != "interrupted"]["setup"])
     assert len(started) == 1 and status["not_started"] == sorted({"sp_adamw", "mup_muon"} - started)
     assert set(status["unfinished"]) == {"sp_adamw", "mup_muon"} and f"--out {run}" in status["resume"]
     assert (f"incomplete: {TRAINED_BEFORE_CTRL_C} of 12 trials, setups not started: {status['not_started'][0]}"
@@ -74,7 +76,7 @@ def test_transfer_and_verify_refuse_an_unfinished_sweep_in_one_line(interrupted:
     result = invoke(CliRunner(), *command, "--from", str(run))
     assert result.exit_code == 2, result.output
     line = result.output.strip()
-    assert len(line.splitlines()) == 1 and "incomplete: 4 of 12 trials" in line
+    assert len(line.splitlines()) == 1 and f"incomplete: {TRAINED_BEFORE_CTRL_C} of 12 trials" in line
     assert "mutransfer sweep" in line and "--partial" in line
     assert sorted(p.name for p in run.iterdir()) == before
 

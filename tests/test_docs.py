@@ -111,7 +111,8 @@ def test_ci_runs_the_readme_test_command_verbatim_and_the_slow_tests() -> None:
 
 
 @pytest.mark.parametrize(("page", "script", "data"), [("weight-decay.md", "weight_decay_doc.py", "weight_decay"),
-                                                       ("batch.md", "batch_doc.py", "batch")])
+                                                       ("batch.md", "batch_doc.py", "batch"),
+                                                       ("sweeps.md", "sequential_rates.py", "sequential")])
 def test_a_study_page_holds_the_tables_its_script_computes(page: str, script: str, data: str) -> None:
     """A study's page holds the tables its script (``scripts/<study>_doc.py``) computes from the kept run."""
     module = load_script(script.removesuffix(".py"))

@@ -31,7 +31,7 @@ from ..schema import LR_KEY, axis_named
 
 __all__ = ["SUMMARY_VERSION", "PointValue", "point_key", "point_value", "DecayEffect", "PointResult", "measured_point",
            "AxisFit", "LawPoint", "NOISE_METHODS", "Noise",
-           "Law", "SetupResult", "KeyResult", "Summary"]
+           "Law", "SetupResult", "KeyResult", "Basis", "Summary"]
 
 SUMMARY_VERSION = 2
 """The layout ``Summary.to_json`` writes. 1 (unmarked): the learning rate's names for every key and axis."""
@@ -384,6 +384,31 @@ class Noise:
         return cls(str(data["method"]), bool(data["calibrated"]), str(data.get("reason") or ""))
 
 
+@dataclass(frozen=True)
+class Basis:
+    """What a provisional answer rests on: the widths with a finished trial, the trials finished of those planned,
+    and the widths whose noise probes have run (a verdict needs measured seed noise)."""
+
+    widths: tuple[int, ...]
+    trials: int
+    planned: int
+    noise_widths: tuple[int, ...]
+
+    def line(self) -> str:
+        noise = (f"noise measured at widths {', '.join(map(str, self.noise_widths))}" if self.noise_widths
+                 else "noise not measured yet")
+        return f"widths {', '.join(map(str, self.widths))}; {self.trials}/{self.planned} trials; {noise}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"widths": list(self.widths), "trials": self.trials, "planned": self.planned,
+                "noise_widths": list(self.noise_widths)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Basis":
+        return cls(tuple(int(w) for w in data["widths"]), int(data["trials"]), int(data["planned"]),
+                   tuple(int(w) for w in data["noise_widths"]))
+
+
 @dataclass
 class Summary:
     """``summary.json``: every searched key's results, what a batch axis held fixed, the sweep's status
@@ -394,6 +419,10 @@ class Summary:
     hold: Optional[str] = None
     status: Optional[dict[str, Any]] = None
     noise: Optional[Noise] = None
+    provisional: Optional[Basis] = None
+    """Written by a sweep still training: what this answer rests on so far (None: the sweep's final answer)."""
+    stopped: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Setups a sweep that stops when decided stopped at a look (``sweep.stopping.Stop.as_dict``)."""
 
     def setups(self, key: str = LR_KEY) -> dict[str, SetupResult]:
         """The setups' results for ``key`` (none when the sweep did not search it)."""
@@ -411,6 +440,11 @@ class Summary:
             data["hold"] = self.hold
         if self.noise is not None:
             data["noise"] = self.noise.to_json()
+        if self.provisional is not None:
+            data["provisional"] = True
+            data["basis"] = self.provisional.to_json()
+        if self.stopped:
+            data["stopped"] = {label: dict(stop) for label, stop in self.stopped.items()}
         data["keys"] = {key: {"setups": {label: s.to_json() for label, s in result.setups.items()}}
                         for key, result in self.keys.items()}
         return data
@@ -432,5 +466,7 @@ class Summary:
         else:
             raise ValueError(f"summary.json version {version} is newer than this mutransfer reads ({SUMMARY_VERSION})")
         return cls(keys=keys, hold=data.get("hold"), status=data.get("status"),
-                   noise=Noise.from_json(data["noise"]) if data.get("noise") else None)
+                   noise=Noise.from_json(data["noise"]) if data.get("noise") else None,
+                   provisional=Basis.from_json(data["basis"]) if data.get("provisional") else None,
+                   stopped={str(k): dict(v) for k, v in (data.get("stopped") or {}).items()})
 

@@ -29,7 +29,7 @@ from .no_seeds import no_seed_noise, seeded_noise
 from .thresholds import Thresholds
 from .result import AxisFit, KeyResult, SetupResult, Summary, point_value
 
-__all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "write_summary", "summarize_run",
+__all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "spec_settings", "write_summary", "summarize_run",
            "read_summary", "searched_column", "key_value", "width_axis", "declared_axes",
            "summarize_dir", "axis_rows", "axis_table", "swept_axes", "tidy_rows"]
 
@@ -298,17 +298,22 @@ def declared_axes(run_dir: Path) -> tuple[str, ...]:
     return tuple(str(a) for a in record.get("axes") or ()) if record.get("kind") == "import" else ()
 
 
+def spec_settings(spec: Mapping[str, Any]) -> dict[str, dict[str, SearchSettings]]:
+    """How each setup of a spec's plain data (``SweepSpec.as_dict``, a record's ``spec``) searches each key."""
+    settings: dict[str, dict[str, SearchSettings]] = {}
+    for setup in spec.get("setups", []):
+        for search in setup.get("search", []):
+            settings.setdefault(search["key"], {})[setup["label"]] = SearchSettings(
+                step=float(search["step"]), log2=search["scale"] == "log2", low=float(search["min"]),
+                high=float(search["max"]))
+    return settings
+
+
 def search_settings(run_dir: Path, trials: pd.DataFrame) -> dict[str, dict[str, SearchSettings]]:
     """How each setup searched each key (``settings[key][setup]``): from the sweep's config.yaml, else each
     setup's most common spacing on a log2 scale with an unknown range."""
-    settings: dict[str, dict[str, SearchSettings]] = {}
-    spec = _record(run_dir).get("spec") or {}
     try:
-        for setup in spec.get("setups", []):
-            for search in setup.get("search", []):
-                settings.setdefault(search["key"], {})[setup["label"]] = SearchSettings(
-                    step=float(search["step"]), log2=search["scale"] == "log2", low=float(search["min"]),
-                    high=float(search["max"]))
+        settings = spec_settings(_record(run_dir).get("spec") or {})
     except (AttributeError, KeyError, TypeError, ValueError):
         settings = {}  # a damaged config.yaml: every setup's settings inferred from its trials below
     for (key, setup), part in trials.groupby(["search_key", "setup"]):
@@ -327,11 +332,14 @@ def summarize_run(run_dir: Path, th: Thresholds = Thresholds()) -> Summary:
 
 
 def write_summary(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Thresholds(),
-                  status: Optional[Mapping[str, Any]] = None) -> Summary:
+                  status: Optional[Mapping[str, Any]] = None,
+                  stopped: Optional[Mapping[str, dict[str, Any]]] = None) -> Summary:
     """The summary of ``trials`` written to summary.json, with the sweep's ``status`` (``SweepStatus.as_dict``:
-    complete, or how many trials and which setups are missing) when given."""
+    complete, or how many trials and which setups are missing) when given, and the setups it ``stopped`` when
+    decided."""
     summary = summarize(trials, search_settings(run_dir, trials), th)
     summary.status = dict(status) if status is not None else None
+    summary.stopped = dict(stopped or {})
     write_json(run_dir / SUMMARY_FILE, summary.to_json())
     return summary
 

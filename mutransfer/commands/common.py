@@ -113,23 +113,31 @@ def unfinished_run(run_dir: Path, partial: bool, command: str) -> Optional[Sweep
     (or one whose summary predates the status). Without ``--partial`` an unfinished sweep is refused with one
     line naming what is missing and how to finish it."""
     import json
+    from dataclasses import replace
     from pathlib import Path
 
     from ..errors import UserError
     from ..files import SUMMARY_FILE
     from ..sweep.completion import SweepStatus
 
+    from ..analysis.result import Basis
+
     path = Path(run_dir) / SUMMARY_FILE
     try:
-        status = SweepStatus.from_dict(json.loads(path.read_text()).get("status"))
+        data = json.loads(path.read_text())
+        status = SweepStatus.from_dict(data.get("status"))
+        basis = Basis.from_json(data["basis"]) if data.get("provisional") else None
     except (OSError, ValueError, AttributeError, TypeError, KeyError, OverflowError):
         return None  # a damaged summary: the analysis reads trials.csv and says what is wrong with it
     if status is None or status.complete:
         return None
+    state = status.line() if basis is None else f"still training (a provisional answer on {basis.line()})"
     if not partial:
         finish = f"finish it with `{status.resume}`" if status.resume else "run its sweep again to finish it"
-        raise UserError(f"{command}: sweep {run_dir} is {status.line()}",
+        if basis is not None:
+            finish = "let it finish"
+        raise UserError(f"{command}: sweep {run_dir} is {state}",
                         f"{finish}, or pass --partial to answer from what it has (every output marked partial)")
-    print(f"warning: {command} --partial: sweep {run_dir} is {status.line()}; every output is marked partial",
-          file=sys.stderr)
-    return status
+    print(f"warning: {command} --partial: sweep {run_dir} is {state}; every output is marked partial"
+          + (" and provisional" if basis is not None else ""), file=sys.stderr)
+    return replace(status, provisional=basis)

@@ -23,7 +23,10 @@ if TYPE_CHECKING:  # the sweep runner imports optuna: only its types here
     from ..sweep.runner import FinishedTrial, Snapshot
 
 __all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "summary_tables",
-           "verdict_notes"]
+           "verdict_notes", "provisional_line", "PROVISIONAL_MARK"]
+
+PROVISIONAL_MARK = "provisional"
+"""How a log line carrying the answer so far begins (the trial lines begin with their count)."""
 
 
 class SweepDisplay:
@@ -34,6 +37,8 @@ class SweepDisplay:
                                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
         self.task = self.progress.add_task("sweep", total=total)
         self.running: list[str] = []
+        self.answer = ""
+        """The latest provisional answer's line (``provisional_line``) and the setups stopped when decided."""
         self.best: dict[tuple[str, str], float] = {}
         """Best loss per (setup, point), the point as ``StudyKey.where`` writes it (``w64`` or ``w64 d8``)."""
         self.started = time.monotonic()
@@ -41,6 +46,10 @@ class SweepDisplay:
     def update(self, snap: Snapshot) -> None:
         self.progress.update(self.task, completed=snap.done, total=snap.total)
         self.running, self.best = snap.running, snap.best
+        if snap.provisional is not None:
+            self.answer = provisional_line(snap.provisional.summary)
+        if snap.stops:
+            self.answer = "\n".join([self.answer.split("\n")[0], *(stop.line() for stop in snap.stops.values())])
 
     def __rich__(self) -> Group:
         table = Table(title="best validation loss so far (fitted minimum of the seeds' mean curve)", show_edge=False,
@@ -53,7 +62,7 @@ class SweepDisplay:
         for setup in setups:
             table.add_row(setup, *[f"{self.best[(setup, w)]:.4f}" if (setup, w) in self.best else "-" for w in widths])
         running = "running: " + ("; ".join(self.running[:4]) if self.running else "-")
-        return Group(self.progress, running, table)
+        return Group(self.progress, running, table, *([self.answer] if self.answer else []))
 
 
 def progress_view(screen: Console) -> tuple[SweepDisplay | TrialLog, ContextManager[Optional[Live]]]:
@@ -67,16 +76,24 @@ def progress_view(screen: Console) -> tuple[SweepDisplay | TrialLog, ContextMana
 
 class TrialLog:
     """Progress off a terminal: one plain line per trial as it finishes (no live frames, no colour). The first
-    snapshot, taken before any training, is the baseline: trials finished by earlier runs are not listed."""
+    snapshot, taken before any training, is the baseline: trials finished by earlier runs are not listed. The
+    answer so far gets a line of its own (``provisional_line``) when what it rests on or says moves: a width or a
+    width's noise probes added, a verdict, or a slope at one decimal."""
 
     def __init__(self, screen: Console) -> None:
         self.screen = screen
         self.last: Optional[Snapshot] = None
+        self.said: Optional[tuple[object, ...]] = None
 
     def update(self, snap: Snapshot) -> None:
         lines = trial_lines(self.last, snap) if self.last is not None else []
         if not lines and self.last is not None and snap.done == snap.total != self.last.total:
             lines = [f"{snap.done}/{snap.total} trials done (the policies needed fewer than their budget)"]
+        if snap.provisional is not None and _milestone(snap.provisional.summary) != self.said:
+            self.said = _milestone(snap.provisional.summary)
+            lines.append(provisional_line(snap.provisional.summary))
+        seen = self.last.stops if self.last is not None else {}
+        lines += [f"{PROVISIONAL_MARK}: {stop.line()}" for label, stop in snap.stops.items() if label not in seen]
         for line in lines:
             self.screen.print(line, markup=False, highlight=False, soft_wrap=True)
         self.last = snap
@@ -98,6 +115,31 @@ def trial_line(trial: FinishedTrial, count: int, total: int) -> str:
     x = "off" if trial.x == OFF_X else f"{trial.x:.2f}"
     return " · ".join([f"{count:>{len(str(total))}}/{total}", trial.setup, trial.point, f"seed {trial.seed}",
                        f"{trial.column} {x}{lr}", f"loss {_number(trial.loss, 4)}", trial.status, seconds])
+
+
+def _milestone(summary: Summary) -> tuple[object, ...]:
+    """What a provisional log line is printed for: the basis's widths and noise widths, each setup's verdict and
+    its slope at one decimal."""
+    basis = summary.provisional
+    fits = [(label, result.judged("width")) for label, result in summary.setups().items()]
+    return ((basis.widths, basis.noise_widths) if basis is not None else (),
+            *((label, fit.verdict, None if fit.slope is None else round(fit.slope, 1)) for label, fit in fits))
+
+
+def provisional_line(summary: Summary) -> str:
+    """``provisional (widths 32, 64; 20/67 trials; noise not measured yet): sp_adamw drifts, slope -1.17
+    [-1.93, -0.41]; mup_muon inconclusive, slope -0.07 [-0.30, +0.16]`` (a setup with one width: its optimum)."""
+    basis = f" ({summary.provisional.line()})" if summary.provisional is not None else ""
+    parts = []
+    for label, result in summary.setups().items():
+        fit = result.judged("width")
+        if fit.slope is not None and fit.slope_ci is not None:
+            parts.append(f"{label} {fit.verdict}, slope {fit.slope:+.2f} {format_interval(fit.slope_ci)}")
+        else:
+            optima = ", ".join(f"w{point_key(p)} {o.x_star:.2f}" for p, o in sorted(fit.points.items())
+                               if o.x_star is not None)
+            parts.append(f"{label} log2 LR* {optima or '-'}")
+    return f"{PROVISIONAL_MARK}{basis}: " + "; ".join(parts)
 
 
 def _point_order(where: str) -> tuple[int, ...]:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..train.flops import training_flops
 from ..schema import LR_KEY, Config
-from ..sweep.estimate import PointEstimate, SweepEstimate
+from ..sweep.estimate import SWEEP_OVERHEAD_S, PointEstimate, SweepEstimate
 from ..sweep.search import SearchSpec
 from ..sweep.spec import Point, SweepSpec
 from ..sweep.studies import StudyKey, study_keys
@@ -20,7 +20,7 @@ from ..train.data import Corpora
 from ..train.timing import measure_trial
 from ..train.trunk import trained_steps
 
-__all__ = ["dry_run_table", "trainer_dry_run_table", "estimate_sweep", "search_range"]
+__all__ = ["dry_run_table", "trainer_dry_run_table", "estimate_sweep", "search_range", "stop_estimate", "STOP_SIMS"]
 
 
 def _middle_config(spec: SweepSpec, key: StudyKey, threads: int) -> Config:
@@ -90,7 +90,40 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
                      f"(range {_minutes(low)} – {_minutes(high)}) with {workers} worker(s), measured on this machine "
                      "now: a busy machine measures slow steps and runs slower")
     ranges = {f"{point.key.setup}: searched {search_range(point.key.search)}": None for point in estimate.points}
-    return Group(*dict.fromkeys(headlines), table, *ranges)
+    stopping = [stop_estimate(spec, estimate)] if spec.stop else []
+    return Group(*dict.fromkeys(headlines), table, *ranges, *stopping)
+
+
+STOP_SIMS = 100
+"""Simulated sweeps per setup and truth behind the dry run's expected cost with ``stop: true``."""
+
+
+def stop_estimate(spec: SweepSpec, estimate: SweepEstimate) -> str:
+    """``stop: true``: the full design's time as the upper bound, and the expected time when every setup's optimum
+    stays put (slope 0) or drifts an octave per doubling (slope −1), from ``STOP_SIMS`` simulated sweeps per setup
+    (the real-curve simulator, AdamW's bowl for an AdamW setup, μP + Muon's otherwise)."""
+    from ..simulation.calibration import real_truth
+    from ..simulation.sequential import tier_odds
+    from ..simulation.simulate import Design
+    from ..sweep.order import tiers
+
+    tier_of = {(k.setup, k.point): i for i, tier in enumerate(tiers(spec)) for k in tier.keys}
+    expected = []
+    for slope in (0.0, -1.0):
+        seconds = 0.0
+        for setup in spec.setups:
+            search = next(s for s in setup.search if s.key == LR_KEY)
+            bowl = "adamw" if any(o.endswith("=adamw") for o in setup.overrides) else "muon"
+            design = Design(widths=tuple(sorted(spec.widths)), low=search.min, high=search.max, step=search.step,
+                            seeds=len(spec.seeds), noise_seeds=search.noise_seeds, extend=search.extend,
+                            extend_max=search.extend_max)
+            odds = tier_odds(real_truth(bowl, slope=slope, x0=(search.min + search.max) / 2), design, STOP_SIMS)
+            seconds += sum(odds[tier_of[(p.key.setup, p.key.point)]] * p.seconds("median")
+                           for p in estimate.points if p.key.setup == setup.label)
+        expected.append(SWEEP_OVERHEAD_S + seconds / estimate.workers)
+    return (f"stop=true: at most {_minutes(estimate.wall_seconds())} (the full design); expected "
+            f"{_minutes(expected[0])} when every optimum stays put, {_minutes(expected[1])} when every one drifts an "
+            f"octave per doubling ({STOP_SIMS} simulated sweeps per setup)")
 
 
 def trainer_dry_run_table(spec: SweepSpec) -> Group:

@@ -104,10 +104,11 @@ def check_trials(spec: SweepSpec, composed: list[tuple[StudyKey, Config]], warne
             warned.add(warning)
 
 
-def up_to_date_summary(run_dir: Path, fingerprint: str, th: Thresholds) -> Optional[Summary]:
+def up_to_date_summary(run_dir: Path, fingerprint: str, th: Thresholds, stop: bool = False) -> Optional[Summary]:
     """The summary of a finished sweep that a rerun would only rewrite as it is: the same sweep (fingerprint),
-    complete, its tables written after its journal's last change, at the default thresholds; None when anything
-    could differ. For the default storage and study only: a database may hold other machines' new trials."""
+    complete, its tables written after its journal's last change, at the default thresholds, and not stopped
+    when decided unless this run stops too (``stop``); None when anything could differ. For the default storage
+    and study only: a database may hold other machines' new trials."""
     from ..analysis.thresholds import Thresholds
     from ..files import CONFIG_FILE, CURVES_FILE, JOURNAL_FILE, SUMMARY_FILE, TRIALS_FILE, load_yaml
 
@@ -127,7 +128,7 @@ def up_to_date_summary(run_dir: Path, fingerprint: str, th: Thresholds) -> Optio
             or status.get("complete") is not True:
         return None
     summary = Summary.from_json(data)
-    if not summary.setups():
+    if not summary.setups() or summary.stopped and not stop:
         return None
     written = min(path.stat().st_mtime_ns for path in tables)
     return summary if journal.stat().st_mtime_ns <= written else None
@@ -162,12 +163,15 @@ def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix:
     from ..analysis.summary import write_summary, write_tables
     from ..files import remove_partial_outputs
     from ..sweep.completion import sweep_status
+    from ..sweep.stopping import StopRule
     from ..sweep.storage import open_storage
     from ..sweep.tables import collect
 
     storage = open_storage(storage_url, run_dir)
     trials, curves = collect(spec, storage, prefix)
-    status = sweep_status(spec, storage, prefix, resume)
+    stops = StopRule(spec, storage, prefix)
+    stopped = stops.replay()
+    status = sweep_status(spec, storage, prefix, resume, stops.skipped)
     write_tables(run_dir, trials, curves)
     if status.complete:
         for path in remove_partial_outputs(run_dir):
@@ -175,7 +179,7 @@ def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix:
     if trials.empty:
         return Summary(status=status.as_dict())
     th = th if th is not None else Thresholds()
-    summary = write_summary(run_dir, trials, th, status.as_dict())
+    summary = write_summary(run_dir, trials, th, status.as_dict(), {s: stop.as_dict() for s, stop in stopped.items()})
     draw([run_dir], th=th)
     return summary
 
@@ -220,7 +224,7 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
     configs = setup_configs(spec)
     record = sweep_record(spec, configs)
     if not dry_run and workers is not None and storage is None and study is None:
-        summary = up_to_date_summary(run_dir, record["fingerprint"], th)
+        summary = up_to_date_summary(run_dir, record["fingerprint"], th, spec.stop)
         if summary is not None:
             done = (summary.status or {})["done"]
             screen.print(f"sweep {spec.name}: {done}/{done} trials already done; the tables are up to date (delete "
@@ -302,10 +306,11 @@ def corpus_lines(configs: dict[str, dict[str, Any]]) -> list[str]:
 
 class _Progress:
     """Feeds the display every snapshot and keeps the first (what earlier runs finished) and the latest; says
-    how many trials were done before once this run finishes one more."""
+    how many trials were done before once this run finishes one more; writes each new provisional answer to the
+    run directory (trials.csv, curves.csv, and summary.json marked ``provisional``)."""
 
-    def __init__(self, screen: Console, display: SweepDisplay | TrialLog) -> None:
-        self.screen, self.display = screen, display
+    def __init__(self, screen: Console, display: SweepDisplay | TrialLog, run_dir: Path) -> None:
+        self.screen, self.display, self.run_dir = screen, display, run_dir
         self.first: Optional[Snapshot] = None
         self.last: Optional[Snapshot] = None
 
@@ -314,6 +319,12 @@ class _Progress:
         if self.first.done and self.last is not None and self.last.done == self.first.done < snap.done:
             self.screen.print(f"resuming: {self.first.done} trials were already done")
         self.last = snap
+        if snap.provisional is not None:
+            from ..analysis.summary import write_tables
+            from ..files import SUMMARY_FILE, write_json
+
+            write_tables(self.run_dir, snap.provisional.trials, snap.provisional.curves)
+            write_json(self.run_dir / SUMMARY_FILE, snap.provisional.summary.to_json())
         self.display.update(snap)
 
     def nothing_new(self) -> bool:
@@ -329,7 +340,7 @@ def _execute(screen: Console, spec: SweepSpec, opts: SweepOptions, th: Threshold
     from .display import progress_view
 
     display, live = progress_view(screen)
-    progress = _Progress(screen, display)
+    progress = _Progress(screen, display, opts.run_dir)
     interrupted = 0
     try:
         with Interrupts().catching(), live:
@@ -354,6 +365,10 @@ def _report(screen: Console, spec: SweepSpec, summary: Summary, run_dir: Path, i
     screen.print(f"sweep {spec.name}: {status['line']}" + ("" if status["complete"] else
                  " — every verdict below is partial; transfer, verify and compare refuse this run until it is "
                  "finished (or pass --partial)"), highlight=False, soft_wrap=True)
+    for label, stop in summary.stopped.items():
+        screen.print(f"{label}: stopped when decided at look {stop['look']} of {stop['looks']} ({stop['verdict']} on "
+                     f"widths {', '.join(map(str, stop['widths']))}); `stop=false` trains the rest of the design",
+                     highlight=False, soft_wrap=True)
     screen.print()
     if summary.setups():
         for axis in spec.swept():

@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --hel
     from rich.table import Table
 
     from ..transfer.target import Transfer
+    from ..sweep.completion import SweepStatus
 
 __all__ = ["run", "prediction_line", "decay_line", "target_values", "transfer_import", "SPELLINGS"]
 
@@ -94,9 +95,16 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
                                                                               else ""))
     for warning in result.warnings:
         screen.print(f"[bold red]warning:[/] {warning}")
-    screen.print(f"wrote {path}" + (f" (PARTIAL: made from an unfinished sweep, {unfinished.line()})"
-                                    if unfinished is not None else ""), highlight=False)
+    screen.print(f"wrote {path}" + (f" ({_unfinished_mark(unfinished)})" if unfinished is not None else ""),
+                 highlight=False)
     screen.print(_next_check(run_dir, result), highlight=False, soft_wrap=True)
+
+
+def _unfinished_mark(status: SweepStatus) -> str:
+    """How a transfer made from an unfinished sweep is marked: partial, and provisional while it trains."""
+    if status.provisional is not None:
+        return f"PARTIAL, PROVISIONAL: made from a sweep still training, on {status.provisional.line()}"
+    return f"PARTIAL: made from an unfinished sweep, {status.line()}"
 
 
 def _sweep_target(at: Sequence[str], spelled: dict[str, Optional[str]]) -> dict[str, Optional[str]]:

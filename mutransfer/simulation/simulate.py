@@ -32,7 +32,7 @@ from ..sweep.policy import GridPolicy, extension_point, probe_points
 from ..sweep.spec import SearchSpec
 
 __all__ = ["SWEPT_SE_LOG", "Truth", "Design", "Outcome", "SharedSeeds", "SimulatedPoint", "sweep_point", "simulate",
-           "true_optima", "simulate_verify", "population_loss"]
+           "simulate_points", "analyse", "true_optima", "simulate_verify", "population_loss"]
 
 
 @dataclass(frozen=True)
@@ -197,6 +197,14 @@ def simulate(truth: Truth, design: Design, rng: np.random.Generator, th: Thresho
              optima: Optional[dict[int, float]] = None) -> Outcome:
     """One simulated sweep of one setup, analysed as ``mutransfer`` analyses a real one; ``optima`` gives each
     width's true optimum (default: drawn as ``true_optima`` draws them) — two runs of one model share theirs."""
+    return analyse(*simulate_points(truth, design, rng, th, optima), design, th)
+
+
+def simulate_points(truth: Truth, design: Design, rng: np.random.Generator, th: Thresholds = Thresholds(),
+                    optima: Optional[dict[int, float]] = None) -> tuple[dict[int, PointTrials], dict[int, float],
+                                                                        dict[int, int]]:
+    """One simulated sweep's trials before the analysis: each width's trials, its true optimum and the points it
+    trained (``simulate``'s arguments)."""
     halfwidth = fit_halfwidth(design.step, True, th)
     points, truths, trained = {}, {}, {}
     seeds = SharedSeeds(rng)
@@ -208,11 +216,18 @@ def simulate(truth: Truth, design: Design, rng: np.random.Generator, th: Thresho
         points[w] = PointTrials(x.astype(float), seed.astype(int), loss.astype(float), status == "ok",
                                 status == "diverged")
         truths[w], trained[w] = width.x_true, len(width.points)
+    return points, truths, trained
+
+
+def analyse(points: dict[int, PointTrials], truths: dict[int, float], trained: dict[int, int], design: Design,
+            th: Thresholds = Thresholds()) -> Outcome:
+    """The analysis of simulated ``points`` (width → its trials), as ``mutransfer`` analyses a sweep's."""
+    halfwidth = fit_halfwidth(design.step, True, th)
     optima, missing, bowl = setup_optima(points, design.step, halfwidth, th)
     fit = drift(optima, th, missing)
     fit.asymmetry, fit.asymmetry_se_log = bowl.ratio, bowl.se_log
     fit.points = {o.point: o.result() for o in sorted(optima, key=lambda o: o.point)}
-    return Outcome(optima, fit, truths, trained)
+    return Outcome(optima, fit, dict(truths), dict(trained))
 
 
 @lru_cache(maxsize=1)

@@ -4,5 +4,7 @@ worker liveness (``storage``, ``liveness``), studies and their queue (``studies`
 learning-rate optimum (``stage_gate``), failing dead workers' trials (``reaper``), heartbeats (``heartbeat``),
 what trains a trial (``trainer``; a user's command: ``trainer_spec``, ``command_trainer``, ``child_process``) and
 what Optuna is told (``outcomes``); the processes and progress
-(``runner``), the tables read back from a storage (``tables``) and the worker-layout tuner (``layout``).
+(``runner``), the order studies train in (``order``), the answer so far (``provisional``), stopping a setup once
+decided (``stopping``), the tables read back from a storage (``tables``) and the worker-layout tuner
+(``layout``).
 Simulated sweeps live in ``mutransfer.simulation``."""

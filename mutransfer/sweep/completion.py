@@ -8,11 +8,12 @@ study: its budget trained). ``SweepStatus`` is what ``summary.json`` records und
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import optuna
 from optuna.trial import TrialState
 
+from ..analysis.result import Basis
 from .spec import SweepSpec
 from .studies import StudyKey, finished_points, live_trials, load_study, seed_of, study_keys
 
@@ -31,6 +32,8 @@ class SweepStatus:
     not_started: tuple[str, ...] = ()
     """Setups with no finished trial at all."""
     resume: str = ""
+    provisional: Optional[Basis] = None
+    """What a provisional answer rests on, when the summary is one (a sweep still training wrote it)."""
 
     @property
     def complete(self) -> bool:
@@ -49,8 +52,9 @@ class SweepStatus:
         return ", ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"complete": self.complete, "line": self.line(), "done": self.done, "planned": self.planned,
+        data = {"complete": self.complete, "line": self.line(), "done": self.done, "planned": self.planned,
                 "unfinished": list(self.unfinished), "not_started": list(self.not_started), "resume": self.resume}
+        return {**data, "provisional": self.provisional.to_json()} if self.provisional is not None else data
 
     @classmethod
     def from_dict(cls, data: Optional[Mapping[str, Any]]) -> Optional["SweepStatus"]:
@@ -79,9 +83,11 @@ def study_finished(study: optuna.Study, key: StudyKey) -> bool:
     return not policy.next_points(finished)
 
 
-def sweep_status(spec: SweepSpec, storage: optuna.storages.BaseStorage, prefix: str, resume: str = "") -> SweepStatus:
+def sweep_status(spec: SweepSpec, storage: optuna.storages.BaseStorage, prefix: str, resume: str = "",
+                 skipped: Callable[[StudyKey], bool] = lambda key: False) -> SweepStatus:
     """The sweep's status from its storage: each study counts its policy's budget or the trials it holds,
-    whichever is more, as the progress display counts them."""
+    whichever is more, as the progress display counts them; a study ``skipped`` (its setup stopped when decided,
+    ``sweep.stopping``) counts the trials it finished and is not waited for."""
     done = planned = 0
     unfinished: dict[str, None] = {}
     started: set[str] = set()
@@ -91,10 +97,10 @@ def sweep_status(spec: SweepSpec, storage: optuna.storages.BaseStorage, prefix: 
         finished = len(finished_points(trials, key)) + sum(t.state == TrialState.PRUNED for t in trials)
         held = finished + sum(t.state in (TrialState.RUNNING, TrialState.WAITING) for t in trials)
         done += finished
-        planned += max(held, key.policy().budget())
+        planned += finished if skipped(key) else max(held, key.policy().budget())
         if finished:
             started.add(key.setup)
-        if not study_finished(study, key):
+        if not skipped(key) and not study_finished(study, key):
             unfinished[key.setup] = None
     not_started = tuple(s.label for s in spec.setups if s.label not in started)
     return SweepStatus(done=done, planned=max(planned, done), unfinished=tuple(unfinished),

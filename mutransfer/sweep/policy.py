@@ -122,8 +122,9 @@ class SearchPolicy:
         """Points to queue before any trial has finished."""
         return []
 
-    def next_points(self, finished: Finished) -> list[Planned]:
-        """Points to queue once the queue is empty, given the finished trials."""
+    def next_points(self, finished: Finished, coarse: bool = False) -> list[Planned]:
+        """Points to queue once the queue is empty, given the finished trials; ``coarse``: only the bracket's
+        (the grid's extension past an edge), not the refinements or the noise probes (``sweep.order``)."""
         return []
 
 
@@ -139,7 +140,7 @@ class GridPolicy(SearchPolicy):
         anchors = [(x, seed) for x in self.search.anchors for seed in (self.seed, *self.probe_seeds)]
         return [(x, self.seed) for x in self.search.grid()] + anchors
 
-    def next_points(self, finished: Finished) -> list[Planned]:
+    def next_points(self, finished: Finished, coarse: bool = False) -> list[Planned]:
         done = {(round(x, 9), seed) for x, seed, _ in finished}
         if self.search.anchors:
             finished = [f for f in finished if self.search.on_grid(f[0]) and f[0] != OFF_X]
@@ -149,6 +150,8 @@ class GridPolicy(SearchPolicy):
                          if (round(x, 9), self.seed) not in done]
             if extension:
                 return extension
+        if coarse:
+            return []
         return [p for p in self._more(own) or probe_points(finished, self.halfwidth, self.probe_seeds)
                 if (round(p[0], 9), p[1]) not in done]
 

@@ -21,8 +21,10 @@ from optuna.trial import FrozenTrial, TrialState
 from ..analysis.drift import PointTrials, best_losses
 from ..errors import EXIT_USAGE, UserError
 from .interrupts import Interrupts
+from .provisional import Provisional, ProvisionalAnswer
 from .search import SearchSpec
 from .spec import SweepSpec
+from .stopping import Stop, StopRule
 from .storage import open_storage
 from .studies import (RECORD_ATTR, RERUN, StudyKey, enqueue_missing, live_trials, load_study, reap_abandoned,
                       seed_of, study_keys)
@@ -59,6 +61,10 @@ class Snapshot:
     running: list[str] = field(default_factory=list)
     best: dict[tuple[str, str], float] = field(default_factory=dict)
     """Best loss per (setup, point) so far: the fitted minimum summary.json reports (``snapshot``)."""
+    provisional: Optional[Provisional] = None
+    """The answer so far, when it changed since the last snapshot (``sweep.provisional``)."""
+    stops: dict[str, Stop] = field(default_factory=dict)
+    """Setups stopped when decided so far (``sweep.stopping``)."""
 
     @property
     def done(self) -> int:
@@ -95,17 +101,18 @@ def _finished_trial(trial: FrozenTrial, key: StudyKey, study: str) -> FinishedTr
 
 
 def snapshot(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseStorage,
-             complete: bool = False) -> Snapshot:
+             complete: bool = False, skipped: Callable[[StudyKey], bool] = lambda key: False) -> Snapshot:
     """Finished trials, those running now, and the best loss per (setup, point) so far, as summary.json will
     report it (``analysis.drift.best_losses``; the lowest over a setup's searched keys). Each study counts
-    its policy's budget or the trials it holds, whichever is more (a grid extension or a probe adds trials);
-    ``complete``: the sweep is done, the total is the finished trials."""
+    its policy's budget or the trials it holds, whichever is more (a grid extension or a probe adds trials), a
+    study ``skipped`` (its setup stopped when decided) the trials it finished; ``complete``: the sweep is done, the total
+    is the finished trials."""
     snap = Snapshot()
     finished: list[tuple[datetime.datetime, FinishedTrial]] = []
     curves: dict[tuple[str, SearchSpec], dict[str, list[tuple[float, int, float]]]] = {}
     for key in study_keys(spec):
         study = load_study(storage, key, opts.prefix)
-        held = 0
+        held = done = 0
         for t in live_trials(study, tuple(TrialState)):
             if t.state in (TrialState.RUNNING, TrialState.WAITING):
                 held += 1
@@ -116,11 +123,12 @@ def snapshot(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseS
             if not is_finished(t):
                 continue
             held += 1
+            done += 1
             finished.append((t.datetime_complete or datetime.datetime.min, _finished_trial(t, key, study.study_name)))
             if t.state == TrialState.COMPLETE and t.user_attrs.get("status") == "ok" and t.value is not None:
                 curves.setdefault((key.setup, key.search), {}).setdefault(key.where(), []).append(
                     (t.params.get(key.search.column, math.nan), seed_of(t, key), t.value))
-        snap.total += held if complete else max(held, key.policy().budget())
+        snap.total += done if skipped(key) else held if complete else max(held, key.policy().budget())
     snap.finished = [trial for _, trial in sorted(finished, key=lambda f: (f[0], f[1].number))]
     for (setup, search), points in curves.items():
         for where, loss in best_losses({w: _point_trials(rows) for w, rows in points.items()}, search.step,
@@ -180,10 +188,17 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callabl
     storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat, check=True)  # once: a database storage
     # rides out an outage call by call, but opening a new one during it would fail
     prepare(spec, opts, storage)
+    stops = StopRule(spec, storage, opts.prefix)
+    answer = ProvisionalAnswer(spec, storage, opts.prefix, stops.skipped)
 
     def report(complete: bool = False) -> None:
         if on_progress:
-            on_progress(snapshot(spec, opts, storage, complete))
+            stops.replay()
+            snap = snapshot(spec, opts, storage, complete, stops.skipped)
+            snap.stops = dict(stops.stops)
+            if not complete:
+                snap.provisional = answer.update(snap.done)
+            on_progress(snap)
 
     report()
     if opts.workers == 1:

@@ -29,7 +29,7 @@ __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_f
            "check_grid", "SAMPLERS", "PRUNERS", "SCALES", "COMBINATIONS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
 
 SPEC_KEYS = ("name", "setups", *AXIS_KEYS, "axes", "seeds", "search", "overrides", "coord_check", "batch_trials",
-             "trunks", "model", "trainer")
+             "trunks", "model", "trainer", "stop")
 SETUP_KEYS = ("overrides", "search", "trainer")
 @dataclass(frozen=True)
 class SetupSpec:
@@ -78,6 +78,9 @@ class SweepSpec:
     """``COMBINATIONS``, or the plurals of the axes crossed with each other (``(batch_sizes, tokens)``)."""
     trainer: Optional[TrainerSpec] = None
     """The user's training command that runs each trial (``sweep.command_trainer``); None: the built-in loop."""
+    stop: bool = False
+    """Stop a setup once its verdict is decided at a look (``sweep.stopping``); how a sweep runs, not what it
+    computes: run again with ``stop=false`` it trains the rest of the design."""
     source: str = field(default="", compare=False)
 
     def trainer_for(self, label: str) -> TrainerSpec:
@@ -289,6 +292,24 @@ def _batch_trials(value: Any, setups: list[SetupSpec], model: Optional[dict[str,
     return value
 
 
+def _stop(value: Any, data: dict[str, Any]) -> bool:
+    """``stop``: true or false; true needs the looks a width-only sweep of more than ``FIRST_LOOK_WIDTHS`` widths
+    has (``sweep.order``)."""
+    from .order import FIRST_LOOK_WIDTHS
+
+    if not isinstance(value, bool):
+        raise UserError(f"stop={value!r} is not true or false", "set stop=true (stop a setup once decided) or "
+                        "stop=false (the default: train the whole design)")
+    widths = data.get("widths")
+    others = [key for key in AXIS_KEYS if key != "widths" and isinstance(data.get(key), list) and len(data[key]) > 1]
+    if value and (others or not isinstance(widths, list) or len(widths) <= FIRST_LOOK_WIDTHS):
+        why = f"it also sweeps {others[0]}" if others else f"it has {len(widths) if isinstance(widths, list) else 0} widths"
+        raise UserError(f"stop=true needs a sweep of widths alone with more than {FIRST_LOOK_WIDTHS} widths ({why}): "
+                        f"the first look comes after {FIRST_LOOK_WIDTHS} widths",
+                        "add widths (e.g. widths=[32,64,128,256]) or set stop=false")
+    return value
+
+
 def _refuse_shadowed(setups: Any, overrides: Sequence[str]) -> None:
     """A ``search.<bound>=`` override that every setup's own search sets again would change nothing: refused,
     naming the setups' keys to override instead."""
@@ -335,6 +356,7 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     trunks = data.get("trunks", True)
     if not isinstance(trunks, bool):
         raise UserError(f"trunks={trunks!r} is not true or false", "set trunks=true (the default) or trunks=false")
+    stop = _stop(data.get("stop", False), data)
     values, hold = listed_axes(data)
     batch_sizes = values["batch"]
     if batch_sizes and not any(o.startswith("train.eval_batch_size=") for o in extra):
@@ -350,7 +372,7 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     return SweepSpec(name=data["name"], setups=tuple(setups),
                      seeds=int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
-                     trunks=trunks, hold=hold, axes=axes, source=source, trainer=trainer,
+                     trunks=trunks, hold=hold, axes=axes, source=source, trainer=trainer, stop=stop,
                      **{axis.plural: values[axis.name] for axis in TRANSFER_AXES})
 
 
@@ -366,5 +388,6 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
                      overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
                      batch_trials=data.get("batch_trials", "auto"), model=data.get("model"),
                      trunks=data["trunks"], hold=data["hold"], trainer=trainer_from_dict(data["trainer"]),
+                     stop=bool(data.get("stop", False)),
                      axes=tuple(data["axes"]) if isinstance(data["axes"], list) else data["axes"],
                      **{axis.plural: tuple(data[axis.plural]) for axis in TRANSFER_AXES})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional, Sequence
 
 import pandas as pd
 from optuna.trial import TrialState
@@ -36,10 +36,12 @@ def _coordinate(key: StudyKey, axis: Axis, attrs: dict[str, Any]) -> Any:
     return attrs.get(axis.column) if value is None else value
 
 
-def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One row per finished trial (bookkeeping entries left out) and one row per recorded curve point. A sweep
-    across depth or horizon adds a ``depth`` or ``horizon`` column to the trials, one across batch sizes the
-    ``batch_size``, ``tokens`` and ``hold`` columns; its curves are those of the width axis (at the base point)."""
+def collect(spec: SweepSpec, storage: Any, prefix: str,
+            keys: Optional[Sequence[StudyKey]] = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One row per finished trial (bookkeeping entries left out) and one row per recorded curve point, of every
+    study or of ``keys``'. A sweep across depth or horizon adds a ``depth`` or ``horizon`` column to the trials,
+    one across batch sizes the ``batch_size``, ``tokens`` and ``hold`` columns; its curves are those of the width
+    axis (at the base point)."""
     axes = [axis for axis in TRANSFER_AXES[1:] if axis.name in spec.swept() or
             (spec.batch_sizes and axis.name == "tokens")]
     axis_columns = [axis.column for axis in axes] + (["hold"] if spec.hold else [])
@@ -47,7 +49,7 @@ def collect(spec: SweepSpec, storage: Any, prefix: str) -> tuple[pd.DataFrame, p
     extra_keys = sorted({s.key for setup in spec.setups for s in setup.search if s.key != LR_KEY})
     rows: list[dict[str, Any]] = []
     curves: list[dict[str, Any]] = []
-    for key in study_keys(spec):
+    for key in study_keys(spec) if keys is None else keys:
         study = load_study(storage, key, prefix)
         for t in live_trials(study, tuple(STATE_STATUS)):
             if key.search.column not in t.params:

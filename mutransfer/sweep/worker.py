@@ -1,9 +1,10 @@
-"""One sweep worker: walk the studies in order, claim the points their policies say to train next, train
+"""One sweep worker: walk the studies in the sweep's order (``sweep.order``: tiers, cheapest first, each tier's
+brackets before its refinements and noise probes), claim the points their policies say to train next, train
 them (up to ``batch_trials`` learning rates stacked as one model) and tell Optuna the results.
 
 The worker's loop only claims, trains and tells; each other job is an object of its own: ``Claimer`` (which
 value a trial trains, one trial per point), ``StageGate`` (a search at the learning-rate optimum waits for it),
-``Reaper`` (dead workers' trials), ``Heartbeat`` (database storages), a ``TrialTrainer`` (what trains) and
+``Reaper`` (dead workers' trials), ``StopRule`` (a setup decided at a look), ``Heartbeat`` (database storages), a ``TrialTrainer`` (what trains) and
 ``record_result``/``record_failure`` (what Optuna is told)."""
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from .claims import Claimer
 from .heartbeat import Heartbeat
 from .outcomes import CURVE_POINTS, record_failure, record_interrupted, record_result
 from .policy import SearchPolicy
+from .order import COARSE, PHASES
 from .reaper import Reaper
 from .spec import SweepSpec
 from .stage_gate import STAGE_POLL, StageGate
+from .stopping import StopRule
 from .storage import open_storage
 from .studies import StudyKey, enqueue_missing, finished_points, live_trials, load_study, study_keys
 from .trainer import InProcessTrainer, TrialRun, TrialTrainer
@@ -66,6 +69,7 @@ class Worker:
         self.claimer = Claimer(spec, self.extra)
         self.gate = StageGate(spec, self.storage, opts.prefix)
         self.reaper = Reaper(self.storage)
+        self.stops = StopRule(spec, self.storage, opts.prefix)
         self.trainer = trainer or _trainer_for(spec, opts)
 
     def run(self) -> None:
@@ -78,29 +82,36 @@ class Worker:
         keys = study_keys(self.spec)
         while True:
             waiting = False
-            for key in keys:
-                if not self.gate.ready(key):
-                    waiting = True  # its learning-rate studies are still training (here or in another worker)
-                    continue
-                study, policy = self._study(key), key.policy()
-                if policy.queued:
-                    self._drain_queue(study, key, policy)
-                else:
-                    self._sample(study, key, policy)
+            for index, tier in enumerate(self.stops.tiers):
+                for phase in PHASES:
+                    for key in tier.keys:
+                        if self.stops.skipped(key):
+                            continue
+                        if not self.gate.ready(key):
+                            waiting = True  # its learning-rate studies are still training (here or in another worker)
+                            continue
+                        study, policy = self._study(key), key.policy()
+                        if policy.queued:
+                            self._drain_queue(study, key, policy, phase == COARSE)
+                        elif phase == COARSE:
+                            self._sample(study, key, policy)
+                if not self.stops.look(index):
+                    waiting = True  # another worker still trains this tier: its look decides what follows
+                    break
             if waiting:
                 time.sleep(STAGE_POLL)
                 continue
-            if not self.reaper.others_running(keys, self._study):
+            if not self.reaper.others_running([k for k in keys if not self.stops.skipped(k)], self._study):
                 return
             time.sleep(self.opts.heartbeat)
 
     def _study(self, key: StudyKey) -> optuna.Study:
         return load_study(self.storage, key, self.opts.prefix)
 
-    def _drain_queue(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy) -> None:
+    def _drain_queue(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy, coarse: bool) -> None:
         while True:
             self.reaper.fail_stale(study)
-            if not _waiting(study) and not self._queue_more(study, key, policy):
+            if not _waiting(study) and not self._queue_more(study, key, policy, coarse):
                 return
             claimed: Claimed = []
             emptied = False
@@ -121,12 +132,13 @@ class Worker:
             if emptied:
                 return
 
-    def _queue_more(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy) -> bool:
-        """Ask the policy for more points once nothing runs; True when it queued some."""
+    def _queue_more(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy, coarse: bool) -> bool:
+        """Ask the policy for more points once nothing runs (``coarse``: the bracket's only); True when it queued
+        some."""
         trials = live_trials(study, tuple(TrialState))
         if any(t.state == TrialState.RUNNING for t in trials):
             return False
-        points = policy.next_points(finished_points(trials, key))
+        points = policy.next_points(finished_points(trials, key), coarse)
         return bool(points) and enqueue_missing(study, key, points) > 0
 
     def _sample(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy) -> None:

@@ -111,7 +111,8 @@ def warn_conditions(changes: list[str], against: str, fix: str = "") -> None:
 def unfinished_run(run_dir: Path, partial: bool, command: str) -> Optional[SweepStatus]:
     """The status of an unfinished sweep that ``command`` may answer from (``--partial``), None for a finished one
     (or one whose summary predates the status). Without ``--partial`` an unfinished sweep is refused with one
-    line naming what is missing and how to finish it."""
+    line naming what is missing and how to finish it, except a sweep still training: its provisional answer
+    (``summary.json`` marked ``provisional``) is answered from with a warning, every output marked."""
     import json
     from dataclasses import replace
     from pathlib import Path
@@ -131,13 +132,14 @@ def unfinished_run(run_dir: Path, partial: bool, command: str) -> Optional[Sweep
         return None  # a damaged summary: the analysis reads trials.csv and says what is wrong with it
     if status is None or status.complete:
         return None
-    state = status.line() if basis is None else f"still training (a provisional answer on {basis.line()})"
+    if basis is not None:
+        print(f"warning: {command}: sweep {run_dir} is still training; this answers from its provisional answer "
+              f"({basis.line()}), and every output is marked partial and provisional", file=sys.stderr)
+        return replace(status, provisional=basis)
     if not partial:
         finish = f"finish it with `{status.resume}`" if status.resume else "run its sweep again to finish it"
-        if basis is not None:
-            finish = "let it finish"
-        raise UserError(f"{command}: sweep {run_dir} is {state}",
+        raise UserError(f"{command}: sweep {run_dir} is {status.line()}",
                         f"{finish}, or pass --partial to answer from what it has (every output marked partial)")
-    print(f"warning: {command} --partial: sweep {run_dir} is {state}; every output is marked partial"
-          + (" and provisional" if basis is not None else ""), file=sys.stderr)
-    return replace(status, provisional=basis)
+    print(f"warning: {command} --partial: sweep {run_dir} is {status.line()}; every output is marked partial",
+          file=sys.stderr)
+    return status

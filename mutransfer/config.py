@@ -282,13 +282,15 @@ def _check_choice(key: str, value: str, options: Sequence[str]) -> None:
 
 
 def _check_rule(key: str, text: str) -> None:
+    head, star, rule = text.partition("*")
+    number = head if star and rule in INIT_RULES else text  # FACTOR*RULE: a rule scaled (a tuned constant)
     if text in INIT_RULES:
         return
     try:
-        value = float(text)
+        value = float(number)
     except ValueError:
         raise UserError(f"{key}='{text}' is neither a number nor a rule",
-                        f"use a number or one of: {', '.join(INIT_RULES)}") from None
+                        f"use a number, one of: {', '.join(INIT_RULES)}, or FACTOR*RULE (e.g. 0.5*1/fan_in)") from None
     if not math.isfinite(value) or value < 0:
         raise UserError(f"{key}={text} must be a finite number >= 0", "give e.g. 0.02")
 

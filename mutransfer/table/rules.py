@@ -57,7 +57,15 @@ def matrix_dims(role: str, shape: Sequence[int], transposed: bool = False, block
 
 
 def base_value(text: str, dout: int, din: int) -> float:
-    """A number, or a shape rule from INIT_RULES evaluated at (dout, din)."""
+    """A number, or a shape rule from INIT_RULES evaluated at (dout, din), or either scaled: ``0.5*1/fan_in``
+    (a tuned constant, ``table.constants.scaled``)."""
+    head, star, rule = text.partition("*")
+    if star:
+        try:
+            factor = float(head)
+        except ValueError:
+            raise ValueError(f"'{text}' is not FACTOR*RULE with a number before the '*'") from None
+        return factor * base_value(rule, dout, din)
     if text == "1/sqrt(fan_in)":
         return 1.0 / math.sqrt(din)
     if text == "1/fan_in":

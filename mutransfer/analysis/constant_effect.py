@@ -1,0 +1,51 @@
+"""Does a tuned constant matter? At its search's point: the best factor's loss (the fitted minimum of its bowl)
+against the loss at factor 1, the shipped value (trained with every seed as an anchor), with Welch's 95 % interval
+from the seeds. A constant ``matters`` when the loss it gains over factor 1 exceeds both the seeds' noise and a
+margin (``--effect-margin``); otherwise it has ``no effect`` worth carrying."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .stats import welch_difference
+
+__all__ = ["CONSTANT_EFFECTS", "DEFAULT_EFFECT_MARGIN", "ConstantEffect", "constant_effect"]
+
+CONSTANT_EFFECTS = ("matters", "no effect", "unmeasured")
+"""``matters``: the best factor's loss is below factor 1's by more than the margin, beyond the seeds' noise (the
+gain's interval lies wholly above the margin); ``no effect``: it is not; ``unmeasured``: fewer than two seeds on a
+side, so the noise is unknown."""
+DEFAULT_EFFECT_MARGIN = 0.005
+"""Nats: a gain smaller than this is not worth a constant that differs from the shipped one."""
+
+
+@dataclass(frozen=True)
+class ConstantEffect:
+    """The loss at factor 1 (the seeds' mean and each seed's), the gain of the best factor over it (positive: the
+    tuned constant is better) with its 95 % interval, and the verdict (``CONSTANT_EFFECTS``)."""
+
+    at_one: Optional[float]
+    at_one_seeds: list[float]
+    gain: Optional[float]
+    gain_ci: Optional[tuple[float, float]]
+    verdict: str
+
+
+def constant_effect(best_loss: Optional[float], seed_best_losses: Sequence[float], at_one: np.ndarray,
+                    margin: float = DEFAULT_EFFECT_MARGIN) -> ConstantEffect:
+    """One constant's effect from its bowl's fitted minimum (``best_loss``, and each seed's) and the losses at
+    factor 1 (one per seed)."""
+    at_one = at_one[np.isfinite(at_one)]
+    seeds = [float(v) for v in at_one]
+    if best_loss is None or not len(at_one):
+        return ConstantEffect(float(np.mean(at_one)) if len(at_one) else None, seeds, None, None, "unmeasured")
+    one = float(np.mean(at_one))
+    gain = one - float(best_loss)
+    ci = welch_difference(np.asarray(seed_best_losses, dtype=float), at_one, gain)
+    if ci is None:
+        return ConstantEffect(one, seeds, gain, None, "unmeasured")
+    verdict = "matters" if ci[0] > margin else "no effect"
+    return ConstantEffect(one, seeds, gain, (float(ci[0]), float(ci[1])), verdict)

@@ -31,6 +31,9 @@ BATCH_SIZE = typer.Option(None, "--batch-size", help="Target batch size in seque
 BATCH_TOLERANCE = typer.Option(option_text(defaults.BATCH_TOLERANCE), "--batch-tolerance",
                                help="The critical batch: the largest batch whose loss "
                                "is within this fraction of the best batch's (a sweep across batch sizes).")
+EFFECT_MARGIN = typer.Option(option_text(defaults.EFFECT_MARGIN), "--effect-margin",
+                             help="Nats: a tuned constant (a spec's constants) matters when its gain over the "
+                             "shipped value exceeds this beyond the seeds' noise.")
 TOKENS = typer.Option(None, "--tokens", help="Target token budget (batch × steps × seq_len; default: the swept "
                       "one); the steps follow from it. Give --tokens or --steps.")
 PARTIAL = typer.Option(False, "--partial", help="Answer from an unfinished sweep (refused otherwise); every output is "
@@ -111,12 +114,13 @@ def sweep(
     heartbeat: int = typer.Option(10, "--heartbeat", help="Database storages: seconds between worker heartbeats "
                                   "(a trial silent for 3 heartbeats is retried by another worker)."),
     batch_tolerance: str = BATCH_TOLERANCE,
+    effect_margin: str = EFFECT_MARGIN,
 ) -> None:
     """Run an Optuna learning-rate sweep at several widths; write trials.csv, curves.csv, summary.json, plots."""
     from .commands import sweep as command
 
     _guarded(lambda: command.run(spec, overrides or [], out, storage, study, workers, threads, dry_run, heartbeat,
-                                 batch_tolerance))
+                                 batch_tolerance, effect_margin))
 
 
 @app.command()

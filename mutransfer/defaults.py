@@ -3,11 +3,13 @@ so ``mutransfer --help`` can print them without loading the modules that use the
 
 from __future__ import annotations
 
-__all__ = ["BATCH_TOLERANCE", "COMPARE_TOLERANCE", "TRANSFER_TOLERANCE", "VERIFY_SPAN", "VERIFY_STEP",
+__all__ = ["BATCH_TOLERANCE", "EFFECT_MARGIN", "COMPARE_TOLERANCE", "TRANSFER_TOLERANCE", "VERIFY_SPAN", "VERIFY_STEP",
            "VERIFY_TOLERANCE", "option_text"]
 
 BATCH_TOLERANCE = 0.01
 """Relative loss: a batch within this of the best batch's loss is as good (the critical batch's threshold)."""
+EFFECT_MARGIN = 0.005
+"""Nats: a tuned constant matters when its gain over factor 1 (the shipped value) exceeds this beyond the noise."""
 COMPARE_TOLERANCE = 0.25
 """Octaves: ``compare`` calls a pooled shift whose 90 % interval lies inside ±this ``same``."""
 TRANSFER_TOLERANCE = 1.0

@@ -114,8 +114,11 @@ def transfer_plot(axis: str) -> str:
 
 def key_plot(key: str, kind: str = "") -> str:
     """The figures of another searched key: ``weight_decay.png`` (loss against it per width) and
-    ``weight_decay_drift.png`` (its optimum against each swept axis)."""
-    return f"{key.rsplit('.', 1)[-1]}{'_' + kind if kind else ''}.png"
+    ``weight_decay_drift.png`` (its optimum against each swept axis); a per-role constant's are named after its
+    kind and role (``lr_mult_readout.png``)."""
+    parts = key.split(".")
+    name = "_".join(parts[1:]) if len(parts) == 3 else parts[-1]
+    return f"{name}{'_' + kind if kind else ''}.png"
 
 
 CURVES_PLOT = "curves.png"

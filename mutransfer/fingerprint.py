@@ -78,7 +78,8 @@ def spec_later_keys() -> tuple[LaterKey, ...]:
     return (*(LaterKey(axis.plural, ()) for axis in TRANSFER_AXES[1:]), LaterKey("hold", ""),
             LaterKey("axes", "one", ONE_AXIS), LaterKey("trunks", True),
             LaterKey("setups.*.search.*.anchors", ()), LaterKey("setups.*.search.*.at", "base"),
-            LaterKey("trainer", None), LaterKey("setups.*.trainer", None), LaterKey("stop", False))
+            LaterKey("trainer", None), LaterKey("setups.*.trainer", None), LaterKey("stop", False),
+            LaterKey("constants", None))
 
 
 def later_defaults(keys: Sequence[LaterKey], when: str = ALWAYS) -> dict[str, Any]:

@@ -201,6 +201,18 @@ CASES: list[tuple[list[str], str]] = [
     (["sweep", "smoke", "setups.sp_adamw.search=[{log2_min: -3}]", "--dry-run"],
      "give mappings that name the key they narrow"),
     (["sweep", "default", "stop=maybe", "--dry-run"], "stop='maybe' is not true or false"),
+    *[(["sweep", "default", f"constants={constants}", "--dry-run"], needle) for constants, needle in [
+        ("{keys: [optimizer.lr_mult.reaodut]}", "did you mean 'optimizer.lr_mult.readout'"),
+        ("{keys: [optimizer.multiplier.readout, optimizer.init.readout, optimizer.lr_mult.readout]}",
+         "cannot be told apart"),
+        ("{keys: [optimizer.eps]}", "(setup mup_muon): optimizer.eps is AdamW's ε"),
+        ("{keys: [optimizer.lr_mult.readout], rounds: 0}", "constants.rounds=0 must be at least 1"),
+        ("{keys: [optimizer.lr_mult.embedding, optimizer.lr_mult.hidden, optimizer.lr_mult.readout, "
+         "optimizer.lr_mult.gain, optimizer.lr_mult.bias]}", "at most 4 can be tuned at once"),
+        ("{keys: [optimizer.lr_mult.readout], round: 2}", "did you mean 'rounds'"),
+        ("{keys: [optimizer.lr_mult.readout], at: 48}", "constants.at=48 is not one of the widths")]],
+    (["sweep", "default", "search={key: optimizer.weight_decay, log2_min: -8, log2_max: -2}",
+      "constants={keys: [optimizer.lr_mult.readout]}", "--dry-run"], "tuned with the learning rate"),
     (["sweep", "smoke", "stop=true", "--dry-run"], "stop=true needs a sweep of widths alone with more than 3 widths"),
     (["sweep", "default", "stop=true", "depths=[2,4]", "--dry-run"], "(it also sweeps depths)"),
     (["sweep", "{spec}", "--out", "{root}/x", "batch_trials=4", "search.key=train.warmup_frac", "search.min=0",

@@ -6,6 +6,7 @@ whose optimum moves with the width as `drifts`."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,10 +15,10 @@ from mutransfer.config import compose
 from mutransfer.errors import UserError
 from mutransfer.schema import LR_KEY
 from mutransfer.simulation.calibration import real_truth
-from mutransfer.simulation.constants import (ConstantSurface, ConstantTruth, SurfacePoint, coordinate_stages,
-                                             recheck_constant, search_constants)
+from mutransfer.simulation.constants import (ConstantSurface, ConstantTruth, SurfacePoint, recheck_constant,
+                                             search_constants)
 from mutransfer.sweep.search import SearchSpec
-from mutransfer.table.constants import Constant, check_constants, parse_constant, scaled
+from mutransfer.table.constants import Constant, check_constants, coordinate_stages, parse_constant, scaled
 from mutransfer.table.rules import base_value
 
 READOUT_LR = "optimizer.lr_mult.readout"
@@ -103,3 +104,76 @@ def test_a_constant_whose_optimum_moves_with_the_width_reads_drifts() -> None:
             for _ in range(20)]
     assert sum(f.verdict == "drifts" for f in fits) >= 16, [f.verdict for f in fits]
     assert abs(np.mean([f.slope for f in fits]) + 1.5) < 0.2
+
+
+class SurfaceTrainer:
+    """Losses off a known surface instead of training: the LR's optimum at 2^-4, the readout's LR multiplier best
+    at 2^1.5 times the shipped ``1/fan_in``, its forward multiplier ignored; each seed shifts a little."""
+
+    def __init__(self) -> None:
+        self.configs: list[tuple[int, str, float, str]] = []
+
+    def fit(self, runs: list, on_eval: object) -> list:
+        import math as m
+        import zlib
+
+        from mutransfer.train.result import TrainResult
+
+        out = []
+        for run in runs:
+            cfg = run.cfg
+            rule = cfg.optimizer.lr_mult.readout
+            factor = float(rule.split("*")[0]) if "*" in rule else 1.0
+            jitter = zlib.crc32(f"{cfg.train.seed}/{cfg.model.width}".encode()) / 2**32 - 0.5
+            x = m.log2(cfg.optimizer.lr)
+            loss = 2.0 + 0.3 * (x + 4.0 - 0.1 * jitter) ** 2 + 0.1 * (m.log2(factor) - 1.5 - 0.1 * jitter) ** 2
+            self.configs.append((cfg.model.width, run.key.search.key, x, rule))
+            out.append(TrainResult(status="ok", val_loss=loss, train_loss=loss, initial_loss=10.0, steps=1,
+                                   seconds=0.0, tokens_per_s=0.0, optimizer_fraction=0.0, peak_memory_mb=0.0))
+        return out
+
+
+def test_a_sweep_tunes_the_constants_then_sweeps_the_lr_with_them_and_rechecks_what_matters(
+        tmp_path: Path, text_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import yaml
+    from typer.testing import CliRunner
+
+    import mutransfer.sweep.worker as worker_module
+    from conftest import invoke
+
+    trainer = SurfaceTrainer()
+    monkeypatch.setattr(worker_module, "_trainer_for", lambda spec, opts: trainer)
+    spec = {"name": "consts", "widths": [32, 64, 128], "seeds": [0],
+            "setups": {"mup_muon": {"overrides": ["parametrization=mup", "optimizer=muon"],
+                                    "search": {"log2_min": -6, "log2_max": -2}}},
+            "search": {"key": LR_KEY, "step": 1, "sampler": "grid", "noise_seeds": 1},
+            "constants": {"keys": [READOUT_LR, READOUT_MULT], "at": 64, "rounds": 1, "noise_seeds": 2},
+            "overrides": ["model.depth=1", "parametrization.base_width=32", "train.steps=2", "train.batch_size=2",
+                          "train.seq_len=16", "data=text", f"data.path={text_file}"]}
+    path = tmp_path / "consts.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    run = tmp_path / "run"
+    result = invoke(CliRunner(), "sweep", str(path), "--out", str(run), "--threads", "1")
+    assert result.exit_code == 0, result.output
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"]["complete"], summary["status"]
+    tuned = summary["keys"][READOUT_LR]["setups"]["mup_muon"]["axes"]["width"]["points"]
+    at = tuned["64"]
+    assert at["ci"][0] <= 1.5 <= at["ci"][1] and at["constant"]["verdict"] == "matters", at
+    assert {"32", "64", "128"} <= set(tuned)  # it matters: measured again at the other widths
+    ignored = summary["keys"][READOUT_MULT]["setups"]["mup_muon"]["axes"]["width"]["points"]
+    assert set(ignored) == {"64"} and ignored["64"]["constant"]["verdict"] == "no effect"
+    lr_trials = [rule for width, key, _, rule in trainer.configs if key == LR_KEY and width == 128]
+    assert lr_trials and all(rule.endswith("*1/fan_in") and float(rule.split("*")[0]) > 2 for rule in lr_trials)
+    assert "vs factor 1" in result.output and (run / "lr_mult_readout.png").is_file()
+    moved = invoke(CliRunner(), "transfer", "--width", "256", "--from", str(run))
+    assert moved.exit_code == 0, moved.output
+    assert "tuned constant optimizer.lr_mult.readout: 2^+1." in moved.output
+    document = yaml.safe_load((run / "transfer_w256.yaml").read_text())
+    carried = document["constants"][READOUT_LR]
+    assert carried["applied"] and carried["value"] == document["config"]["optimizer"]["lr_mult"]["readout"]
+    assert carried["range"][0] <= 1.5 <= carried["range"][1] and carried["width_verdict"] is not None
+    kept = document["constants"][READOUT_MULT]
+    assert not kept["applied"] and document["config"]["optimizer"]["multiplier"]["readout"] == 1.0

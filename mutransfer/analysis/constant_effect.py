@@ -5,33 +5,23 @@ margin (``--effect-margin``); otherwise it has ``no effect`` worth carrying."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
+import pandas as pd
 
+from ..defaults import EFFECT_MARGIN
+from .result import AxisFit, ConstantEffect
 from .stats import welch_difference
 
-__all__ = ["CONSTANT_EFFECTS", "DEFAULT_EFFECT_MARGIN", "ConstantEffect", "constant_effect"]
+__all__ = ["CONSTANT_EFFECTS", "DEFAULT_EFFECT_MARGIN", "constant_effect", "add_constant_effects"]
 
 CONSTANT_EFFECTS = ("matters", "no effect", "unmeasured")
 """``matters``: the best factor's loss is below factor 1's by more than the margin, beyond the seeds' noise (the
 gain's interval lies wholly above the margin); ``no effect``: it is not; ``unmeasured``: fewer than two seeds on a
 side, so the noise is unknown."""
-DEFAULT_EFFECT_MARGIN = 0.005
+DEFAULT_EFFECT_MARGIN = EFFECT_MARGIN
 """Nats: a gain smaller than this is not worth a constant that differs from the shipped one."""
-
-
-@dataclass(frozen=True)
-class ConstantEffect:
-    """The loss at factor 1 (the seeds' mean and each seed's), the gain of the best factor over it (positive: the
-    tuned constant is better) with its 95 % interval, and the verdict (``CONSTANT_EFFECTS``)."""
-
-    at_one: Optional[float]
-    at_one_seeds: list[float]
-    gain: Optional[float]
-    gain_ci: Optional[tuple[float, float]]
-    verdict: str
 
 
 def constant_effect(best_loss: Optional[float], seed_best_losses: Sequence[float], at_one: np.ndarray,
@@ -49,3 +39,15 @@ def constant_effect(best_loss: Optional[float], seed_best_losses: Sequence[float
         return ConstantEffect(one, seeds, gain, None, "unmeasured")
     verdict = "matters" if ci[0] > margin else "no effect"
     return ConstantEffect(one, seeds, gain, (float(ci[0]), float(ci[1])), verdict)
+
+
+def add_constant_effects(result: Mapping[str, AxisFit], rows: pd.DataFrame, key: str, axis_column: str = "width",
+                         margin: float = DEFAULT_EFFECT_MARGIN) -> None:
+    """Set every point's ``constant`` of every setup's fit of one constant (``analyze``'s result) from its trials
+    at factor 1 (``rows``: setup, seed, the axis column, the key's factor, val_loss)."""
+    for setup, fit in result.items():
+        own = rows[(rows["setup"] == setup) & np.isclose(rows[key].astype(float), 1.0)]
+        for point, entry in fit.points.items():
+            losses = own.loc[own[axis_column] == point].groupby("seed")["val_loss"].mean().to_numpy(float)
+            if len(losses):
+                entry.constant = constant_effect(entry.best_loss, entry.seed_best_losses, losses, margin)

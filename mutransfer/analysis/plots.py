@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import LR_COLUMN, LR_KEY
+from ..table.constants import constant_keys
 from ..table.decay import DECAY_SYMBOLS
 from .colors import readable
 from .figure_kit import (BOWL_OCTAVES, FITTED_BOWL, PANELS_PER_ROW, finish_panel, fitted_bowl, grid_curve,
@@ -23,11 +24,15 @@ __all__ = ["Run", "key_label", "KEY_WORDS", "transfer_figure", "drift_figure", "
 KEY_WORDS = {"optimizer.weight_decay": "weight decay λ",
              "optimizer.weight_decay_timescale": "weight-decay timescale τ"}
 """How figures name a searched key besides the learning rate."""
+
+
 def key_label(key: str) -> tuple[str, str]:
     """(symbol, quantity) naming a searched key on a figure: ``("τ", "weight-decay timescale τ")``; the learning
     rate's ``("LR", "base learning rate η")``."""
     if key == LR_KEY:
         return "LR", "base learning rate η"
+    if key in constant_keys():
+        return key.removeprefix("optimizer."), f"{key} (factor on the shipped value)"
     return DECAY_SYMBOLS.get(key, key.rsplit(".", 1)[-1]), KEY_WORDS.get(key, key)
 
 

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Optional
 
 from ..schema import LR_KEY, axis_named
 
-__all__ = ["SUMMARY_VERSION", "PointValue", "point_key", "point_value", "DecayEffect", "PointResult", "measured_point",
+__all__ = ["SUMMARY_VERSION", "PointValue", "point_key", "point_value", "DecayEffect", "ConstantEffect", "PointResult", "measured_point",
            "AxisFit", "LawPoint", "NOISE_METHODS", "Noise",
            "Law", "SetupResult", "KeyResult", "Basis", "Summary"]
 
@@ -94,6 +94,28 @@ class DecayEffect:
                    verdict=str(data.get("verdict", data.get("decay_effect", "unmeasured"))))
 
 
+@dataclass(frozen=True)
+class ConstantEffect:
+    """Does a tuned constant matter (``analysis.constant_effect``): the loss at factor 1 (the seeds' mean and each
+    seed's), the gain of the best factor over it (positive: the tuned constant is better) with its 95 % interval,
+    and the verdict (``constant_effect.CONSTANT_EFFECTS``)."""
+
+    at_one: Optional[float]
+    at_one_seeds: list[float]
+    gain: Optional[float]
+    gain_ci: Optional[tuple[float, float]]
+    verdict: str
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain({"at_one": self.at_one, "at_one_seeds": self.at_one_seeds, "gain": self.gain,
+                       "gain_ci": self.gain_ci, "verdict": self.verdict})
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ConstantEffect":
+        return cls(at_one=data.get("at_one"), at_one_seeds=list(data.get("at_one_seeds") or []),
+                   gain=data.get("gain"), gain_ci=_pair(data.get("gain_ci")), verdict=str(data.get("verdict")))
+
+
 @dataclass
 class PointResult:
     """The optimum of one key at one point (``analysis.optimum``); ``x_star`` None where every trial there
@@ -124,6 +146,8 @@ class PointResult:
     failed: int = 0
     """Trials at this point that failed (after their retries): missing points, neither a loss nor a bound."""
     decay: Optional[DecayEffect] = None
+    constant: Optional[ConstantEffect] = None
+    """A tuned constant at the width it was tuned at: its gain over factor 1 and whether it matters."""
 
     @property
     def estimated(self) -> bool:
@@ -136,19 +160,22 @@ class PointResult:
         return self.x_star is not None and not self.censored
 
     def to_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("point", "decay")}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("point", "decay", "constant")}
         if self.decay is not None:
             data["decay"] = self.decay.to_json()
+        if self.constant is not None:
+            data["constant"] = self.constant.to_json()
         return _plain(data)
 
     @classmethod
     def from_json(cls, point: PointValue, data: Mapping[str, Any]) -> "PointResult":
-        names = {f.name for f in fields(cls)} - {"point", "decay", "x_star", "ci"}
+        names = {f.name for f in fields(cls)} - {"point", "decay", "constant", "x_star", "ci"}
         decay = data.get("decay")
         if decay is None and "decay_effect" in data:  # the first layout kept the effect among the point's fields
             decay = data
         return cls(point=point, x_star=data.get("x_star", data.get("log2_lr_star")), ci=_pair(data.get("ci")),
                    decay=DecayEffect.from_json(decay) if decay is not None else None,
+                   constant=ConstantEffect.from_json(data["constant"]) if data.get("constant") else None,
                    **{name: _copy(data[name]) for name in names if name in data})
 
 

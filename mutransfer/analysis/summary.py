@@ -20,8 +20,10 @@ from ..errors import UserError
 from ..files import CONFIG_FILE, CURVE_COLUMNS, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, load_yaml, \
     read_user_text, write_json
 from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis, axis_named
+from ..table.constants import constant_keys
 from ..table.decay import DECAY_OFF_VALUES
 from .batch import batch_analysis
+from .constant_effect import add_constant_effects
 from .decay_effect import add_decay_effects
 from .drift import SearchSettings, analyze, lack_of_fit_reason
 from .law import fit_laws
@@ -29,7 +31,7 @@ from .no_seeds import no_seed_noise, seeded_noise
 from .thresholds import Thresholds
 from .result import AxisFit, KeyResult, SetupResult, Summary, point_value
 
-__all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "spec_settings", "write_summary", "summarize_run",
+__all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "spec_settings", "final_stages", "write_summary", "summarize_run",
            "read_summary", "searched_column", "key_value", "width_axis", "declared_axes",
            "summarize_dir", "axis_rows", "axis_table", "swept_axes", "tidy_rows"]
 
@@ -110,7 +112,7 @@ def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSe
     (an imported table: True without seeds, False with them; None for a sweep): how the noise is measured
     (``analysis.no_seeds``), recorded in the summary's ``noise``."""
     summary = Summary(hold=str(trials["hold"].iloc[0]) if "hold" in trials.columns else None)
-    for key, rows in trials.groupby("search_key", sort=False):
+    for key, rows in final_stages(trials).groupby("search_key", sort=False):
         setups = _analysis(rows.reset_index(drop=True), str(key), dict(settings.get(str(key), {})), th, axes,
                            bool(no_seeds))
         summary.keys[str(key)] = KeyResult(str(key), setups)
@@ -119,6 +121,19 @@ def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSe
     if no_seeds is False:
         summary.noise = seeded_noise()
     return summary
+
+
+def final_stages(trials: pd.DataFrame) -> pd.DataFrame:
+    """A sweep's trials as the analysis reads them when it tuned constants (a ``stage`` column): of the coordinate
+    rounds, only each constant's last stage (its point at the tuning width); the rounds' learning-rate stages are
+    the search, the learning rate at every width after them the answer."""
+    if "stage" not in trials.columns or trials["stage"].isna().all():
+        return trials
+    staged = trials["stage"].notna()
+    last = trials[staged].groupby(["setup", "search_key"])["stage"].transform("max")
+    keep = ~staged
+    keep[staged] = (trials.loc[staged, "search_key"] != LR_KEY) & (trials.loc[staged, "stage"] == last)
+    return trials[keep].reset_index(drop=True)
 
 
 def summarize_dir(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Thresholds()) -> Summary:
@@ -158,6 +173,8 @@ def _analysis(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings], th: 
         fits[axis.name] = analyze(_bowl(part, key, own, {"point": axis.column}), own, th, axis.name, no_seeds)
         if key in DECAY_OFF_VALUES:
             add_decay_effects(fits[axis.name], _off(part, key), axis.column)
+        if key in constant_keys():
+            add_constant_effects(fits[axis.name], part, key, axis.column, th.effect_margin)
     laws = fit_laws(_bowl(rows, key, own, {a.name: a.column for a in axes}), [a.name for a in axes], own, th,
                     no_seeds) if len(axes) > 1 else {}
     batches = _batches(rows, key, own, th, axes, bool(named)) if len(axes) > 1 else None
@@ -299,13 +316,18 @@ def declared_axes(run_dir: Path) -> tuple[str, ...]:
 
 
 def spec_settings(spec: Mapping[str, Any]) -> dict[str, dict[str, SearchSettings]]:
-    """How each setup of a spec's plain data (``SweepSpec.as_dict``, a record's ``spec``) searches each key."""
+    """How each setup of a spec's plain data (``SweepSpec.as_dict``, a record's ``spec``) searches each key (a tuned
+    constant: its log2 factor)."""
     settings: dict[str, dict[str, SearchSettings]] = {}
+    constants = spec.get("constants")
     for setup in spec.get("setups", []):
         for search in setup.get("search", []):
             settings.setdefault(search["key"], {})[setup["label"]] = SearchSettings(
                 step=float(search["step"]), log2=search["scale"] == "log2", low=float(search["min"]),
                 high=float(search["max"]))
+        for key in (constants or {}).get("keys", []):
+            settings.setdefault(key, {})[setup["label"]] = SearchSettings(
+                step=float(constants["step"]), log2=True, low=float(constants["low"]), high=float(constants["high"]))
     return settings
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..defaults import BATCH_TOLERANCE
+from ..defaults import BATCH_TOLERANCE, EFFECT_MARGIN
 
 __all__ = ["Thresholds"]
 
@@ -22,3 +22,5 @@ class Thresholds:
     """The fit window's minimum half-width on log2 scales."""
     batch_tolerance: float = BATCH_TOLERANCE
     """Relative loss: a batch within this of the best batch's loss is as good (the critical batch's threshold)."""
+    effect_margin: float = EFFECT_MARGIN
+    """Nats: a tuned constant matters when its gain over factor 1 exceeds this beyond the seeds' noise."""

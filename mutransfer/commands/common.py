@@ -56,6 +56,19 @@ def positive_number(option: str, text: str, example: str) -> float:
     return value
 
 
+def effect_margin(text: str) -> float:
+    """``--effect-margin``: nats, ≥ 0 and below 1 (a gain of a nat is no margin but a different model)."""
+    from ..errors import UserError
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 1:
+        raise UserError(f"--effect-margin {text} must be a number of nats in [0, 1)", "e.g. --effect-margin 0.005")
+    return value
+
+
 def batch_tolerance(text: str) -> Thresholds:
     """``--batch-tolerance``: a fraction of the best loss in (0, 0.5], as the analysis thresholds that carry it."""
     from ..analysis.thresholds import Thresholds

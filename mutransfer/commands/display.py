@@ -16,7 +16,9 @@ from rich.table import Table
 from ..analysis.cells import format_interval
 from ..analysis.result import Summary, point_key
 from ..schema import LR_KEY
-from ..table.decay import DECAY_OFF_VALUES, DECAY_SYMBOLS
+from ..analysis.plots import key_label
+from ..table.constants import constant_keys
+from ..table.decay import DECAY_OFF_VALUES
 from ..sweep.search import OFF_X
 
 if TYPE_CHECKING:  # the sweep runner imports optuna: only its types here
@@ -155,18 +157,20 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
     """setup × width (or depth, ``axis``) → log2 of the key's optimum (LR* by default), interval (95 %
     confidence, or a resolution bound with one seed), best loss, flags (a decay key: the best decay's loss minus
     decay off's, and its ``decay_effect``); then each setup's slope and verdict."""
-    name = "LR" if key == LR_KEY else DECAY_SYMBOLS.get(key, key.rsplit(".", 1)[-1])
+    name = key_label(key)[0]
     setups = summary.setups(key)
     decay = key in DECAY_OFF_VALUES
+    constant = key in constant_keys()
+    effect_column = "vs decay off" if decay else "vs factor 1" if constant else None
     status = summary.status or {}
     partial = status.get("complete") is False
     table = Table(title=(title or f"optimal {'learning rate' if key == LR_KEY else key} per {axis}")
                   + (f" — partial: {status.get('line')}" if partial else ""))
-    columns = ("setup", axis, f"log2 {name}*", "interval", "best loss", *(("vs decay off",) if decay else ()),
+    columns = ("setup", axis, f"log2 {name}*", "interval", "best loss", *((effect_column,) if effect_column else ()),
                "flags", "slope / doubling", "verdict")
     for column in columns:
-        table.add_column(column, justify="right" if column not in ("setup", "flags", "verdict", "vs decay off")
-                         else "left", no_wrap=column == "vs decay off")
+        table.add_column(column, justify="right" if column not in ("setup", "flags", "verdict", effect_column)
+                         else "left", no_wrap=column == effect_column)
     colors = {"transfers": "green", "drifts": "red", "inconclusive": "yellow"}
     for setup, result in setups.items():
         if axis not in result.axes:
@@ -179,6 +183,9 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
             kind = " (res.)" if opt.ci_kind == "resolution" else ""
             effect = (f"{_number(opt.decay.effect, 3)} {format_interval(opt.decay.effect_ci, '+.3f')} "
                       f"{opt.decay.verdict}",) if decay and opt.decay is not None else ("",) if decay else ()
+            if constant:
+                effect = (f"gain {_number(opt.constant.gain, 3)} {format_interval(opt.constant.gain_ci, '+.3f')} "
+                          f"{opt.constant.verdict}" if opt.constant is not None else "",)
             table.add_row(setup if i == 0 else "", point_key(point), _number(opt.x_star, 2),
                           format_interval(opt.ci) + kind, _number(opt.best_loss, 4), *effect,
                           ", ".join(opt.flags) or "-", slope_text if i == 0 else "",
@@ -189,8 +196,12 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
            f"({'calibrated' if summary.noise.calibrated else 'UNCALIBRATED'}: summary.json's noise)"
            if summary.noise is not None and summary.noise.method == "residuals" else
            "(res.): one seed, a grid-resolution bound, not a confidence interval")
-    table.caption = ("interval: 95 % confidence from the seeds' spread; " + res + ("; vs decay off: the best decay's loss minus decay off's, with "
-                                                    "Welch's 95 % interval from the seeds" if decay else ""))
+    notes = {"vs decay off": "; vs decay off: the best decay's loss minus decay off's, with Welch's 95 % interval "
+                             "from the seeds",
+             "vs factor 1": "; x: log2 of the factor on the shipped value; vs factor 1: the loss gained over the "
+                            "shipped value, with Welch's 95 % interval from the seeds (matters: beyond the noise and "
+                            "--effect-margin)"}
+    table.caption = "interval: 95 % confidence from the seeds' spread; " + res + notes.get(effect_column or "", "")
     return table
 
 

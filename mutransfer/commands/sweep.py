@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..analysis.result import SUMMARY_VERSION, Summary
-from ..defaults import BATCH_TOLERANCE, option_text
+from ..defaults import BATCH_TOLERANCE, EFFECT_MARGIN, option_text
 from ..errors import UserError
 
 if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key answers before torch loads)
@@ -163,15 +163,16 @@ def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix:
     from ..analysis.summary import write_summary, write_tables
     from ..files import remove_partial_outputs
     from ..sweep.completion import sweep_status
+    from ..sweep.constant_gate import ConstantGate
     from ..sweep.stopping import StopRule
     from ..sweep.storage import open_storage
     from ..sweep.tables import collect
 
     storage = open_storage(storage_url, run_dir)
     trials, curves = collect(spec, storage, prefix)
-    stops = StopRule(spec, storage, prefix)
+    stops, constants = StopRule(spec, storage, prefix), ConstantGate(spec, storage, prefix)
     stopped = stops.replay()
-    status = sweep_status(spec, storage, prefix, resume, stops.skipped)
+    status = sweep_status(spec, storage, prefix, resume, lambda key: stops.skipped(key) or constants.skipped(key))
     write_tables(run_dir, trials, curves)
     if status.complete:
         for path in remove_partial_outputs(run_dir):
@@ -206,16 +207,16 @@ def _report_precheck(out: Console, spec: SweepSpec) -> None:
 
 def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], storage: Optional[str],
         study: Optional[str], workers_text: str, threads: int, dry_run: bool, heartbeat: int = 10,
-        tolerance_text: str = option_text(BATCH_TOLERANCE)) -> int:
+        tolerance_text: str = option_text(BATCH_TOLERANCE), margin_text: str = option_text(EFFECT_MARGIN)) -> int:
     """The sweep command; returns the exit code (130 after Ctrl-C, with the tables written)."""
     from ..files import SUMMARY_FILE
     from ..sweep.spec import load_spec
     from ..sweep.trial import setup_configs, sweep_record
-    from .common import batch_tolerance, console
+    from .common import batch_tolerance, console, effect_margin
 
     name, overrides = split_spec(spec_name, words)
     spec = load_spec(name, overrides)
-    th = batch_tolerance(tolerance_text)
+    th = dataclasses.replace(batch_tolerance(tolerance_text), effect_margin=effect_margin(margin_text))
     workers, threads = resolve_workers(workers_text, threads)
     if heartbeat < 1:
         raise UserError(f"--heartbeat {heartbeat} must be at least 1 second", "e.g. --heartbeat 10")

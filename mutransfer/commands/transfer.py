@@ -82,6 +82,8 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
     screen.print(prediction_line(result.document["prediction"]))
     if result.document.get("decay"):
         screen.print(decay_line(result.document["decay"]), highlight=False)
+    for constant in result.constants:
+        screen.print(f"tuned constant {constant.line()}", highlight=False, markup=False, soft_wrap=True)
     screen.print(_table(result.document, target_width))
     if result.document.get("depth_alpha"):
         doc = result.document

@@ -13,18 +13,18 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..analysis.constant_effect import DEFAULT_EFFECT_MARGIN, ConstantEffect, constant_effect
+from ..analysis.constant_effect import DEFAULT_EFFECT_MARGIN, constant_effect
 from ..analysis.drift import drift, pool
 from ..analysis.optimum import Optimum, fit_halfwidth, optimum_of_arrays
-from ..analysis.result import AxisFit
+from ..analysis.result import AxisFit, ConstantEffect
 from ..analysis.thresholds import Thresholds
 from ..schema import LR_KEY
 from ..sweep.policy import GridPolicy
 from ..sweep.search import SearchSpec
+from ..table.constants import coordinate_stages
 from .simulate import Truth
 
-__all__ = ["ConstantTruth", "ConstantSurface", "StageResult", "SearchOutcome", "coordinate_stages",
-           "search_constants", "measure_stage", "recheck_constant", "SurfacePoint"]
+__all__ = ["ConstantTruth", "ConstantSurface", "StageResult", "SearchOutcome", "search_constants", "measure_stage", "recheck_constant", "SurfacePoint"]
 
 
 @dataclass(frozen=True)
@@ -106,11 +106,6 @@ class SearchOutcome:
     @property
     def trials(self) -> int:
         return sum(s.trials for s in self.stages)
-
-
-def coordinate_stages(keys: Sequence[str], rounds: int) -> list[str]:
-    """The keys of the coordinate rounds in order: the LR, then each constant, each round, then the LR again."""
-    return [key for _ in range(rounds) for key in (LR_KEY, *keys)] + [LR_KEY]
 
 
 def measure_stage(point: SurfacePoint, key: str, search: SearchSpec, fixed: dict[str, float], noise_seeds: int,

@@ -1,7 +1,7 @@
 """The order a sweep trains in, so that an answer exists early and sharpens: its points in tiers, cheapest first.
 
-A width-only sweep of four or more widths trains its three smallest widths first (every setup's coarse bracket
-at each, then the refinements and noise probes), then each larger width in turn; any other sweep is one tier.
+A spec's ``constants`` go first (their coordinate rounds at one width, ``spec_constants``). A width-only sweep of
+four or more widths then trains its three smallest widths (every setup's coarse bracket at each, then the refinements and noise probes), then each larger width in turn; any other sweep is one tier.
 Within a tier the points go cheapest first and the setups take turns, so every setup has an optimum at two widths
 (a first slope) after the cheapest brackets. The end of each tier but the last is a *look*: where a sweep that
 stops when decided (``stop: true``, ``sweep.stopping``) may stop a setup. The order changes only when each trial
@@ -50,7 +50,9 @@ def point_cost(point: Point) -> float:
 
 def tiers(spec: SweepSpec) -> list[Tier]:
     """The sweep's tiers in training order (module docstring)."""
-    keys = study_keys(spec)
+    every = study_keys(spec)
+    keys = [k for k in every if k.stage is None]
+    chain = sorted((k for k in every if k.stage is not None), key=lambda k: (k.stage, k.setup))
     setups = {s.label: i for i, s in enumerate(spec.setups)}
     points = sorted(dict.fromkeys(k.point for k in keys), key=lambda p: (point_cost(p), p))
     groups = [points]
@@ -58,7 +60,7 @@ def tiers(spec: SweepSpec) -> list[Tier]:
         by_width = {p.width: p for p in points}
         groups = [[by_width[w] for w in widths] for widths in width_tiers(list(by_width))]
     order = {p: i for i, p in enumerate(points)}
-    out = []
+    out = [Tier(tuple(chain), tuple(dict.fromkeys(k.point for k in chain)))] if chain else []
     for group in groups:
         chosen = sorted((k for k in keys if k.point in group), key=lambda k: (order[k.point], setups[k.setup]))
         out.append(Tier(tuple(chosen), tuple(group)))

@@ -24,6 +24,7 @@ from .interrupts import Interrupts
 from .provisional import Provisional, ProvisionalAnswer
 from .search import SearchSpec
 from .spec import SweepSpec
+from .constant_gate import ConstantGate
 from .stopping import Stop, StopRule
 from .storage import open_storage
 from .studies import (RECORD_ATTR, RERUN, StudyKey, enqueue_missing, live_trials, load_study, reap_abandoned,
@@ -189,12 +190,17 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callabl
     # rides out an outage call by call, but opening a new one during it would fail
     prepare(spec, opts, storage)
     stops = StopRule(spec, storage, opts.prefix)
-    answer = ProvisionalAnswer(spec, storage, opts.prefix, stops.skipped)
+    constants = ConstantGate(spec, storage, opts.prefix)
+
+    def skipped(key: StudyKey) -> bool:
+        return stops.skipped(key) or constants.skipped(key)
+
+    answer = ProvisionalAnswer(spec, storage, opts.prefix, skipped)
 
     def report(complete: bool = False) -> None:
         if on_progress:
             stops.replay()
-            snap = snapshot(spec, opts, storage, complete, stops.skipped)
+            snap = snapshot(spec, opts, storage, complete, skipped)
             snap.stops = dict(stops.stops)
             if not complete:
                 snap.provisional = answer.update(snap.done)

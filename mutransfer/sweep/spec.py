@@ -23,13 +23,14 @@ from ..yamldoc import YAMLBoundError, parse_yaml
 from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES, SEARCH_KEYS, SearchSpec,
                      base_searches, check_grid, parse_search, search_name)
 from .spec_axes import AXIS_KEYS, COMBINATIONS, combination, int_list, listed_axes, swept_axes
+from .spec_constants import ConstantsSpec, parse_constants
 from .trainer_spec import TrainerSpec, check_trainer_spec, parse_trainer, trainer_from_dict
 
 __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_from_dict", "spec_dir", "shipped_specs",
            "check_grid", "SAMPLERS", "PRUNERS", "SCALES", "COMBINATIONS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
 
 SPEC_KEYS = ("name", "setups", *AXIS_KEYS, "axes", "seeds", "search", "overrides", "coord_check", "batch_trials",
-             "trunks", "model", "trainer", "stop")
+             "trunks", "model", "trainer", "stop", "constants")
 SETUP_KEYS = ("overrides", "search", "trainer")
 @dataclass(frozen=True)
 class SetupSpec:
@@ -78,6 +79,9 @@ class SweepSpec:
     """``COMBINATIONS``, or the plurals of the axes crossed with each other (``(batch_sizes, tokens)``)."""
     trainer: Optional[TrainerSpec] = None
     """The user's training command that runs each trial (``sweep.command_trainer``); None: the built-in loop."""
+    constants: Optional[ConstantsSpec] = None
+    """Per-role constants tuned with the learning rate at one width before the LR stage at every width
+    (``spec_constants``); None: the shipped constants."""
     stop: bool = False
     """Stop a setup once its verdict is decided at a look (``sweep.stopping``); how a sweep runs, not what it
     computes: run again with ``stop=false`` it trains the rest of the design."""
@@ -297,6 +301,9 @@ def _stop(value: Any, data: dict[str, Any]) -> bool:
     has (``sweep.order``)."""
     from .order import FIRST_LOOK_WIDTHS
 
+    if value is True and data.get("constants") is not None:
+        raise UserError("stop=true cannot stop a sweep that tunes constants: its looks judge the width slope of "
+                        "the learning rate alone", "set stop=false")
     if not isinstance(value, bool):
         raise UserError(f"stop={value!r} is not true or false", "set stop=true (stop a setup once decided) or "
                         "stop=false (the default: train the whole design)")
@@ -357,6 +364,8 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     if not isinstance(trunks, bool):
         raise UserError(f"trunks={trunks!r} is not true or false", "set trunks=true (the default) or trunks=false")
     stop = _stop(data.get("stop", False), data)
+    constants = parse_constants(data.get("constants"), int_list("widths", data["widths"], True),
+                                [s.key for s in base])
     values, hold = listed_axes(data)
     batch_sizes = values["batch"]
     if batch_sizes and not any(o.startswith("train.eval_batch_size=") for o in extra):
@@ -373,7 +382,14 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
                      seeds=int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
                      trunks=trunks, hold=hold, axes=axes, source=source, trainer=trainer, stop=stop,
+                     constants=constants,
                      **{axis.plural: values[axis.name] for axis in TRANSFER_AXES})
+
+
+def _constants_from_dict(data: Optional[dict[str, Any]]) -> Optional[ConstantsSpec]:
+    if data is None:
+        return None
+    return ConstantsSpec(**{**data, "keys": tuple(data["keys"]), "recheck": tuple(data["recheck"])})
 
 
 def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
@@ -389,5 +405,6 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
                      batch_trials=data.get("batch_trials", "auto"), model=data.get("model"),
                      trunks=data["trunks"], hold=data["hold"], trainer=trainer_from_dict(data["trainer"]),
                      stop=bool(data.get("stop", False)),
+                     constants=_constants_from_dict(data.get("constants")),
                      axes=tuple(data["axes"]) if isinstance(data["axes"], list) else data["axes"],
                      **{axis.plural: tuple(data[axis.plural]) for axis in TRANSFER_AXES})

@@ -23,8 +23,10 @@ __all__ = ["lr_keys", "stage_done", "point_optimum"]
 
 
 def lr_keys(spec: SweepSpec, key: StudyKey) -> list[StudyKey]:
-    """The learning-rate studies at ``key``'s point (its setup, width, depth and horizon; every seed)."""
-    return [k for k in study_keys(spec) if k.setup == key.setup and k.point == key.point and k.search.key == LR_KEY]
+    """The learning-rate studies at ``key``'s point (its setup, width, depth and horizon; every seed), not the
+    stages of a spec's ``constants`` rounds."""
+    return [k for k in study_keys(spec) if k.setup == key.setup and k.point == key.point and k.search.key == LR_KEY
+            and k.stage is None]
 
 
 def stage_done(study: optuna.Study, key: StudyKey) -> bool:

@@ -45,8 +45,10 @@ def collect(spec: SweepSpec, storage: Any, prefix: str,
     axes = [axis for axis in TRANSFER_AXES[1:] if axis.name in spec.swept() or
             (spec.batch_sizes and axis.name == "tokens")]
     axis_columns = [axis.column for axis in axes] + (["hold"] if spec.hold else [])
+    stage_columns = ["stage"] if spec.constants is not None else []
     base = spec.points()[0]
-    extra_keys = sorted({s.key for setup in spec.setups for s in setup.search if s.key != LR_KEY})
+    extra_keys = sorted({s.key for setup in spec.setups for s in setup.search if s.key != LR_KEY} |
+                        set(spec.constants.keys if spec.constants is not None else ()))
     rows: list[dict[str, Any]] = []
     curves: list[dict[str, Any]] = []
     for key in study_keys(spec) if keys is None else keys:
@@ -68,7 +70,8 @@ def collect(spec: SweepSpec, storage: Any, prefix: str,
                    "study": study.study_name, "trial": t.number,
                    "host": a.get("host"), "pid": a.get("pid"),
                    **{axis.column: _coordinate(key, axis, a) for axis in axes},
-                   **({"hold": spec.hold} if spec.hold else {})}
+                   **({"hold": spec.hold} if spec.hold else {}),
+                   **({"stage": key.stage} if stage_columns else {})}
             for extra in extra_keys:
                 row[extra] = key.search.value(x) if key.search.key == extra else math.nan
             for name in OPTIONAL_COLUMNS:
@@ -77,7 +80,7 @@ def collect(spec: SweepSpec, storage: Any, prefix: str,
                 elif name in a:
                     row[name] = a[name] if isinstance(a[name], bool) else _num(a.get(name))
             rows.append(row)
-            if key.point[1:] != base[1:]:
+            if key.point[1:] != base[1:] or key.stage is not None:
                 continue
             evals = {int(step): val for step, val in a.get("evals") or []}
             for step, loss in a.get("curve") or []:
@@ -85,7 +88,7 @@ def collect(spec: SweepSpec, storage: Any, prefix: str,
                                "x": x, "trial": t.number, "step": int(step), "train_loss": _num(loss),
                                "val_loss": _num(evals.get(int(step)))})
     optional = [name for name in OPTIONAL_COLUMNS if any(name in row for row in rows)]
-    trials = pd.DataFrame(rows, columns=TRIAL_COLUMNS + axis_columns + extra_keys + optional)
-    trials = trials.sort_values(["setup", "search_key", "width", *axis_columns, "seed", LR_COLUMN, "trial"],
-                                kind="stable")
+    trials = pd.DataFrame(rows, columns=TRIAL_COLUMNS + axis_columns + stage_columns + extra_keys + optional)
+    trials = trials.sort_values(["setup", "search_key", "width", *axis_columns, *stage_columns, "seed", LR_COLUMN,
+                                 "trial"], kind="stable")
     return trials.reset_index(drop=True), pd.DataFrame(curves, columns=CURVE_COLUMNS)

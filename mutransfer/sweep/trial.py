@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from ..config import compose, to_dict
 from ..errors import UserError
 from ..fingerprint import EXECUTION_CONFIG_KEYS, EXECUTION_KEYS, sweep_record_of
-from ..schema import LR_KEY, TRANSFER_AXES, Config
+from ..schema import LR_KEY, ROLES, TRANSFER_AXES, Config, family_of
+from ..table.constants import check_constants
 from ..train.budget import tokens_read
 from ..table.decay import DECAY_OFF_OVERRIDES
 from .search import OFF_X
@@ -20,16 +21,19 @@ __all__ = ["EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS", "trial_config", "setup_con
 
 
 def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...] = (),
-                 seed: Optional[int] = None, lr: Optional[float] = None) -> Config:
+                 seed: Optional[int] = None, lr: Optional[float] = None, fixed: Sequence[str] = (),
+                 value: Optional[Any] = None) -> Config:
     """The config one trial trains: setup overrides, spec overrides, then width, seed (the study's, or a noise
-    probe's), the learning rate ``lr`` of a search at the LR optimum, and the searched value (a decay search's
-    ``OFF_X``: decay off)."""
+    probe's), the learning rate ``lr`` of a search at the LR optimum, the values a spec's ``constants`` hold the
+    other keys at (``fixed``), and the searched value (``value`` when the caller knows the config value, as for a
+    constant scaled from its shipped value; a decay search's ``OFF_X``: decay off)."""
     setup = next(s for s in spec.setups if s.label == key.setup)
     seed = key.seed if seed is None else seed
-    searched = list(DECAY_OFF_OVERRIDES) if x == OFF_X else [f"{key.search.key}={key.search.value(x)!r}"]
+    searched = (list(DECAY_OFF_OVERRIDES) if x == OFF_X else
+                [f"{key.search.key}={key.search.value(x)!r}" if value is None else f"{key.search.key}={value}"])
     return setup_config(spec, setup.label, [*setup.overrides, *spec.overrides, *point_overrides(key.point),
                                             f"train.seed={seed}", *([f"{LR_KEY}={lr!r}"] if lr is not None else []),
-                                            *searched, *extra])
+                                            *fixed, *searched, *extra])
 
 
 def setup_config(spec: SweepSpec, label: str, overrides: list[str]) -> Config:
@@ -54,11 +58,16 @@ def axis_values(cfg: Config) -> dict[str, int]:
 
 
 def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:
-    """Each setup's resolved config at the base point (the first value of every swept axis) and the first seed, with the searched keys at their base values."""
+    """Each setup's resolved config at the base point (the first value of every swept axis) and the first seed, with
+    the searched keys at their base values; a spec's ``constants`` checked against each setup's optimizer."""
     out = {}
     for setup in spec.setups:
         cfg = setup_config(spec, setup.label, [*setup.overrides, *spec.overrides, *point_overrides(spec.points()[0]),
                                                f"train.seed={spec.seeds[0]}"])
+        if spec.constants is not None:
+            check_constants(spec.constants.keys, family_of(cfg.optimizer.name),
+                            {role: getattr(cfg.optimizer.init, role) for role in ROLES},
+                            f"constants (setup {setup.label})")
         out[setup.label] = to_dict(cfg)
     return out
 

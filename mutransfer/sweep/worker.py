@@ -27,6 +27,7 @@ from .order import COARSE, PHASES
 from .reaper import Reaper
 from .spec import SweepSpec
 from .stage_gate import STAGE_POLL, StageGate
+from .constant_gate import ConstantGate
 from .stopping import StopRule
 from .storage import open_storage
 from .studies import StudyKey, enqueue_missing, finished_points, live_trials, load_study, study_keys
@@ -70,6 +71,7 @@ class Worker:
         self.gate = StageGate(spec, self.storage, opts.prefix)
         self.reaper = Reaper(self.storage)
         self.stops = StopRule(spec, self.storage, opts.prefix)
+        self.constants = ConstantGate(spec, self.storage, opts.prefix)
         self.trainer = trainer or _trainer_for(spec, opts)
 
     def run(self) -> None:
@@ -85,9 +87,9 @@ class Worker:
             for index, tier in enumerate(self.stops.tiers):
                 for phase in PHASES:
                     for key in tier.keys:
-                        if self.stops.skipped(key):
+                        if self.skipped(key):
                             continue
-                        if not self.gate.ready(key):
+                        if not self.gate.ready(key) or not self.constants.ready(key):
                             waiting = True  # its learning-rate studies are still training (here or in another worker)
                             continue
                         study, policy = self._study(key), key.policy()
@@ -101,9 +103,13 @@ class Worker:
             if waiting:
                 time.sleep(STAGE_POLL)
                 continue
-            if not self.reaper.others_running([k for k in keys if not self.stops.skipped(k)], self._study):
+            if not self.reaper.others_running([k for k in keys if not self.skipped(k)], self._study):
                 return
             time.sleep(self.opts.heartbeat)
+
+    def skipped(self, key: StudyKey) -> bool:
+        """A study not trained: its setup stopped when decided, or a re-check of a constant that does not matter."""
+        return self.stops.skipped(key) or self.constants.skipped(key)
 
     def _study(self, key: StudyKey) -> optuna.Study:
         return load_study(self.storage, key, self.opts.prefix)
@@ -183,7 +189,10 @@ class Worker:
                      pending: dict[int, optuna.Trial]) -> None:
         """Train trials of one seed (one ordinary model, or several stacked) and tell each its result."""
         trials = [trial for trial, _ in claimed]
-        cfgs = [trial_config(self.spec, key, x, self.extra, trial.user_attrs["seed"], self.gate.lr(key))
+        fixed = self.constants.overrides(key)
+        constant = self.spec.constants is not None and key.search.key in self.spec.constants.keys
+        cfgs = [trial_config(self.spec, key, x, self.extra, trial.user_attrs["seed"], self.gate.lr(key), fixed,
+                             self.constants.value(key.setup, key.search.key, x) if constant else None)
                 for trial, x in claimed]
         for trial, cfg in zip(trials, cfgs):
             for name, value in (("parametrization", cfg.parametrization.name), ("optimizer", cfg.optimizer.name),

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import UserError, did_you_mean
-from ..schema import ROLES
+from ..schema import LR_KEY, ROLES
 
 __all__ = ["CONSTANT_KINDS", "MAX_CONSTANTS", "MAX_PER_ROLE", "EPS_KEY", "Constant", "parse_constant",
-           "check_constants", "constant_keys", "scaled", "RULE_FACTOR"]
+           "check_constants", "constant_keys", "scaled", "RULE_FACTOR", "coordinate_stages"]
 
 CONSTANT_KINDS = ("multiplier", "init", "lr_mult")
 """The per-role constants of the optimizer config (``optimizer.<kind>.<role>``)."""
@@ -106,3 +106,8 @@ def scaled(shipped: str | float, log2_factor: float) -> str | float:
     if rule:
         return f"{float(head) * factor:.9g}{RULE_FACTOR}{rule}"
     return f"{factor:.9g}{RULE_FACTOR}{shipped}"
+
+
+def coordinate_stages(keys: Sequence[str], rounds: int, lr_key: str = LR_KEY) -> list[str]:
+    """The keys of the coordinate rounds in order: the LR, then each constant, each round, then the LR again."""
+    return [key for _ in range(rounds) for key in (lr_key, *keys)] + [lr_key]

@@ -8,7 +8,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 
 from ..analysis.thresholds import Thresholds
@@ -25,6 +25,7 @@ from ..train.data import vocab_size
 from ..analysis.prediction import Prediction, carried_law, predict_setup
 from ..train.budget import tokens_read
 from .batch import batch_warnings, target_horizon
+from .constants import TunedConstant, constant_warnings, tuned_constants, with_constants
 from .decay import (DecayTransfer, decay_rule_name, decay_setups, decay_verdicts, decay_warnings, predict_decay,
                     with_decay)
 
@@ -40,9 +41,10 @@ class Transfer:
     """The transfer document plus the Config it spells out."""
 
     def __init__(self, document: dict[str, Any], config: Config, warnings: list[str], prediction: Prediction,
-                 decay: Optional[DecayTransfer] = None) -> None:
+                 decay: Optional[DecayTransfer] = None, constants: Sequence[TunedConstant] = ()) -> None:
         self.document, self.config, self.warnings, self.prediction = document, config, warnings, prediction
         self.decay = decay
+        self.constants = list(constants)
 
 
 def read_sweep_record(run_dir: Path) -> dict[str, Any]:
@@ -108,19 +110,23 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     if decay is not None:
         cfg = with_decay(cfg, decay)
         warnings += decay_warnings(label, decay)
+    constants = tuned_constants(summary, record, label, base)
+    cfg = with_constants(cfg, constants)
+    warnings += constant_warnings(label, constants)
     warnings += _target_warnings(label, info, base, cfg, target, prediction, correct_drift)
     document = {
         "mutransfer_transfer": 1,
         "prediction": prediction.as_dict(),
         "source": _source(run_dir, label, info, base),
         **({"decay": {**decay.as_dict(), "rule": decay_rule_name(base)}} if decay is not None else {}),
+        **({"constants": {c.key: c.as_dict() for c in constants}} if constants else {}),
         "correct_drift": correct_drift,
         "implied_error_octaves": at_statistic_precision(_implied_error(info, prediction)),
         **_with_digest(derived_sections(cfg)),
         "warnings": warnings,
         "config": to_dict(cfg),
     }
-    return Transfer(document, cfg, warnings, prediction, decay)
+    return Transfer(document, cfg, warnings, prediction, decay, constants)
 
 
 def _check_request(width: int, depth: Optional[int], tolerance: float) -> None:

@@ -177,3 +177,8 @@ def test_a_sweep_tunes_the_constants_then_sweeps_the_lr_with_them_and_rechecks_w
     assert carried["range"][0] <= 1.5 <= carried["range"][1] and carried["width_verdict"] is not None
     kept = document["constants"][READOUT_MULT]
     assert not kept["applied"] and document["config"]["optimizer"]["multiplier"]["readout"] == 1.0
+    checked = invoke(CliRunner(), "verify", "--width", "128", "--from", str(run), "--threads", "1")
+    assert checked.exit_code == 0, checked.output
+    report = json.loads((run / "verify.json").read_text())["targets"][0]["constants"]
+    assert report["verdict"] == "tuning paid" and report["gain_ci"][0] > 0.1, report
+    assert "tuned constants (optimizer.lr_mult.readout=" in " ".join(checked.output.split())

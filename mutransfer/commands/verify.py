@@ -163,6 +163,8 @@ def _finish(screen: Console, verification: Verification, rows: pd.DataFrame,
     for target in document["targets"]:
         if target.get("decay"):
             screen.print(decay_result_line(target), highlight=False)
+        if target.get("constants"):
+            screen.print(constants_result_line(target), highlight=False, soft_wrap=True)
     for target in document["targets"]:
         for note in [target.get("note"), *target["warnings"]]:
             if note:
@@ -186,6 +188,16 @@ def decay_result_line(target: dict[str, Any]) -> str:
             f"error {format_bound(decay['error'])} {_ci(decay.get('error_ci'))}, regret "
             f"{format_bound(regret.get('nats'), '+.4f')} nats; best decay − decay off "
             f"{format_bound(effect, '+.4f')} ({decay.get('decay_effect')})")
+
+
+def constants_result_line(target: dict[str, Any]) -> str:
+    """What the tuned constants bought at a target: the best loss with the shipped constants minus with the tuned
+    ones, each at its own LR optimum on the same grid."""
+    c = target["constants"]
+    return (f"{target['setup']} at width {target['width']}: tuned constants ({', '.join(c['overrides'])}) best loss "
+            f"{format_bound(c['tuned_best_loss'], '.4f')} against the shipped constants' "
+            f"{format_bound(c['shipped_best_loss'], '.4f')}: gain {format_bound(c['gain'], '+.4f')} nats "
+            f"{_ci(c['gain_ci'], '+.4f')} ({c['verdict']})")
 
 
 def _ci(values: Optional[Sequence[float]], fmt: str = "+.2f") -> str:

@@ -21,9 +21,10 @@ import pandas as pd
 
 from ..analysis.bowl import UNMEASURED, Asymmetry
 from ..analysis.decay_effect import decay_effect
-from ..analysis.fidelity import measure_fidelity
+from ..analysis.fidelity import Fidelity, measure_fidelity
 from ..analysis.prediction import Prediction
 from ..analysis.result import PointResult
+from ..analysis.stats import welch_difference
 from ..analysis.summary import summarize_run
 from ..defaults import VERIFY_SPAN, VERIFY_STEP, VERIFY_TOLERANCE
 from ..errors import UserError
@@ -78,6 +79,13 @@ class Target:
     decay: Optional[DecayTransfer] = None
     """The weight decay ``transfer`` predicts here, when the sweep searched one; measured at the target's LR*."""
     decay_search: Optional[SearchSpec] = None
+    constants: tuple[str, ...] = ()
+    """The tuned constants ``transfer`` carries (``key=value`` overrides); with any, the same grid also trains with
+    the shipped constants (setup ``<label>_shipped``) and the report gives what tuning bought."""
+
+
+SHIPPED = "_shipped"
+"""The suffix of the setup that trains a target with its shipped constants, beside the tuned ones."""
 
 
 def parse_widths(text: str) -> tuple[int, ...]:
@@ -171,8 +179,9 @@ class Verification:
         if decay is not None and not self.request.factors:
             sweep_decay = next(s for s in self._setup(label).search if s.key == decay.key)
             decay_search = verify_decay_search(sweep_decay, decay.prediction.log2_lr)
+        constants = tuple(f"{c.key}={c.value}" for c in transfer.constants if c.applied)
         return Target(label, width, transfer.prediction, search, tuple(transfer.warnings), transfer.config, swept,
-                      decay if decay_search is not None else None, decay_search)
+                      decay if decay_search is not None else None, decay_search, constants)
 
     def _setup(self, label: str) -> SetupSpec:
         return next(s for s in self.sweep.setups if s.label == label)
@@ -204,10 +213,13 @@ class Verification:
         """One spec per target width: each target's setup with its own search, the sweep's first seed."""
         out = []
         for width in self.request.widths:
-            setups = tuple(SetupSpec(t.setup, self._setup(t.setup).overrides,
+            targets = [t for t in self.targets if t.width == width]
+            setups = tuple(SetupSpec(t.setup, (*self._setup(t.setup).overrides, *t.constants),
                                      (t.search, *((t.decay_search,) if t.decay_search is not None else ())),
                                      self._setup(t.setup).trainer)
-                           for t in self.targets if t.width == width)
+                           for t in targets)
+            setups += tuple(SetupSpec(t.setup + SHIPPED, self._setup(t.setup).overrides, (t.search,),
+                                      self._setup(t.setup).trainer) for t in targets if t.constants)
             out.append(SweepSpec(name=f"{self.sweep.name}-verify", setups=setups, widths=(width,),
                                  seeds=(self.sweep.seeds[0],),
                                  overrides=(*self.sweep.overrides, *self.point_overrides(), *self.request.overrides),
@@ -237,9 +249,35 @@ class Verification:
         covered = interval is not None and interval[0] <= x_star <= interval[1]
         passed = fidelity.within(self.request.tolerance)
         decay = {"decay": self._decay_fidelity(target, rows)} if target.decay is not None else {}
+        constants = {"constants": self._constants(target, rows, fidelity)} if target.constants else {}
         return {"setup": target.setup, "width": target.width, "prediction": target.prediction.as_dict(),
                 **fidelity.as_dict(), "passed": passed, "covered": covered, "trials": len(part),
-                "grid": [target.search.min, target.search.max], **decay, "warnings": list(target.warnings)}
+                "grid": [target.search.min, target.search.max], **decay, **constants,
+                "warnings": list(target.warnings)}
+
+    def _constants(self, target: Target, rows: pd.DataFrame, tuned: Fidelity) -> dict[str, Any]:
+        """What the tuned constants bought at the target: the best loss with the shipped constants (its own optimum
+        on the same grid) minus the best loss with the tuned ones, with Welch's 95 % interval from the seeds."""
+        shipped_target = replace(target, setup=target.setup + SHIPPED)
+        part = self._rows(shipped_target, rows)
+        shipped = measure_fidelity(target.width, part[LR_COLUMN].to_numpy(float), part["seed"].to_numpy(),
+                                   part["val_loss"].to_numpy(float), part["status"].to_numpy(str),
+                                   target.prediction.log2_lr, self.sweep.seeds[0], self.request.step,
+                                   swept=target.asymmetry)
+        a, b = shipped.measured, tuned.measured
+        gain = ci = None
+        if a is not None and b is not None:
+            gain = float(a.best_loss - b.best_loss)
+            found = welch_difference(np.asarray(b.seed_best_losses, float), np.asarray(a.seed_best_losses, float),
+                                     gain)
+            ci = None if found is None else [float(found[0]), float(found[1])]
+        verdict = ("unmeasured" if ci is None else "tuning paid" if ci[0] > 0 else
+                   "tuning cost" if ci[1] < 0 else "no difference")
+        return {"overrides": list(target.constants), "shipped_trials": int(len(part)),
+                "shipped_log2_lr": a.x_star if a is not None else None,
+                "shipped_best_loss": a.best_loss if a is not None else None,
+                "tuned_best_loss": b.best_loss if b is not None else None,
+                "gain": gain, "gain_ci": ci, "verdict": verdict}
 
     def _decay_fidelity(self, target: Target, rows: pd.DataFrame) -> dict[str, Any]:
         """The decay measured at the target's LR optimum against the predicted one: error and regret as for the

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from operator import attrgetter
 from typing import Any, Optional
 
 import numpy as np
@@ -71,15 +72,8 @@ def shipped_values(spec: SweepSpec) -> dict[str, dict[str, Any]]:
     assert spec.constants is not None
     for setup in spec.setups:
         cfg = setup_config(spec, setup.label, [*setup.overrides, *spec.overrides])
-        out[setup.label] = {key: _get(cfg, key) for key in spec.constants.keys}
+        out[setup.label] = {key: attrgetter(key)(cfg) for key in spec.constants.keys}
     return out
-
-
-def _get(cfg: Any, key: str) -> Any:
-    node = cfg
-    for part in key.split("."):
-        node = getattr(node, part)
-    return node
 
 
 class ConstantGate:

@@ -23,7 +23,7 @@ from .claims import Claimer
 from .heartbeat import Heartbeat
 from .outcomes import CURVE_POINTS, record_failure, record_interrupted, record_result
 from .policy import SearchPolicy
-from .order import COARSE, PHASES
+from .order import COARSE, PHASES, Tier
 from .reaper import Reaper
 from .spec import SweepSpec
 from .stage_gate import STAGE_POLL, StageGate
@@ -85,18 +85,7 @@ class Worker:
         while True:
             waiting = False
             for index, tier in enumerate(self.stops.tiers):
-                for phase in PHASES:
-                    for key in tier.keys:
-                        if self.skipped(key):
-                            continue
-                        if not self.gate.ready(key) or not self.constants.ready(key):
-                            waiting = True  # its learning-rate studies are still training (here or in another worker)
-                            continue
-                        study, policy = self._study(key), key.policy()
-                        if policy.queued:
-                            self._drain_queue(study, key, policy, phase == COARSE)
-                        elif phase == COARSE:
-                            self._sample(study, key, policy)
+                waiting = self._train_tier(tier) or waiting
                 if not self.stops.look(index):
                     waiting = True  # another worker still trains this tier: its look decides what follows
                     break
@@ -106,6 +95,25 @@ class Worker:
             if not self.reaper.others_running([k for k in keys if not self.skipped(k)], self._study):
                 return
             time.sleep(self.opts.heartbeat)
+
+    def _train_tier(self, tier: Tier) -> bool:
+        """Train what the tier's studies ask for, brackets first (``sweep.order``); True when a study waited for
+        others still training (here or in another worker): the learning-rate optimum it trains at, or the stages
+        of a spec's ``constants`` before it."""
+        waiting = False
+        for phase in PHASES:
+            for key in tier.keys:
+                if self.skipped(key):
+                    continue
+                if not self.gate.ready(key) or not self.constants.ready(key):
+                    waiting = True
+                    continue
+                study, policy = self._study(key), key.policy()
+                if policy.queued:
+                    self._drain_queue(study, key, policy, phase == COARSE)
+                elif phase == COARSE:
+                    self._sample(study, key, policy)
+        return waiting
 
     def skipped(self, key: StudyKey) -> bool:
         """A study not trained: its setup stopped when decided, or a re-check of a constant that does not matter."""

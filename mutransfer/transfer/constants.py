@@ -6,6 +6,7 @@ factor to any width (its optimum's slope across width ≈ 0), so a constant that
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from typing import Any, Optional
 
 from ..analysis.result import Summary
@@ -65,7 +66,7 @@ def tuned_constants(summary: Summary, record: dict[str, Any], label: str, base: 
         if point is None or point.x_star is None or key not in constant_keys():
             continue
         fit = result.line if result is not None else None
-        shipped = _get(base, key)
+        shipped = attrgetter(key)(base)
         out.append(TunedConstant(key, float(point.x_star), point.ci, shipped, scaled(shipped, float(point.x_star)),
                                  point.constant.verdict if point.constant is not None else "unmeasured",
                                  fit.slope if fit is not None else None,
@@ -90,10 +91,3 @@ def constant_warnings(label: str, constants: list[TunedConstant]) -> list[str]:
             out.append(f"{label}: {c.key} was tuned at one width and not measured at another; whether it holds "
                        "across width is unknown")
     return out
-
-
-def _get(cfg: Config, key: str) -> Any:
-    node: Any = cfg
-    for part in key.split("."):
-        node = getattr(node, part)
-    return node

@@ -369,3 +369,18 @@ def test_a_rerun_rewrites_a_first_layout_summary_in_the_second(runner: CliRunner
     rewritten = json.loads(path.read_text())
     assert rewritten["version"] == 2 and "setups" not in rewritten
     assert rewritten == written, "the rerun rewrote the same summary in layout 2"
+
+
+def test_a_trial_declared_dead_meanwhile_is_never_told_twice() -> None:
+    """Another worker may fail a trial (its heartbeat went stale during an outage) between this worker's last
+    attribute and its tell: the result is dropped as a finished trial's (``UpdateFinishedTrialError``, which the
+    worker handles), and a failure is not recorded over it."""
+    from mutransfer.sweep.outcomes import _tell_running, record_failure
+
+    study = optuna.create_study()
+    trial = study.ask()
+    study._storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
+    with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):
+        _tell_running(study, trial, 1.0)
+    record_failure(study, trial, RuntimeError("boom"))
+    assert study.trials[0].state == TrialState.FAIL and "status" not in study.trials[0].user_attrs

@@ -58,6 +58,6 @@ class Claimer:
             trial.set_user_attr(name, value)
         if owner_of(study, trial.number, key, x, seed) != trial.number:
             trial.set_user_attr("duplicate", True)
-            study.tell(trial, state=TrialState.FAIL)
+            study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
             return None
         return x

@@ -44,21 +44,39 @@ def record_result(study: optuna.Study, trial: optuna.Trial, cfg: Config, result:
                         "evals": [[e["step"], e["val_loss"]] for e in result.evals], **noise}.items():
         trial.set_user_attr(name, value if not (isinstance(value, float) and not math.isfinite(value)) else None)
     if status == "pruned":
-        study.tell(trial, state=TrialState.PRUNED)
+        _tell_running(study, trial, state=TrialState.PRUNED)
     elif status == "diverged":
         fallback = cfg.train.diverge_factor * math.log(vocab_size(cfg.data))  # a loss of NaN from step 1
         last = result.train_loss if result.train_loss is not None else fallback
-        study.tell(trial, max(last, result.initial_loss if math.isfinite(result.initial_loss) else 0.0))
+        _tell_running(study, trial, max(last, result.initial_loss if math.isfinite(result.initial_loss) else 0.0))
     else:
-        study.tell(trial, result.val_loss)
+        _tell_running(study, trial, result.val_loss)
+
+
+def _tell_running(study: optuna.Study, trial: optuna.Trial, value: Optional[float] = None,
+                  state: Optional[TrialState] = None) -> None:
+    """Tell a trial's end. A trial that another worker declared dead between its attributes and this tell (its
+    heartbeat went stale while the storage was unreachable) raises ``UpdateFinishedTrialError``, as setting an
+    attribute of it does, so the worker drops the result and the point is trained again."""
+    try:
+        study.tell(trial, value, state=state)
+    except ValueError:
+        if study._storage.get_trial(trial._trial_id).state.is_finished():
+            raise optuna.exceptions.UpdateFinishedTrialError(f"trial {trial.number} was finished by another "
+                                                             "worker") from None
+        raise
 
 
 def record_failure(study: optuna.Study, trial: optuna.Trial, exc: BaseException) -> None:
-    """Fail a trial whose training raised, keeping the error's type and message (its first 500 characters)."""
-    trial.set_user_attr("status", "failed")
+    """Fail a trial whose training raised, keeping the error's type and message (its first 500 characters); a
+    trial another worker declared dead meanwhile is left as it is (its point is trained again)."""
     message = str(exc) if isinstance(exc, TrialFailed) else f"{type(exc).__name__}: {exc}"
-    trial.set_user_attr("message", message[:MESSAGE_CHARS])
-    study.tell(trial, state=TrialState.FAIL)
+    try:
+        trial.set_user_attr("status", "failed")
+        trial.set_user_attr("message", message[:MESSAGE_CHARS])
+    except optuna.exceptions.UpdateFinishedTrialError:
+        return
+    study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
 
 
 def record_interrupted(study: optuna.Study, trials: Iterable[optuna.Trial]) -> None:

@@ -135,7 +135,7 @@ class Worker:
                 trial = study.ask()
                 if not trial.user_attrs.get("grid"):
                     trial.set_user_attr("spurious", True)  # the queue emptied between our look and our ask
-                    study.tell(trial, state=TrialState.FAIL)
+                    study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
                     emptied = True
                     break
                 x = self.claimer.claim(study, key, trial)

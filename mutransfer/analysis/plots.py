@@ -32,7 +32,7 @@ def key_label(key: str) -> tuple[str, str]:
     if key == LR_KEY:
         return "LR", "base learning rate η"
     if key in constant_keys():
-        return key.removeprefix("optimizer."), f"{key} (factor on the shipped value)"
+        return key.removeprefix("optimizer."), f"{key.removeprefix('optimizer.')} × shipped"
     return DECAY_SYMBOLS.get(key, key.rsplit(".", 1)[-1]), KEY_WORDS.get(key, key)
 
 
@@ -142,6 +142,7 @@ def transfer_figure(runs: Sequence[Run], axis: str = "width", symbol: str = "LR"
     whose result has a decay effect gets decay off's loss as a dashed line. ``symbol`` and ``quantity`` name the
     searched key (η for the learning rate)."""
     fig, placed = _grid_of_panels(runs)
+    decay_drawn = False
     summaries = {run: setups for run, _, setups in runs}
     tables = {run: rows for run, rows, _ in runs}
     parts = [(tables[run][tables[run]["setup"] == setup], _judged(summaries[run], setup, axis))
@@ -168,13 +169,15 @@ def transfer_figure(runs: Sequence[Run], axis: str = "width", symbol: str = "LR"
                 _optimum_marker(ax, opt, part, line, color)
             if opt is not None and opt.decay is not None and opt.decay.off_loss is not None:
                 ax.axhline(opt.decay.off_loss, ls="--", lw=0.9, color=color)
+                decay_drawn = True
         ax.set_ylim(bottom, top)
         name = setup if len(runs) == 1 else f"{run}: {setup}"
         finish_panel(ax, _title(name, fit, axis, symbol), f"log2({quantity})" if log2 else quantity, title_size=10)
     _label_rows(placed, "validation loss (nats/token)")
-    off = f"\n- - - loss with weight decay off, per {axis}" if symbol != "LR" else ""
+    off = f"\n- - - loss with weight decay off, per {axis}" if decay_drawn else ""
+    edge = " · " if len(symbol) <= 3 else "\n"
     fig.suptitle(f"Loss vs {quantity} per {axis}\n◆ {symbol}* at the vertex of its fitted bowl (thin line) with its "
-                 f"95 % interval · ◀ ▶ optimum "
+                 f"95 % interval{edge}◀ ▶ optimum "
                  f"at the grid's edge\n▲ loss above the range shown · × diverged{off}", fontsize=10)
     return fig
 

@@ -4,6 +4,7 @@ README's error example is what the tool prints, and the README stays short."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import shlex
 from pathlib import Path
@@ -18,7 +19,8 @@ from mutransfer.cli import app
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
-MAX_README_LINES = 220
+MAX_README_LINES = 100
+MAX_LINE = 120
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
 
@@ -46,37 +48,51 @@ def test_relative_links_resolve(page: Path) -> None:
     for target in links(page):
         path_part, _, anchor = target.partition("#")
         path = (page.parent / path_part).resolve() if path_part else page
+        if page.parent.name == "docs" and path_part == "index.md":
+            path = README  # the site's home page is the README (docs/mkdocs_hooks.py)
+        assert page.parent.name != "docs" or not path_part.startswith("../"), (
+            f"{page.name}: link {target} leaves docs/, which the site cannot follow")
         assert path.exists(), f"{page.name}: link to missing {target}"
         if anchor:
             assert path.suffix == ".md", f"{page.name}: anchor into a non-Markdown file {target}"
             assert anchor in anchors(path), f"{page.name}: no heading for #{anchor} in {path.name}"
 
 
-def readme_commands() -> list[list[str]]:
-    """Every ``mutransfer …`` invocation in the README's fenced blocks and its commands table."""
-    text = README.read_text()
-    lines = [line for block in FENCE.findall(text) for line in block.splitlines()]
-    lines += re.findall(r"^\| `(mutransfer [^`]*)`", text, re.M)
-    commands = []
-    for line in lines:
-        line = line.split("#", 1)[0].removeprefix("$ ")
-        for part in line.split("&&"):
-            words = shlex.split(part.replace("\\|", "|"))
-            if words[:1] == ["mutransfer"]:
-                commands.append(words[1:])
-    return commands
+INVOCATION = re.compile(r"mutransfer ([a-z][\w-]*)((?: [^|;&#`]*)?)")
+"""``mutransfer COMMAND words…`` up to a pipe, a shell separator, a comment or the end of a code span."""
 
 
-def test_readme_commands_exist_with_their_options() -> None:
+def page_commands(page: Path) -> list[tuple[str, set[str]]]:
+    """Each ``mutransfer COMMAND …`` in a page's code (fenced blocks and inline code spans) with the options it
+    uses."""
+    text = page.read_text()
+    code = [line for block in FENCE.findall(text) for line in block.splitlines()]
+    code += re.findall(r"`([^`\n]+)`", FENCE.sub("", text))
+    return [(m.group(1), set(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", m.group(2))))
+            for line in code for m in INVOCATION.finditer(line.replace("\\|", "|"))]
+
+
+def app_options() -> dict[str, set[str]]:
     group = typer.main.get_command(app)
-    commands = readme_commands()
-    assert {words[0] for words in commands} >= set(group.commands), "the README must show every command"
-    for words in commands:
-        command = group.commands.get(words[0])
-        assert command is not None, f"README uses unknown command 'mutransfer {words[0]}'"
-        options = {opt for param in command.params for opt in param.opts if opt.startswith("--")}
-        used = {w.strip("[]").split("=")[0] for w in words[1:] if w.strip("[]").startswith("--")}
-        assert used <= options, f"'mutransfer {' '.join(words)}' uses options the command lacks: {used - options}"
+    return {name: {opt for param in command.params for opt in param.opts if opt.startswith("--")} | {"--help"}
+            for name, command in group.commands.items()}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_command_a_page_shows_exists_with_its_options(page: Path) -> None:
+    options = app_options()
+    for command, used in page_commands(page):
+        assert command in options, f"{page.name} uses unknown command 'mutransfer {command}'"
+        assert used <= options[command], f"{page.name}: 'mutransfer {command}' uses {used - options[command]}"
+
+
+def test_the_readme_shows_every_command() -> None:
+    assert {command for command, _ in page_commands(README)} >= set(app_options()), "the README must show every command"
+
+
+def test_the_cli_reference_is_what_the_app_renders() -> None:
+    """docs/cli.md lists every command and option with its default and help: ``scripts/cli_doc.py``'s rendering."""
+    assert (ROOT / "docs" / "cli.md").read_text() == load_script("cli_doc").render(), "run python scripts/cli_doc.py"
 
 
 def test_readme_error_example_is_what_the_tool_prints() -> None:
@@ -85,11 +101,6 @@ def test_readme_error_example_is_what_the_tool_prints() -> None:
     result = CliRunner().invoke(app, shlex.split(example.group(1))[1:])
     assert result.exit_code == 2
     assert result.output.strip() == example.group(2)
-
-
-def test_readme_is_short() -> None:
-    lines = README.read_text().count("\n")
-    assert lines <= MAX_README_LINES, f"README.md has {lines} lines; move reference material to docs/"
 
 
 def test_docs_cite_sources_by_title() -> None:
@@ -110,6 +121,45 @@ def test_ci_runs_the_readme_test_command_verbatim_and_the_slow_tests() -> None:
     assert SLOW_COMMAND in (ROOT / "docs" / "development.md").read_text()
 
 
+def ci_commands() -> list[str]:
+    """The commands ``.ci/run`` runs after setting up its venv, torch and the PostgreSQL server."""
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    return [line for line in lines[lines.index('eval "$(bash scripts/postgres_test_server.sh)"') + 1:]
+            if line and not line.startswith("#")]
+
+
+def test_the_github_workflow_runs_what_ci_runs() -> None:
+    """Each of ``.ci/run``'s steps is a step of .github/workflows/ci.yml, in the same order."""
+    workflow = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
+    runs = [line.strip().removeprefix("run: ") for line in workflow.splitlines() if line.strip().startswith("run: ")]
+    assert [command for command in runs if command in ci_commands()] == ci_commands(), (runs, ci_commands())
+
+
+def test_the_documentation_site_builds_strict(tmp_path: Path) -> None:
+    """mkdocs.yml builds every page of docs/ (the README as its home) with no broken link, anchor or page left out
+    of the navigation."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                            cwd=ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "site" / "index.html").is_file() and (tmp_path / "site" / "glossary" / "index.html").is_file()
+    built = {path.parent.name for path in (tmp_path / "site").glob("*/index.html")}
+    assert {page.stem for page in (ROOT / "docs").glob("*.md")} <= built
+
+
+def test_the_readme_is_a_front_door() -> None:
+    """At most 100 lines, none over 120 characters outside code blocks, and its table of verdicts is what
+    ``scripts/make_readme_figure.py`` computes from the kept run."""
+    text = README.read_text()
+    prose = FENCE.sub("", text).splitlines()
+    assert text.count("\n") <= MAX_README_LINES
+    assert all(len(line) <= MAX_LINE for line in prose), [line for line in prose if len(line) > MAX_LINE]
+    assert all(line in text for line in load_script("make_readme_figure").tables(ROOT / "docs" / "data" / "readme")
+               .splitlines())
+
+
 @pytest.mark.parametrize(("page", "script", "data"), [("weight-decay.md", "weight_decay_doc.py", "weight_decay"),
                                                        ("batch.md", "batch_doc.py", "batch"),
                                                        ("sweeps.md", "sequential_rates.py", "sequential")])
@@ -119,6 +169,20 @@ def test_a_study_page_holds_the_tables_its_script_computes(page: str, script: st
     text = (ROOT / "docs" / page).read_text()
     lines = module.tables(ROOT / "docs" / "data" / data).splitlines()
     assert len(lines) > 15 and all(line in text for line in lines if line)
+
+
+def test_the_test_file_table_lists_every_test_file() -> None:
+    """docs/development.md has one row per test file, and every row names a file that exists."""
+    listed = re.findall(r"^\| `(test_\w+\.py)` \|", (ROOT / "docs" / "development.md").read_text(), re.M)
+    present = sorted(path.name for path in (ROOT / "tests").glob("test_*.py"))
+    assert sorted(listed) == present, (set(present) - set(listed), set(listed) - set(present))
+
+
+def test_every_shipped_spec_has_its_line() -> None:
+    """docs/sweeps.md's table of shipped specs has one row per spec in sweeps/."""
+    listed = re.findall(r"^\| `(\w+)` \|", (ROOT / "docs" / "sweeps.md").read_text().split("### Shipped specs")[1]
+                        .split("\n#")[0], re.M)
+    assert sorted(listed) == sorted(path.stem for path in (ROOT / "sweeps").glob("*.yaml"))
 
 
 def test_the_module_to_tests_table_is_current() -> None:

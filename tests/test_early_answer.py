@@ -180,6 +180,7 @@ def test_a_running_sweep_writes_its_provisional_answer_and_transfer_marks_it(run
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert lines and lines[-1].startswith("provisional ("), lines[-5:]
+    assert all(not line.rstrip().endswith(":") for line in lines if line.startswith("provisional (")), lines
     assert not any("width 128" in line for line in lines)  # the answer came before the costliest width
     data = json.loads((run / "summary.json").read_text())
     summary = Summary.from_json(data)

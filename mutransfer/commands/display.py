@@ -141,7 +141,7 @@ def provisional_line(summary: Summary) -> str:
             optima = ", ".join(f"w{point_key(p)} {o.x_star:.2f}" for p, o in sorted(fit.points.items())
                                if o.x_star is not None)
             parts.append(f"{label} log2 LR* {optima or '-'}")
-    return f"{PROVISIONAL_MARK}{basis}: " + "; ".join(parts)
+    return f"{PROVISIONAL_MARK}{basis}: " + ("; ".join(parts) or "no optimum yet")
 
 
 def _point_order(where: str) -> tuple[int, ...]:

@@ -1,11 +1,11 @@
 """Fidelity of the transferred learning rate: the default sweep, then `verify` at wider widths for every setup,
 plain and with --correct-drift, as a table of errors and regrets with their intervals and the wall time.
 
-    python scripts/bench_fidelity.py [--run runs/fidelity] [--widths 256,512] [--full] [--workers 1] [--threads 0]
+    python scripts/bench_fidelity.py [--run runs/fidelity] [--widths 512] [--full] [--workers 1] [--threads 0]
 
-Sized for 2 cores: widths 256 and 512 (add 1024 with --full; a GPU adds it by default). Every step resumes:
-the sweep and each verify keep their trials in the run directory's journal, so running the script again
-after an interruption trains only what is missing. Each (width, setup, mode) is one `verify` call, whose
+Sized for 2 cores: width 512, the first beyond the default sweep's 32–256 (add 1024 with --full; a GPU adds it by
+default). Every step resumes: the sweep and each verify keep their trials in the run directory's journal, so
+running the script again after an interruption trains only what is missing. Each (width, setup, mode) is one `verify` call, whose
 verify.json is kept as `fidelity/<mode>_w<width>_<setup>.json`; the Markdown table is printed at the end and
 written to `fidelity/table.md`, and `verify.png` of each mode across all widths to `fidelity/<mode>.png`.
 """
@@ -45,7 +45,7 @@ def row(mode: str, target: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, default=Path("runs/fidelity"))
-    parser.add_argument("--widths", default="256,512")
+    parser.add_argument("--widths", default="512")
     parser.add_argument("--full", action="store_true", help="add width 1024")
     parser.add_argument("--workers", default="1")
     parser.add_argument("--threads", default="0", help="torch threads per worker (0: cores / workers)")

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import typer.main
@@ -27,7 +28,7 @@ FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
 
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading: lowercase, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[`*]", "", heading.strip().lower())
     text = re.sub(r"[^\w\- ]", "", text)
     return text.replace(" ", "-")
 
@@ -183,6 +184,49 @@ def test_every_shipped_spec_has_its_line() -> None:
     listed = re.findall(r"^\| `(\w+)` \|", (ROOT / "docs" / "sweeps.md").read_text().split("### Shipped specs")[1]
                         .split("\n#")[0], re.M)
     assert sorted(listed) == sorted(path.stem for path in (ROOT / "sweeps").glob("*.yaml"))
+
+
+GLOSSARY_TERMS = {"η*": "η", "octave": "octave", "noise seed": "noise-seed", "fit window": "fit-window",
+                  "censored": "censored", "σ_b": "σ_b", "lack of fit": "lack-of-fit", "regret": "regret"}
+"""Terms of docs/glossary.md whose first use on a page links there: the term → its heading's anchor."""
+SPAN = re.compile(r"`[^`\n]*`|!?\[[^\]]*\]\([^)]*\)|<[^>\n]*>")
+"""Code spans, links, images and HTML tags: text where a term is not a use of its own."""
+
+
+def term_pattern(term: str) -> re.Pattern[str]:
+    """A term as a page writes it: any case, plurals, ``lack-of-fit`` hyphenated."""
+    words = [re.escape(word) for word in term.split()]
+    return re.compile(("(?<!\\w)" if term[0].isalnum() else "") + "[ -]".join(words), re.I)
+
+
+def first_use(text: str, term: str) -> Optional[int]:
+    """Where ``term`` is first used in a page's prose (fenced code, headings, tables, code spans and other links'
+    text left out), or where its first glossary link sits; None when the page never uses it."""
+    prose = FENCE.sub(lambda m: " " * len(m.group(0)), text)
+    prose = re.sub(r"^[#|].*$", lambda m: " " * len(m.group(0)), prose, flags=re.M)
+    glossary_link = re.compile(r"\[([^\]]*)\]\(glossary\.md#[^)]*\)")
+    masked = SPAN.sub(lambda m: m.group(0) if glossary_link.fullmatch(m.group(0)) else " " * len(m.group(0)), prose)
+    found = term_pattern(term).search(masked)
+    return found.start() if found else None
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES[1:] if p.name not in ("glossary.md", "cli.md")],
+                         ids=lambda p: p.name)
+def test_a_page_links_each_glossary_term_where_it_first_uses_it(page: Path) -> None:
+    text = page.read_text()
+    for term, anchor in GLOSSARY_TERMS.items():
+        at = first_use(text, term)
+        if at is None:
+            continue
+        link = re.compile(r"\[([^\]]*)\]\(glossary\.md#" + re.escape(anchor) + r"\)")
+        linked = [m.span(1) for m in link.finditer(text)]
+        assert any(start <= at < end for start, end in linked), (
+            f"{page.name}: the first use of '{term}' ({text[max(0, at - 30):at + 30]!r}) should link to "
+            f"glossary.md#{anchor}")
+
+
+def test_the_glossary_defines_each_linked_term() -> None:
+    assert set(GLOSSARY_TERMS.values()) <= anchors(ROOT / "docs" / "glossary.md")
 
 
 def test_the_module_to_tests_table_is_current() -> None:

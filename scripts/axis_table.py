@@ -22,19 +22,16 @@ def _interval(values: Optional[Sequence[float]]) -> str:
     return format_interval(values, missing="–")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--axis", choices=[a.name for a in TRANSFER_AXES], default="width")
-    args = parser.parse_args()
-    axis = axis_named(args.axis)
-    summary = summarize_run(args.run_dir)
+def table(run_dir: Path, axis_name: str = "width") -> str:
+    """The Markdown table of one axis of the sweep in ``run_dir`` (tests/test_docs.py checks the pages' copies)."""
+    axis = axis_named(axis_name)
+    summary = summarize_run(run_dir)
     setups = summary.setups()
     values = sorted({v for info in setups.values() if axis.name in info.axes for v in info.axes[axis.name].points})
     head = [f"log2 LR* at {v}" for v in values]
-    print("| setup | " + " | ".join(head) + f" | slope per {axis.name} doubling, 95 % | verdict | law "
-          f"{'β' if axis.name == 'steps' else 'slope'}, 95 % | best loss at {values[-1]} |")
-    print("|---" * (len(head) + 5) + "|")
+    lines = ["| setup | " + " | ".join(head) + f" | slope per {axis.name} doubling, 95 % | verdict | law "
+             f"{'β' if axis.name == 'steps' else 'slope'}, 95 % | best loss at {values[-1]} |",
+             "|---" * (len(head) + 5) + "|"]
     for setup, info in setups.items():
         if axis.name not in info.axes:
             continue
@@ -54,9 +51,18 @@ def main() -> None:
             fitted = "–"
         last = entry.points.get(values[-1])
         best = last.best_loss if last is not None else None
-        print(f"| `{setup}` | " + " | ".join(cells) +
-              f" | {f'{entry.slope:+.2f} ' if entry.slope is not None else ''}{_interval(entry.slope_ci)} | "
-              f"{entry.verdict or '–'} | {fitted} | {f'{best:.3f}' if best is not None else '–'} |")
+        lines.append(f"| `{setup}` | " + " | ".join(cells) +
+                     f" | {f'{entry.slope:+.2f} ' if entry.slope is not None else ''}{_interval(entry.slope_ci)} | "
+                     f"{entry.verdict or '–'} | {fitted} | {f'{best:.3f}' if best is not None else '–'} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--axis", choices=[a.name for a in TRANSFER_AXES], default="width")
+    args = parser.parse_args()
+    print(table(args.run_dir, args.axis))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,11 @@ def _keys(run_dir: Path) -> tuple[list[str], int]:
     return [str(k) for k in constants["keys"]], int(constants["at"])
 
 
+def _labels(run_dir: Path) -> list[str]:
+    """The setups in the spec's order."""
+    return list(read_sweep_record(run_dir)["setups"])
+
+
 def _optima(fit: AxisFit) -> str:
     return " / ".join(f"{width}: {interval_cell(o.x_star, o.ci)}" for width, o in sorted(fit.points.items()))
 
@@ -69,8 +74,11 @@ def width_table(run_dir: Path, summary: Summary) -> list[str]:
     keys, _ = _keys(run_dir)
     lines = ["| setup | constant | log2 factor* per width [95 %] | slope / width doubling [95 %] | verdict |",
              "|---|---|---|---|---|"]
-    for key in keys:
-        for label, result in summary.setups(key).items():
+    for label in _labels(run_dir):
+        for key in keys:
+            result = summary.setups(key).get(label)
+            if result is None:
+                continue
             fit = result.line
             if len(fit.points) < 2:
                 continue
@@ -92,8 +100,8 @@ def lr_table(run_dir: Path, summary: Summary) -> list[str]:
     lines = [f"| setup | log2 η* at width {at}, shipped constants [95 %] | tuned constants [95 %] | "
              "log2 η* per width, tuned constants | slope / width doubling [95 %] | verdict |",
              "|---|---|---|---|---|---|"]
-    for label, result in summary.setups().items():
-        fit = result.line
+    for label in _labels(run_dir):
+        fit = summary.setups()[label].line
         before = shipped[label].line.points.get(at) if label in shipped else None
         after = fit.points.get(at)
         lines.append(f"| {label} | {interval_cell(before.x_star, before.ci) if before else '—'} | "

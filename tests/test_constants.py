@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from mutransfer.simulation.constants import (ConstantSurface, ConstantTruth, Sur
 from mutransfer.sweep.search import SearchSpec
 from mutransfer.table.constants import Constant, check_constants, coordinate_stages, parse_constant, scaled
 from mutransfer.table.rules import base_value
+from mutransfer.transfer.constants import TunedConstant, constant_warnings
 
 READOUT_LR = "optimizer.lr_mult.readout"
 READOUT_MULT = "optimizer.multiplier.readout"
@@ -94,6 +96,18 @@ def test_the_search_recovers_a_factor_off_one_and_calls_an_ignored_constant_no_e
         held += optimum.ci[0] <= 1.5 <= optimum.ci[1]
     assert held >= 34 and verdicts[READOUT_LR]["matters"] >= 34, (held, verdicts)
     assert verdicts[READOUT_MULT]["no effect"] >= 34, verdicts
+
+
+def test_a_carried_constant_warns_unless_it_is_shown_to_hold_across_width() -> None:
+    def tuned(verdict: str, width_verdict: Optional[str]) -> TunedConstant:
+        return TunedConstant("optimizer.lr_mult.readout", 4.4, (2.8, 6.0), "1/fan_in", "21.1*1/fan_in", verdict, 0.04,
+                             width_verdict)
+
+    assert constant_warnings("mup_muon", [tuned("matters", "transfers"), tuned("no effect", "drifts")]) == []
+    warned = {w: constant_warnings("mup_muon", [tuned("matters", w)]) for w in ("drifts", "inconclusive", None)}
+    assert "moves with the width" in warned["drifts"][0]
+    assert "holds across width is not shown (slope +0.04 per doubling)" in warned["inconclusive"][0]
+    assert "tuned at one width" in warned[None][0]
 
 
 def test_a_constant_whose_optimum_moves_with_the_width_reads_drifts() -> None:

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from conftest import invoke, refused_in_one_line
-from mutransfer.commands.sweep import validate_trials
+from mutransfer.commands.sweep_checks import validate_trials
 from mutransfer.config import compose, to_yaml
 from mutransfer.sweep.spec import load_spec
 

@@ -163,13 +163,43 @@ def test_the_readme_is_a_front_door() -> None:
 
 @pytest.mark.parametrize(("page", "script", "data"), [("weight-decay.md", "weight_decay_doc.py", "weight_decay"),
                                                        ("batch.md", "batch_doc.py", "batch"),
-                                                       ("sweeps.md", "sequential_rates.py", "sequential")])
+                                                       ("sweeps.md", "sequential_rates.py", "sequential"),
+                                                       ("constants.md", "constants_doc.py", "constants")])
 def test_a_study_page_holds_the_tables_its_script_computes(page: str, script: str, data: str) -> None:
     """A study's page holds the tables its script (``scripts/<study>_doc.py``) computes from the kept run."""
     module = load_script(script.removesuffix(".py"))
     text = (ROOT / "docs" / page).read_text()
     lines = module.tables(ROOT / "docs" / "data" / data).splitlines()
     assert len(lines) > 15 and all(line in text for line in lines if line)
+
+
+@pytest.mark.parametrize(("page", "data", "axis"), [("depth.md", "depth", "depth"), ("axes.md", "horizon", "steps"),
+                                                    ("your-trainer.md", "own_trainer", "width")])
+def test_an_axis_table_on_a_page_is_what_axis_table_computes(page: str, data: str, axis: str) -> None:
+    """Tables printed by ``scripts/axis_table.py`` from a run kept under docs/data/ stand on their page as printed."""
+    lines = load_script("axis_table").table(ROOT / "docs" / "data" / data, axis).splitlines()
+    text = (ROOT / "docs" / page).read_text()
+    assert len(lines) >= 4 and all(line in text for line in lines), [line for line in lines if line not in text]
+
+
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]+\.png)\)")
+COMMAND = re.compile(r"`(python scripts/[^`]+|mutransfer [^`]+|bash scripts/[^`]+)`|^(mutransfer|python scripts/) ",
+                     re.M)
+
+
+def test_every_figure_is_shown_with_the_command_that_draws_it() -> None:
+    """Each png in docs/ is shown by a page; outside the results archive a command that draws it stands within six
+    lines of the image."""
+    shown: set[str] = set()
+    for page in PAGES:
+        text = page.read_text()
+        lines = text.splitlines()
+        for image in IMAGE.finditer(text):
+            shown.add(Path(image.group(1)).name)
+            i = text.count("\n", 0, image.end())
+            near = "\n".join(lines[max(0, i - 8):i + 9])
+            assert page.name == "archive.md" or COMMAND.search(near), f"{page.name}: no command beside {image.group(1)}"
+    assert {path.name for path in (ROOT / "docs").glob("*.png")} <= shown
 
 
 def test_the_test_file_table_lists_every_test_file() -> None:

@@ -13,21 +13,19 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 from ..analysis.result import SUMMARY_VERSION, Summary
 from ..defaults import BATCH_TOLERANCE, EFFECT_MARGIN, option_text
 from ..errors import UserError
+from .sweep_checks import check_trials, compose_trials, report_precheck
 
 if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key answers before torch loads)
     from rich.console import Console
 
     from ..analysis.thresholds import Thresholds
-    from ..schema import Config
-    from ..sweep.keys import StudyKey
     from ..sweep.runner import Snapshot
     from ..sweep.spec import SweepSpec
     from ..sweep.worker import SweepOptions
     from .display import SweepDisplay, TrialLog
 
-__all__ = ["run", "split_spec", "resolve_workers", "compose_trials", "validate_trials",
-           "check_trials", "up_to_date_summary", "finalize", "precheck", "next_step", "corpus_lines", "resume_command",
-           "EXIT_INTERRUPTED", "EXIT_TERMINATED", "interrupt_code", "DEFAULT_SPEC"]
+__all__ = ["run", "split_spec", "resolve_workers", "up_to_date_summary", "finalize", "next_step", "corpus_lines",
+           "resume_command", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "interrupt_code", "DEFAULT_SPEC"]
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -61,49 +59,6 @@ def resolve_workers(workers: str, threads: int) -> tuple[Optional[int], int]:
     return count, threads or max(1, available_cores() // count)
 
 
-def compose_trials(spec: SweepSpec) -> list[tuple[StudyKey, Config]]:
-    """Each study's key with its trial config at the first grid point: a bad override or width fails here, before
-    torch is imported."""
-    from ..sweep.keys import study_keys
-    from ..sweep.trial import trial_config
-
-    return [(key, trial_config(spec, key, key.search.grid()[0])) for key in study_keys(spec)]
-
-
-def validate_trials(spec: SweepSpec, warned: Optional[set[str]] = None,
-                    composed: Optional[list[tuple[StudyKey, Config]]] = None) -> dict[str, Any]:
-    """Compose every (setup, width) config once (``composed``, when the caller has) so a bad override or width fails
-    before any training; check each corpus against what the trials read, warning once per data and horizon that
-    reads more than one epoch (once across calls that share ``warned``). Returns each setup's config."""
-    from ..sweep.trial import setup_configs
-
-    check_trials(spec, compose_trials(spec) if composed is None else composed, warned)
-    return setup_configs(spec)
-
-
-def check_trials(spec: SweepSpec, composed: list[tuple[StudyKey, Config]], warned: Optional[set[str]] = None) -> None:
-    """What a composed config cannot say alone: model=hf with stacked trials, trunks the schedule cannot branch,
-    each corpus against what the trials read (an epoch warning once across calls that share ``warned``)."""
-    from ..train.data import Corpora, check_validation_split, epochs_warning
-    from ..train.trunk import trunk_problem
-
-    corpora = Corpora()
-    warned = set() if warned is None else warned
-    for key, cfg in composed:
-        if cfg.model.hf is not None and spec.batch_trials not in ("auto", 1):
-            raise UserError(f"batch_trials={spec.batch_trials} stacks learning-rate trials of the built-in GPT, not "
-                            f"model=hf (setup {key.setup})", "set batch_trials=1 (or auto)")
-        problem = trunk_problem(cfg.train, spec.steps) if spec.branches(cfg.train) else None
-        if problem is not None:
-            raise UserError(*problem)
-        corpus = corpora.get(cfg.data, cfg.train.seq_len)
-        check_validation_split(corpus, cfg.data, cfg.train)
-        warning = epochs_warning(corpus, cfg.train)
-        if warning and warning not in warned:
-            print(f"warning: {warning}", file=sys.stderr)
-            warned.add(warning)
-
-
 def up_to_date_summary(run_dir: Path, fingerprint: str, th: Thresholds, stop: bool = False) -> Optional[Summary]:
     """The summary of a finished sweep that a rerun would only rewrite as it is: the same sweep (fingerprint),
     complete, its tables written after its journal's last change, at the default thresholds, and not stopped
@@ -132,25 +87,6 @@ def up_to_date_summary(run_dir: Path, fingerprint: str, th: Thresholds, stop: bo
         return None
     written = min(path.stat().st_mtime_ns for path in tables)
     return summary if journal.stat().st_mtime_ns <= written else None
-
-
-def precheck(spec: SweepSpec, steps: int = 3) -> dict[str, list[str]]:
-    """``coord_check: true`` in a spec: a short coordinate check of every setup across the spec's widths."""
-    from ..analysis.stability import judge
-    from ..config import compose
-    from ..train.coordcheck import coord_check
-    from ..train.data import load_corpus
-
-    unstable: dict[str, list[str]] = {}
-    if spec.model:
-        return unstable
-    for setup in spec.setups:
-        cfg = compose([*setup.overrides, *spec.overrides, f"model.width={spec.widths[0]}"])
-        table = coord_check(cfg, load_corpus(cfg.data, cfg.train.seq_len), spec.widths, steps, cfg.optimizer.lr,
-                            [spec.seeds[0]])
-        modules = judge(table)["modules"] if len(spec.widths) > 1 else {}
-        unstable[setup.label] = [m for m, e in modules.items() if e["verdict"] != "stable"]
-    return unstable
 
 
 def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix: str, th: Optional[Thresholds] = None,
@@ -194,15 +130,6 @@ def resume_command(spec_name: str, overrides: Sequence[str], run_dir: Path, stor
     if storage is not None:
         words += ["--storage", "$MUTRANSFER_STORAGE"]
     return " ".join(w if w == "$MUTRANSFER_STORAGE" else shlex.quote(w) for w in words)
-
-
-def _report_precheck(out: Console, spec: SweepSpec) -> None:
-    for label, unstable in precheck(spec).items():
-        if unstable:
-            out.print(f"[bold red]warning:[/] coord check of setup '{label}': not stable: {', '.join(unstable)} "
-                      "— its optimum may not transfer (see `mutransfer coord-check`)")
-        else:
-            out.print(f"coord check of setup '{label}': every module stable")
 
 
 def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], storage: Optional[str],
@@ -278,7 +205,7 @@ def _start(screen: Console, spec: SweepSpec, name: str, overrides: list[str], co
     run_dir.mkdir(parents=True, exist_ok=True)
     claim_run_dir(run_dir, record["fingerprint"], dump_yaml(record))
     if spec.coord_check:
-        _report_precheck(screen, spec)
+        report_precheck(screen, spec)
     sizes = [(len(spec.setups), "setups"), (len(spec.widths), "widths"), (len(spec.depths), "depths"),
              (len(spec.steps), "horizons"), (len(spec.seeds), "seeds")]
     combined = f" (axes: {spec.axes})" if len(spec.swept()) > 1 else ""

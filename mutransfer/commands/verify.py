@@ -34,7 +34,8 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     from ..files import latest_run
     from ..transfer.verify import Verification, VerifyRequest, parse_factors, parse_setups, parse_widths
     from .common import console, positive_integer, positive_number, unfinished_run
-    from .sweep import resolve_workers, validate_trials
+    from .sweep import resolve_workers
+    from .sweep_checks import validate_trials
 
     widths = parse_widths(width_text)
     span = positive_number("--span", span_text, "1.5")

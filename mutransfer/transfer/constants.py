@@ -81,12 +81,17 @@ def with_constants(cfg: Config, constants: list[TunedConstant]) -> Config:
 
 
 def constant_warnings(label: str, constants: list[TunedConstant]) -> list[str]:
-    """A carried constant whose optimum moves with the width, or one measured at its tuning width alone."""
+    """A carried constant whose optimum moves with the width, whose holding across width is not shown, or one
+    measured at its tuning width alone."""
     out = []
     for c in constants:
         if c.applied and c.width_verdict == "drifts":
             out.append(f"{label}: {c.key}'s optimum moves with the width ({c.width_slope:+.2f} octaves per "
                        "doubling); it is carried at its tuning width's value, which the target may not share")
+        elif c.applied and c.width_verdict == "inconclusive":
+            slope = f" (slope {c.width_slope:+.2f} per doubling)" if c.width_slope is not None else ""
+            out.append(f"{label}: that {c.key} holds across width is not shown{slope}: its optimum is carried from "
+                       "its tuning width; more noise seeds or re-check widths further apart would decide it")
         elif c.applied and c.width_verdict is None:
             out.append(f"{label}: {c.key} was tuned at one width and not measured at another; whether it holds "
                        "across width is unknown")

@@ -139,7 +139,7 @@ def tables(run_dir: Path) -> str:
     return "\n\n".join("\n".join(p) for p in parts if p)
 
 
-def figure(run_dir: Path, folder: Path) -> Path:
+def constants_figure(run_dir: Path) -> Any:
     """Each constant's bowls per width (one row per constant, a panel per setup)."""
     trials, _ = read_tables(run_dir, all_axes=True)
     trials = final_stages(trials)
@@ -148,8 +148,12 @@ def figure(run_dir: Path, folder: Path) -> Path:
     keys, _ = _keys(run_dir)
     runs = [(key_label(key)[0], axis_table(trials, key, settings, axis_named("width")), summary.setups(key))
             for key in keys]
+    return transfer_figure(runs, symbol="factor", quantity="factor on the shipped value")
+
+
+def figure(run_dir: Path, folder: Path) -> Path:
     path = folder / "constants.png"
-    save(transfer_figure(runs, symbol="factor", quantity="factor on the shipped value"), path, dpi=DPI)
+    save(constants_figure(run_dir), path, dpi=DPI)
     return path
 
 

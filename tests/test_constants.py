@@ -12,6 +12,7 @@ from typing import Optional
 import numpy as np
 import pytest
 
+from conftest import load_script
 from mutransfer.config import compose
 from mutransfer.errors import UserError
 from mutransfer.schema import LR_KEY
@@ -21,7 +22,10 @@ from mutransfer.simulation.constants import (ConstantSurface, ConstantTruth, Sur
 from mutransfer.sweep.search import SearchSpec
 from mutransfer.table.constants import Constant, check_constants, coordinate_stages, parse_constant, scaled
 from mutransfer.table.rules import base_value
-from mutransfer.transfer.constants import TunedConstant, constant_warnings
+from mutransfer.analysis.summary import summarize_run
+from mutransfer.config import config_from_dict
+from mutransfer.transfer.constants import TunedConstant, constant_warnings, tuned_constants
+from mutransfer.transfer.target import read_sweep_record
 
 READOUT_LR = "optimizer.lr_mult.readout"
 READOUT_MULT = "optimizer.multiplier.readout"
@@ -108,6 +112,28 @@ def test_a_carried_constant_warns_unless_it_is_shown_to_hold_across_width() -> N
     assert "moves with the width" in warned["drifts"][0]
     assert "holds across width is not shown (slope +0.04 per doubling)" in warned["inconclusive"][0]
     assert "tuned at one width" in warned[None][0]
+
+
+def test_a_constant_remeasured_at_other_widths_is_not_called_measured_at_one_width() -> None:
+    """The kept study's AdamW embedding multiplier was measured at three widths, two of them censored: its verdict
+    across width is inconclusive (no slope), and the warning says so rather than 'tuned at one width'."""
+    run = Path(__file__).resolve().parents[1] / "docs" / "data" / "constants"
+    record = read_sweep_record(run)
+    constants = tuned_constants(summarize_run(run), record, "mup_adamw", config_from_dict(record["setups"]["mup_adamw"]))
+    embedding = next(c for c in constants if c.key == "optimizer.lr_mult.embedding")
+    assert embedding.applied and embedding.width_verdict == "inconclusive" and embedding.width_slope is None
+    (warning,) = constant_warnings("mup_adamw", [embedding])
+    assert "holds across width is not shown" in warning and "one width" not in warning
+
+
+def test_a_constants_panel_says_what_was_measured_at_each_constants_widths() -> None:
+    """On the kept study's figure a constant measured at its tuning width alone is titled with whether it matters
+    there and its gain; one measured across widths with its verdict and slope."""
+    figure = load_script("constants_doc").constants_figure(Path(__file__).resolve().parents[1] / "docs" / "data" /
+                                                           "constants")
+    titles = [ax.get_title() for ax in figure.axes if ax.get_title()]
+    assert "lr_mult.embedding: mup_muon: no effect, gain +0.014 nats over factor 1" in titles
+    assert any(t.startswith("lr_mult.readout: mup_muon: inconclusive\nfactor* slope +0.04") for t in titles), titles
 
 
 def test_a_constant_whose_optimum_moves_with_the_width_reads_drifts() -> None:

@@ -118,8 +118,14 @@ def _point(fit: Optional[AxisFit], point: Any) -> Optional[PointResult]:
 
 
 def _title(name: str, fit: Optional[AxisFit], axis: str, symbol: str = "LR") -> str:
-    """A panel's title: the setup, its verdict, and the slope with its 95 % interval."""
+    """A panel's title: the setup, its verdict, and the slope with its 95 % interval; a tuned constant measured at
+    one width alone: whether it matters there, and its gain over factor 1."""
     verdict = fit.verdict if fit is not None else ""
+    if fit is not None and len(fit.points) == 1:
+        effect = next(iter(fit.points.values())).constant
+        if effect is not None:
+            gain = f", gain {effect.gain:+.3f} nats over factor 1" if effect.gain is not None else ""
+            return f"{name}: {effect.verdict}{gain}"
     if fit is None or fit.slope is None:
         return f"{name}: {verdict}" if verdict else name
     lo, hi = fit.slope_ci or (math.nan, math.nan)

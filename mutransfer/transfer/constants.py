@@ -70,7 +70,7 @@ def tuned_constants(summary: Summary, record: dict[str, Any], label: str, base: 
         out.append(TunedConstant(key, float(point.x_star), point.ci, shipped, scaled(shipped, float(point.x_star)),
                                  point.constant.verdict if point.constant is not None else "unmeasured",
                                  fit.slope if fit is not None else None,
-                                 fit.verdict if fit is not None and len(fit.used) > 1 else None))
+                                 fit.verdict if fit is not None and len(fit.points) > 1 else None))
     return out
 
 

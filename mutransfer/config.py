@@ -1,22 +1,19 @@
-"""Hydra compose + validation -> typed ``Config``. The only module that touches Hydra/OmegaConf."""
+"""Hydra compose -> typed ``Config``, validated by ``config_checks``. The only module that touches Hydra/OmegaConf."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import re
 import typing
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from .config_checks import check_width, validate
 from .errors import UserError, closest, did_you_mean
-from .schema import (LR_KEY, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, DataConfig, ModelConfig,
-                     OptimizerConfig, ParametrizationConfig, family_of)
-from .table.decay import decay_problem
+from .schema import Config
 from .table.record import config_data
-from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
-from .train.budget import budget_problem, budget_steps
+from .train.budget import budget_steps
 
 __all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "compose_parametrization",
            "to_yaml", "to_dict", "validate", "resolved", "check_width", "is_config_key",
@@ -25,12 +22,6 @@ __all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_
 GROUPS: tuple[str, ...] = ("model", "parametrization", "optimizer", "data", "train")
 VERSION_BASE = "1.3"
 SCHEMA_NAME = "mutransfer_schema"
-DATA_KINDS = ("stdlib", "text", "tokens")
-DEVICES = ("auto", "cpu", "cuda")
-SCHEDULES = ("linear", "cosine", "constant", "wsd")
-COMPILE_MODES = ("auto", "on", "off")
-NS_DTYPES = ("auto", "float32", "bfloat16")
-SCALE_SHAPES = ("base", "actual")
 OPEN_KEYS = ("model.hf.config.",)
 """Keys under a free-form mapping: an override of one adds or replaces it (Hydra's ``++``), no ``+`` needed."""
 
@@ -251,76 +242,6 @@ def to_yaml(cfg: Config) -> str:
     return OmegaConf.to_yaml(OmegaConf.structured(cfg))
 
 
-def _check_ranges(node: Any, prefix: str) -> None:
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
-        key = f"{prefix}.{f.name}" if prefix else f.name
-        if dataclasses.is_dataclass(value):
-            _check_ranges(value, key)
-            continue
-        bounds = f.metadata.get("range")
-        if bounds is None or value is None or isinstance(value, bool):
-            continue
-        low, high, low_open, high_open = bounds
-        if not math.isfinite(value):
-            raise UserError(f"{key}={value} is not a finite number", "give a finite value")
-        too_low = value <= low if low_open else value < low
-        too_high = value >= high if high_open else value > high
-        if too_low or too_high:
-            left = "(" if low_open else "["
-            right = ")" if high_open else "]"
-            hi = "inf" if high == math.inf else f"{high:g}"
-            hint = (f"; {key} is the learning rate itself, not its log2: for 2^{value:g} write {key}="
-                    f"{2.0 ** value:.4g}" if key == LR_KEY and -64 < value < 0 else "")
-            raise UserError(f"{key}={value} is out of range", f"it must lie in {left}{low:g}, {hi}{right}{hint}")
-
-
-def _check_choice(key: str, value: str, options: Sequence[str]) -> None:
-    if value not in options:
-        raise UserError(f"unknown {key} '{value}'",
-                        f"{did_you_mean(value, options)}choose one of: {', '.join(options)}")
-
-
-def _check_rule(key: str, text: str) -> None:
-    head, star, rule = text.partition("*")
-    number = head if star and rule in INIT_RULES else text  # FACTOR*RULE: a rule scaled (a tuned constant)
-    if text in INIT_RULES:
-        return
-    try:
-        value = float(number)
-    except ValueError:
-        raise UserError(f"{key}='{text}' is neither a number nor a rule",
-                        f"use a number, one of: {', '.join(INIT_RULES)}, or FACTOR*RULE (e.g. 0.5*1/fan_in)") from None
-    if not math.isfinite(value) or value < 0:
-        raise UserError(f"{key}={text} must be a finite number >= 0", "give e.g. 0.02")
-
-
-def check_width(subject: str, width: int, head_dim: int) -> None:
-    """The built-in GPT's widths must be positive multiples of the head dimension (heads = width / head_dim);
-    ``subject`` names the width in the message (``model.width=100``, ``--width 48``)."""
-    if width <= 0:
-        raise UserError(f"{subject} must be positive", f"use a multiple of {head_dim}, e.g. {4 * head_dim}")
-    if width % head_dim:
-        raise UserError(f"{subject} is not divisible by model.head_dim={head_dim}",
-                        f"use a multiple of {head_dim} (heads = width / head_dim)")
-
-
-def validate(cfg: Config) -> None:
-    """Ranges of every numeric field, choices, and the cross-field rules. Raises ``UserError``; changes nothing
-    (``resolved`` fills the fields derived from others)."""
-    _check_ranges(cfg, "")
-    _check_choices(cfg)
-    _check_optimizer(cfg.optimizer, cfg.parametrization)
-    t = cfg.train
-    if t.tokens is not None:
-        problem = budget_problem(t.tokens, t.batch_size, t.seq_len)
-        if problem is not None:
-            raise UserError(*problem)
-    _check_model(cfg.model, cfg.parametrization)
-    _check_roles(cfg)
-    _check_data(cfg.data)
-
-
 def resolved(cfg: Config) -> Config:
     """A valid config with the fields derived from others filled: the steps a token budget buys, and a factory's
     search path made absolute (the run may start elsewhere)."""
@@ -329,80 +250,3 @@ def resolved(cfg: Config) -> Config:
     factory_path = str(Path(m.factory_path).resolve()) if m.factory_path is not None else None
     return dataclasses.replace(cfg, train=dataclasses.replace(t, steps=steps),
                                model=dataclasses.replace(m, factory_path=factory_path))
-
-
-def _check_choices(cfg: Config) -> None:
-    o, p, t = cfg.optimizer, cfg.parametrization, cfg.train
-    _check_choice("optimizer", o.name, tuple(OPTIMIZER_FAMILY))
-    _check_choice("data.kind", cfg.data.kind, DATA_KINDS)
-    if not re.fullmatch(r"cuda:\d+", t.device):
-        _check_choice("train.device", t.device, DEVICES)
-    _check_choice("train.schedule", t.schedule, SCHEDULES)
-    _check_choice("train.compile", t.compile, COMPILE_MODES)
-    _check_choice("optimizer.ns_dtype", o.ns_dtype, NS_DTYPES)
-    _check_choice("optimizer.muon_scale", o.muon_scale, MUON_SCALES)
-    _check_choice("parametrization.muon_scale_shapes", p.muon_scale_shapes, SCALE_SHAPES)
-
-
-def _check_optimizer(o: OptimizerConfig, p: ParametrizationConfig) -> None:
-    try:
-        check_depth_alpha(p.depth_alpha)
-    except ValueError:
-        raise UserError(f"parametrization.depth_alpha={p.depth_alpha:g} is neither 0 nor in [0.5, 1]",
-                        "use 0 (off), 0.5 (depth-μP), 1 (CompleteP) or a value between 0.5 and 1") from None
-    problem = decay_problem(o)
-    if problem is not None:
-        raise UserError(*problem)
-    if len(o.ns_coeffs) != 3 or not all(math.isfinite(x) for x in o.ns_coeffs):
-        raise UserError(f"optimizer.ns_coeffs={o.ns_coeffs} needs three finite numbers", f"e.g. {list(NS_COEFFS)}")
-
-
-def _check_model(m: ModelConfig, p: ParametrizationConfig) -> None:
-    if m.hf is not None:
-        from .hf.build import check_hf
-
-        if m.factory:
-            raise UserError("model=hf and model.factory are both set", "use one of them")
-        if p.depth_alpha:
-            raise UserError(f"parametrization.depth_alpha={p.depth_alpha:g} scales residual branches, which "
-                            "transformers models cannot do", "set parametrization.depth_alpha=0 with model=hf")
-        check_hf(m, p.base_width)
-    if m.factory is None:
-        check_width(f"model.width={m.width}", m.width, m.head_dim)
-        check_width(f"parametrization.base_width={p.base_width}", p.base_width, m.head_dim)
-    elif ":" not in m.factory or not m.roles:
-        raise UserError(f"model.factory='{m.factory}' needs the form 'package.module:function' and model.roles",
-                        "e.g. model: {factory: 'mypkg.models:make', roles: {'*': hidden}}")
-
-
-def _check_roles(cfg: Config) -> None:
-    """Every role has a learning-rate rule for the optimizer's family and valid init and LR rules; tied
-    embeddings only where the embedding and readout roles scale and step alike."""
-    m, p, o = cfg.model, cfg.parametrization, cfg.optimizer
-    family = family_of(o.name)
-    for role in ROLES:
-        row = getattr(p.roles, role)
-        if getattr(row.c, family) is None:
-            raise UserError(f"preset '{p.name}' has no learning-rate rule for optimizer '{o.name}' (role {role})",
-                            f"choose another optimizer or set parametrization.roles.{role}.c.{family}")
-        _check_rule(f"optimizer.init.{role}", getattr(o.init, role))
-        _check_rule(f"optimizer.lr_mult.{role}", getattr(o.lr_mult, role))
-    if m.tie_embeddings:
-        emb, out = p.roles.embedding, p.roles.readout
-        if (emb.a, emb.b, getattr(emb.c, family)) != (out.a, out.b, getattr(out.c, family)) or \
-                (o.init.embedding, o.lr_mult.embedding) != (o.init.readout, o.lr_mult.readout) or \
-                o.multiplier.embedding != o.multiplier.readout or family == "muon":
-            raise UserError(f"model.tie_embeddings=true is refused under preset '{p.name}' with optimizer '{o.name}': "
-                            "the embedding and readout roles scale and step differently",
-                            "set model.tie_embeddings=false")
-
-
-def _check_data(data: DataConfig) -> None:
-    if data.kind == "stdlib" and data.path:
-        raise UserError(f"data.path={data.path} is set but data=stdlib ignores it",
-                        "add data=text (a file read as bytes) or data=tokens data.vocab_size=V (a uint16 .bin token "
-                        "file)")
-    if data.kind in ("text", "tokens") and not data.path:
-        raise UserError(f"data={data.kind} needs data.path", "add data.path=FILE")
-    if data.kind == "tokens" and data.vocab_size is None:
-        raise UserError("data=tokens needs data.vocab_size", "add data.vocab_size=V (e.g. 50257 for GPT-2 tokens)")

@@ -1,6 +1,7 @@
 """The analysis's results as typed data: what ``summary.json`` holds, and what every consumer reads.
 
-A result does not know which hyperparameter was searched or which axes were swept: a **key** is the searched
+The point-level results (``PointResult`` and the anchor effects) live in ``analysis.point_result`` and are
+exported here with the rest. A result does not know which hyperparameter was searched or which axes were swept: a **key** is the searched
 hyperparameter (the learning rate ``optimizer.lr`` is one key among others), an **axis** is one of the swept
 coordinates (width, depth, a token budget, a parameter count: ``schema.axis_named``), a **point** is one value on
 an axis. Per key and setup:
@@ -23,171 +24,19 @@ load.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping, Optional
 
 from ..schema import LR_KEY, axis_named
+from .point_result import (ConstantEffect, DecayEffect, PointResult, PointValue, json_copy, json_interval, json_ready,
+                           measured_point, point_key, point_value)
 
-__all__ = ["SUMMARY_VERSION", "PointValue", "point_key", "point_value", "DecayEffect", "ConstantEffect", "PointResult", "measured_point",
-           "AxisFit", "LawPoint", "NOISE_METHODS", "Noise",
-           "Law", "SetupResult", "KeyResult", "Basis", "Summary"]
+__all__ = ["SUMMARY_VERSION", "PointValue", "point_key", "point_value", "DecayEffect", "ConstantEffect", "PointResult",
+           "measured_point", "AxisFit", "LawPoint", "NOISE_METHODS", "Noise", "Law", "SetupResult", "KeyResult", "Basis",
+           "Summary"]
 
 SUMMARY_VERSION = 2
 """The layout ``Summary.to_json`` writes. 1 (unmarked): the learning rate's names for every key and axis."""
-
-PointValue = float
-"""A value on an axis: a whole number for width, depth, steps, batch and tokens (kept as ``int``), any positive
-number for an axis a table brings (a parameter count, tokens per parameter)."""
-
-
-def point_value(text: Any) -> PointValue:
-    """A point as a number: ``int`` when whole, else ``float`` (JSON keys are text)."""
-    number = float(text)
-    return int(number) if number.is_integer() and abs(number) < 2**53 else number
-
-
-def point_key(value: PointValue) -> str:
-    """A point as ``summary.json`` keys it: ``"64"``, ``"1.3e+08"`` only where the value is not whole."""
-    number = point_value(value)
-    return str(number) if isinstance(number, int) else repr(number)
-
-
-def _pair(value: Any) -> Optional[tuple[float, float]]:
-    """An interval read back: JSON's null at an open end is -inf below, +inf above."""
-    if value is None:
-        return None
-    low, high = value
-    return (-math.inf if low is None else float(low), math.inf if high is None else float(high))
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready: tuples as lists, dataclass results through their ``to_json``."""
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-@dataclass
-class DecayEffect:
-    """Does a point's best weight decay beat decay off (``analysis.decay_effect``)."""
-
-    off_loss: Optional[float]
-    off_seed_losses: list[float]
-    effect: Optional[float]
-    effect_ci: Optional[tuple[float, float]]
-    verdict: str
-    """``decay_effect.EFFECTS``: effect, no effect or unmeasured."""
-
-    def to_json(self) -> dict[str, Any]:
-        return _plain({"off_loss": self.off_loss, "off_seed_losses": self.off_seed_losses, "effect": self.effect,
-                       "effect_ci": self.effect_ci, "verdict": self.verdict})
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "DecayEffect":
-        return cls(off_loss=data.get("off_loss"), off_seed_losses=list(data.get("off_seed_losses") or []),
-                   effect=data.get("effect"), effect_ci=_pair(data.get("effect_ci")),
-                   verdict=str(data.get("verdict", data.get("decay_effect", "unmeasured"))))
-
-
-@dataclass(frozen=True)
-class ConstantEffect:
-    """Does a tuned constant matter (``analysis.constant_effect``): the loss at factor 1 (the seeds' mean and each
-    seed's), the gain of the best factor over it (positive: the tuned constant is better) with its 95 % interval,
-    and the verdict (``constant_effect.CONSTANT_EFFECTS``)."""
-
-    at_one: Optional[float]
-    at_one_seeds: list[float]
-    gain: Optional[float]
-    gain_ci: Optional[tuple[float, float]]
-    verdict: str
-
-    def to_json(self) -> dict[str, Any]:
-        return _plain({"at_one": self.at_one, "at_one_seeds": self.at_one_seeds, "gain": self.gain,
-                       "gain_ci": self.gain_ci, "verdict": self.verdict})
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ConstantEffect":
-        return cls(at_one=data.get("at_one"), at_one_seeds=list(data.get("at_one_seeds") or []),
-                   gain=data.get("gain"), gain_ci=_pair(data.get("gain_ci")), verdict=str(data.get("verdict")))
-
-
-@dataclass
-class PointResult:
-    """The optimum of one key at one point (``analysis.optimum``); ``x_star`` None where every trial there
-    diverged or failed (``flags`` says which)."""
-
-    point: PointValue
-    x_star: Optional[float]
-    ci: Optional[tuple[float, float]]
-    se: Optional[float] = None
-    dof: Optional[int] = None
-    ci_kind: Optional[str] = None
-    best_loss: Optional[float] = None
-    flags: list[str] = field(default_factory=list)
-    censored: Optional[str] = None
-    """``low`` or ``high``: the optimum is at the grid's edge, a one-sided bound."""
-    diverged_above: Optional[float] = None
-    seed_vertices: list[float] = field(default_factory=list)
-    window: list[float] = field(default_factory=list)
-    shape_se: float = 0.0
-    seed_censored: list[str] = field(default_factory=list)
-    seed_best_losses: list[float] = field(default_factory=list)
-    curvature: Optional[float] = None
-    asymmetry: float = 1.0
-    grid_seeds: list[int] = field(default_factory=list)
-    """The seeds that trained the grid (the noise probes train the fit window only): the curve figures draw."""
-    added: list[float] = field(default_factory=list)
-    """Searched values past the spec's range, which the sweep added to bracket the optimum."""
-    failed: int = 0
-    """Trials at this point that failed (after their retries): missing points, neither a loss nor a bound."""
-    decay: Optional[DecayEffect] = None
-    constant: Optional[ConstantEffect] = None
-    """A tuned constant at the width it was tuned at: its gain over factor 1 and whether it matters."""
-
-    @property
-    def estimated(self) -> bool:
-        """An optimum or a bound at the grid's edge (not all diverged or failed)."""
-        return self.x_star is not None
-
-    @property
-    def measured(self) -> bool:
-        """An optimum inside the grid: a point of the line's fit."""
-        return self.x_star is not None and not self.censored
-
-    def to_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("point", "decay", "constant")}
-        if self.decay is not None:
-            data["decay"] = self.decay.to_json()
-        if self.constant is not None:
-            data["constant"] = self.constant.to_json()
-        return _plain(data)
-
-    @classmethod
-    def from_json(cls, point: PointValue, data: Mapping[str, Any]) -> "PointResult":
-        names = {f.name for f in fields(cls)} - {"point", "decay", "constant", "x_star", "ci"}
-        decay = data.get("decay")
-        if decay is None and "decay_effect" in data:  # the first layout kept the effect among the point's fields
-            decay = data
-        return cls(point=point, x_star=data.get("x_star", data.get("log2_lr_star")), ci=_pair(data.get("ci")),
-                   decay=DecayEffect.from_json(decay) if decay is not None else None,
-                   constant=ConstantEffect.from_json(data["constant"]) if data.get("constant") else None,
-                   **{name: _copy(data[name]) for name in names if name in data})
-
-
-def measured_point(point: PointValue, data: Any) -> Optional[PointResult]:
-    """An optimum a document holds (verify.json's ``measured``, either layout), None where none was measured."""
-    result = PointResult.from_json(point, data) if isinstance(data, Mapping) else None
-    return result if result is not None and result.x_star is not None else None
-
-
-def _copy(value: Any) -> Any:
-    return list(value) if isinstance(value, list) else value
-
 
 @dataclass
 class AxisFit:
@@ -234,17 +83,17 @@ class AxisFit:
         if self.decay_counts is not None:
             data["decay_counts"] = dict(self.decay_counts)
         data["points"] = {point_key(p): o.to_json() for p, o in self.points.items()}
-        return _plain(data)
+        return json_ready(data)
 
     @classmethod
     def from_json(cls, axis: str, data: Mapping[str, Any]) -> "AxisFit":
         points = {point_value(k): PointResult.from_json(point_value(k), v)
                   for k, v in (data.get("points") or {}).items()}
         scalar = {f.name for f in fields(cls)} - {"axis", "points", "slope_ci", "slope_ci90", "used", "decay_counts"}
-        return cls(axis=axis, points=points, slope_ci=_pair(data.get("slope_ci")),
-                   slope_ci90=_pair(data.get("slope_ci90")), used=[point_value(p) for p in data.get("used") or []],
+        return cls(axis=axis, points=points, slope_ci=json_interval(data.get("slope_ci")),
+                   slope_ci90=json_interval(data.get("slope_ci90")), used=[point_value(p) for p in data.get("used") or []],
                    decay_counts=dict(data["decay_counts"]) if data.get("decay_counts") else None,
-                   **{name: _copy(data[name]) for name in scalar if name in data})
+                   **{name: json_copy(data[name]) for name in scalar if name in data})
 
 
 @dataclass
@@ -291,7 +140,7 @@ class Law:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "points"}
         if self.beta is None:
             data.pop("beta"), data.pop("beta_ci")
-        data = _plain(data)
+        data = json_ready(data)
         if self.points:
             data["points"] = [p.to_json() for p in self.points]
         return data
@@ -299,9 +148,9 @@ class Law:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Law":
         names = {f.name for f in fields(cls)} - {"slope_ci", "beta_ci", "points"}
-        return cls(slope_ci={k: _pair(v) for k, v in (data.get("slope_ci") or {}).items()},  # type: ignore[misc]
-                   beta_ci=_pair(data.get("beta_ci")), points=[LawPoint.from_json(p) for p in data.get("points") or []],
-                   **{n: _copy(data[n]) for n in names if n in data})
+        return cls(slope_ci={k: json_interval(v) for k, v in (data.get("slope_ci") or {}).items()},  # type: ignore[misc]
+                   beta_ci=json_interval(data.get("beta_ci")), points=[LawPoint.from_json(p) for p in data.get("points") or []],
+                   **{n: json_copy(data[n]) for n in names if n in data})
 
 
 @dataclass
@@ -337,7 +186,7 @@ class SetupResult:
         if self.law is not None:
             data["law"] = self.law.to_json()
         if self.batch is not None:
-            data["batch"] = _plain(self.batch)
+            data["batch"] = json_ready(self.batch)
         return data
 
     @classmethod

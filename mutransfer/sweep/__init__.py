@@ -1,4 +1,5 @@
-"""Sweeps on Optuna storages: the spec (``spec``), which point to train next (``policy``), storages and
+"""Sweeps on Optuna storages: the spec (``spec``; its axes, constants and command-line overrides: ``spec_axes``,
+``spec_constants``, ``spec_overrides``), which point to train next (``policy``), storages and
 worker liveness (``storage``, ``liveness``), studies and their queue (``studies``), one trial's config
 (``trial``), the worker loop (``worker``) and its parts: claiming a trial's point (``claims``), waiting for the
 learning-rate optimum (``stage_gate``), failing dead workers' trials (``reaper``), heartbeats (``heartbeat``),

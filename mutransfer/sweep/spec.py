@@ -8,30 +8,25 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Optional, Sequence
 
-import yaml
-
-from ..errors import UserError, closest, did_you_mean
+from ..errors import UserError, did_you_mean
 from ..files import load_yaml
 from ..fingerprint import prune_spec, restore_spec
 from ..schema import LR_KEY, TRANSFER_AXES, TrainConfig
-from ..yamldoc import YAMLBoundError, parse_yaml
-from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES, SEARCH_KEYS, SearchSpec,
+from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES, SearchSpec,
                      base_searches, check_grid, parse_search, search_name)
 from .spec_axes import AXIS_KEYS, COMBINATIONS, combination, int_list, listed_axes, swept_axes
 from .spec_constants import ConstantsSpec, parse_constants
+from .spec_overrides import SETUP_KEYS, SPEC_KEYS, apply_overrides
 from .trainer_spec import TrainerSpec, check_trainer_spec, parse_trainer, trainer_from_dict
 
 __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_from_dict", "spec_dir", "shipped_specs",
            "check_grid", "SAMPLERS", "PRUNERS", "SCALES", "COMBINATIONS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
 
-SPEC_KEYS = ("name", "setups", *AXIS_KEYS, "axes", "seeds", "search", "overrides", "coord_check", "batch_trials",
-             "trunks", "model", "trainer", "stop", "constants")
-SETUP_KEYS = ("overrides", "search", "trainer")
+
 @dataclass(frozen=True)
 class SetupSpec:
     label: str
@@ -159,64 +154,6 @@ def _read(spec: str) -> tuple[dict[str, Any], str]:
     if not isinstance(data, dict):
         raise UserError(f"sweep spec {path} is not a YAML mapping", "see sweeps/default.yaml for the format")
     return data, str(path)
-
-
-def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
-    parts = key.split(".")
-    node = data
-    for part in parts[:-1]:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = {}
-            node[part] = child
-        node = child
-    node[parts[-1]] = value
-
-
-def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """Spec keys (``widths=[64,128]``, ``search.step=0.5``) change the spec; anything else is a config
-    override appended to the spec's ``overrides`` (``train.steps=300``)."""
-    data = json.loads(json.dumps(data))
-    extra = data.get("overrides") or []
-    if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
-        raise UserError(f"overrides={extra!r} must be a list of key=value strings",
-                        "e.g. overrides: [model.depth=2, train.steps=300]")
-    extra = list(extra)
-    for item in overrides:
-        if item.startswith("-"):
-            raise UserError(f"unknown option '{item}'", "see `mutransfer sweep --help`")
-        if "=" not in item:
-            raise UserError(f"override '{item}' has no '='", "write overrides as key=value, e.g. widths=[64,128]")
-        key, raw = item.split("=", 1)
-        head = key.split(".")[0]
-        _refuse_near_spec_key(head)
-        spec_key = head in SPEC_KEYS and key != "overrides" and (
-            head != "model" or key == "model" or key.startswith(("model.factory", "model.roles")))
-        if spec_key:
-            try:
-                value = parse_yaml(raw)
-            except YAMLBoundError as exc:
-                raise UserError(f"the value of '{key}': {exc.problem}", exc.fix) from None
-            except yaml.YAMLError:
-                raise UserError(f"cannot parse the value of '{item}'", "use YAML syntax, e.g. widths=[64,128]") from None
-            _set_dotted(data, key, value)
-        else:
-            extra.append(item)
-    data["overrides"] = extra
-    return data
-
-
-def _refuse_near_spec_key(head: str) -> None:
-    """A CLI override whose first key is neither a spec key nor near a config group, but a search key
-    (``step=0.5``) or near a spec key (``widht=[64]``), is a misplaced or misspelt spec key: refused here, naming
-    the spec key, rather than later as an unknown config key."""
-    from ..config import GROUPS
-
-    if head in SPEC_KEYS or closest(head.lstrip("+~"), GROUPS):
-        return
-    match = f"search.{head}" if head in SEARCH_KEYS else closest(head, SPEC_KEYS)
-    if match:
-        raise UserError(f"unknown key '{head}'", f"did you mean the spec key '{match}'?")
 
 
 def _setups(raw: Any, base: tuple[SearchSpec, ...], trainer: Optional[TrainerSpec] = None) -> list[SetupSpec]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,15 +20,19 @@ from optuna.trial import TrialState
 from typer.testing import CliRunner
 
 import mutransfer.sweep.trainer as sweep_module
+import mutransfer.sweep.worker as worker_module
 from mutransfer.cli import app
 from conftest import invoke
 from mutransfer.analysis.optimum import local_optimum
 from mutransfer.analysis.result import Summary
+from mutransfer.sweep.claims import Claimer
+from mutransfer.sweep.interrupts import Interrupts, Terminated
+from mutransfer.sweep.reaper import Reaper
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.storage import JOURNAL_FILE, open_storage
 from mutransfer.sweep.studies import is_bookkeeping, load_study, study_keys
 from mutransfer.sweep.runner import run_sweep, snapshot
-from mutransfer.sweep.worker import SweepOptions
+from mutransfer.sweep.worker import SweepOptions, run_worker
 
 
 class Counter:
@@ -161,6 +167,47 @@ def test_abandoned_trials_rerun_and_live_ones_are_left_alone(spec_file: Path, tm
     second = load_study(storage, keys[1], "p").get_trials()
     assert second[0].state == TrialState.RUNNING
 
+
+
+def test_a_trial_asked_but_never_claimed_is_failed_as_an_orphan_and_its_point_trained(
+        spec_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed (SIGKILL, which nothing holds off) between its ask and its claim leaves a running trial with
+    no worker's identity, which on a journal file no heartbeat reveals: the resume waits until the trial is an orphan,
+    fails it and trains its point."""
+    spec = load_spec(str(spec_file), ["widths=[32]"])
+    storage = open_storage(None, tmp_path)
+    key = study_keys(spec)[0]
+    study = load_study(storage, key, "p")
+    study.enqueue_trial({key.search.column: key.search.grid()[0]}, user_attrs={"grid": True, "seed": key.seed})
+    orphan = study.ask()
+    monkeypatch.setattr(worker_module, "Reaper", functools.partial(Reaper, orphan_after=1.0))
+    counter = Counter(monkeypatch)
+    run_sweep(spec, SweepOptions(run_dir=tmp_path, prefix="p", heartbeat=1))
+    assert len(counter.calls) == 6
+    trials = storage_trials(tmp_path)
+    assert not [t for t in trials if t.state == TrialState.RUNNING]
+    assert is_bookkeeping(load_study(storage, key, "p").get_trials()[orphan.number])
+
+
+def test_a_signal_during_a_claim_leaves_the_trial_marked_for_a_rerun(spec_file: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM arriving between a worker's ask and its claim: the claim completes (the two are one held section),
+    then the trial is failed as ``interrupted``, never left running without the worker's identity."""
+    spec = load_spec(str(spec_file), ["widths=[32]"])
+    claim = Claimer.claim
+
+    def signalled_claim(self: Claimer, *args: object) -> float | None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        return claim(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Claimer, "claim", signalled_claim)
+    counter = Counter(monkeypatch)
+    with pytest.raises(Terminated), Interrupts().catching():
+        run_worker(spec, SweepOptions(run_dir=tmp_path, prefix="p"))
+    asked = [t for t in storage_trials(tmp_path) if t.state != TrialState.WAITING]
+    assert counter.calls == []
+    assert [(t.state, t.user_attrs.get("status")) for t in asked] == [(TrialState.FAIL, "interrupted")]
+    assert "pid" in asked[0].user_attrs
 
 def test_two_worker_processes_train_each_point_once(spec_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"

@@ -85,9 +85,7 @@ def reap_abandoned(study: optuna.Study) -> int:
     reaped = 0
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if "pid" in trial.user_attrs and not is_alive(trial.user_attrs):
-            study._storage.set_trial_user_attr(trial._trial_id, "status", "abandoned")
-            study._storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
-            reaped += 1
+            reaped += _fail(study, trial, "status", "abandoned")
     return reaped
 
 
@@ -99,10 +97,18 @@ def reap_orphans(study: optuna.Study, older_than: float = ORPHAN_AFTER) -> int:
     reaped = 0
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if "pid" not in trial.user_attrs and trial.datetime_start is not None and trial.datetime_start < cutoff:
-            study._storage.set_trial_user_attr(trial._trial_id, "spurious", True)
-            study._storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
-            reaped += 1
+            reaped += _fail(study, trial, "spurious", True)
     return reaped
+
+
+def _fail(study: optuna.Study, trial: FrozenTrial, attr: str, value: Any) -> int:
+    """Fail a running trial with ``attr`` set; 1, or 0 when another worker finished or reaped it first."""
+    try:
+        study._storage.set_trial_user_attr(trial._trial_id, attr, value)
+        study._storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        return 0
+    return 1
 
 
 def _same(a: Any, b: Any) -> bool:

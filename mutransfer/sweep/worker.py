@@ -12,15 +12,17 @@ from __future__ import annotations
 import sys
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import optuna
 from optuna.trial import TrialState
 
 from .claims import Claimer
 from .heartbeat import Heartbeat
+from .interrupts import held
 from .outcomes import CURVE_POINTS, record_failure, record_interrupted, record_result
 from .policy import SearchPolicy
 from .order import COARSE, PHASES, Tier
@@ -41,6 +43,18 @@ Claimed = list[tuple[optuna.Trial, float]]
 TRAINING_ERRORS = (RuntimeError, ValueError, MemoryError)
 """What a failed training raises: the trial fails with the message and the sweep goes on."""
 
+
+
+@contextmanager
+def _marked_on_interrupt(study: optuna.Study, claimed: Claimed) -> Iterator[None]:
+    """Trials claimed but not yet training, marked for a re-run when Ctrl-C or SIGTERM arrives while more are
+    claimed. Each ask and its claim are one held section (``interrupts.held``): a trial is never left running
+    without this worker's identity, which is how a rerun tells an abandoned trial from a live one."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        record_interrupted(study, [trial for trial, _ in claimed])
+        raise
 
 @dataclass(frozen=True)
 class SweepOptions:
@@ -129,30 +143,36 @@ class Worker:
                 return
             claimed: Claimed = []
             emptied = False
-            while len(claimed) < self.claimer.batch_size(key):
-                if claimed and not _waiting(study):
-                    break
-                trial = study.ask()
-                if not trial.user_attrs.get("grid"):
-                    trial.set_user_attr("spurious", True)  # the queue emptied between our look and our ask
-                    study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
-                    emptied = True
-                    break
-                x = self.claimer.claim(study, key, trial)
-                if x is not None:
-                    claimed.append((trial, x))
+            with _marked_on_interrupt(study, claimed):
+                while len(claimed) < self.claimer.batch_size(key):
+                    if claimed and not _waiting(study):
+                        break
+                    with held():
+                        trial = study.ask()
+                        if not trial.user_attrs.get("grid"):
+                            trial.set_user_attr("spurious", True)  # the queue emptied between our look and our ask
+                            study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+                            emptied = True
+                            break
+                        x = self.claimer.claim(study, key, trial)
+                        if x is not None:
+                            claimed.append((trial, x))
             if claimed:
                 self._process(study, key, claimed)
             if emptied:
                 return
 
     def _queue_more(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy, coarse: bool) -> bool:
-        """Ask the policy for more points once nothing runs (``coarse``: the bracket's only); True when it queued
-        some."""
+        """Once nothing runs, queue the policy's first points that are not finished (a trial failed for a re-run
+        while this worker ran: a dead local worker's, an orphan) and the points it asks for next (``coarse``: the
+        bracket's only); True when it queued some."""
         trials = live_trials(study, tuple(TrialState))
         if any(t.state == TrialState.RUNNING for t in trials):
             return False
-        points = policy.next_points(finished_points(trials, key), coarse)
+        finished = finished_points(trials, key)
+        done = {(round(x, 9), seed) for x, seed, _ in finished}
+        missing = [(x, seed) for x, seed in policy.initial_points() if (round(x, 9), seed) not in done]
+        points = missing + policy.next_points(finished, coarse)
         return bool(points) and enqueue_missing(study, key, points) > 0
 
     def _sample(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy) -> None:
@@ -163,11 +183,13 @@ class Worker:
             if room <= 0:
                 return
             claimed: Claimed = []
-            for _ in range(min(room, self.claimer.batch_size(key))):
-                trial = study.ask()
-                x = self.claimer.claim(study, key, trial)
-                if x is not None:
-                    claimed.append((trial, x))
+            with _marked_on_interrupt(study, claimed):
+                for _ in range(min(room, self.claimer.batch_size(key))):
+                    with held():
+                        trial = study.ask()
+                        x = self.claimer.claim(study, key, trial)
+                        if x is not None:
+                            claimed.append((trial, x))
             if claimed:
                 self._process(study, key, claimed)
 

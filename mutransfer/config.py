@@ -17,7 +17,7 @@ from .train.budget import budget_steps
 
 __all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "compose_parametrization",
            "to_yaml", "to_dict", "validate", "resolved", "check_width", "is_config_key",
-           "GROUPS"]
+           "check_override_word", "GROUPS"]
 
 GROUPS: tuple[str, ...] = ("model", "parametrization", "optimizer", "data", "train")
 VERSION_BASE = "1.3"
@@ -125,6 +125,15 @@ def _unknown_key(where: str) -> UserError:
                      "check the spelling; `mutransfer show --config` prints the config")
 
 
+
+def check_override_word(item: str, options: str, example: str) -> None:
+    """A word after a command's options is an override, ``key=value``: refuse an option the command does not know
+    (pointing at ``options``, where they are listed) and a word without ``=`` (showing ``example``)."""
+    if item.startswith("-"):
+        raise UserError(f"unknown option '{item}'", f"see {options}")
+    if "=" not in item:
+        raise UserError(f"override '{item}' has no '='", f"write overrides as key=value, e.g. {example}")
+
 def _store_schema() -> None:
     from hydra.core.config_store import ConfigStore
 
@@ -140,10 +149,7 @@ def compose(overrides: Sequence[str] = (), extra: Optional[dict[str, Any]] = Non
 
     overrides = list(overrides)
     for item in overrides:
-        if item.startswith("-"):
-            raise UserError(f"unknown option '{item}'", "see `mutransfer --help` for the options of each command")
-        if "=" not in item:
-            raise UserError(f"override '{item}' has no '='", "write overrides as key=value, e.g. model.width=256")
+        check_override_word(item, "`mutransfer --help` for the options of each command", "model.width=256")
     overrides = [f"++{item}" if item.startswith(OPEN_KEYS) else item for item in overrides]
     _store_schema()
     try:

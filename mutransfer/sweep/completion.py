@@ -7,6 +7,7 @@ study: its budget trained). ``SweepStatus`` is what ``summary.json`` records und
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
@@ -75,12 +76,9 @@ def study_finished(study: optuna.Study, key: StudyKey) -> bool:
     if not policy.queued:
         return sum(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials) >= policy.budget()
     finished = finished_points(trials, key)
-    pruned = [t for t in trials if t.state == TrialState.PRUNED and key.search.column in t.params]
-    done = {(round(x, 9), seed) for x, seed, _ in finished}
-    done |= {(round(t.params[key.search.column], 9), seed_of(t, key)) for t in pruned}
-    if any((round(x, 9), seed) not in done for x, seed in policy.initial_points()):
-        return False
-    return not policy.next_points(finished)
+    pruned = [(t.params[key.search.column], seed_of(t, key), math.nan) for t in trials
+              if t.state == TrialState.PRUNED and key.search.column in t.params]
+    return not policy.missing_initial_points([*finished, *pruned]) and not policy.next_points(finished)
 
 
 def sweep_status(spec: SweepSpec, storage: optuna.storages.BaseStorage, prefix: str, resume: str = "",

@@ -127,6 +127,11 @@ class SearchPolicy:
         (the grid's extension past an edge), not the refinements or the noise probes (``sweep.order``)."""
         return []
 
+    def missing_initial_points(self, finished: Finished) -> list[Planned]:
+        """The first points (``initial_points``) that no trial of ``finished`` trained."""
+        done = {(round(x, 9), seed) for x, seed, _ in finished}
+        return [(x, seed) for x, seed in self.initial_points() if (round(x, 9), seed) not in done]
+
 
 class GridPolicy(SearchPolicy):
     def budget(self) -> int:

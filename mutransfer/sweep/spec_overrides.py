@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import yaml
 
+from ..config import check_override_word
 from ..errors import UserError, closest
 from ..yamldoc import YAMLBoundError, parse_yaml
 from .search import SEARCH_KEYS
@@ -43,10 +44,7 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
                         "e.g. overrides: [model.depth=2, train.steps=300]")
     extra = list(extra)
     for item in overrides:
-        if item.startswith("-"):
-            raise UserError(f"unknown option '{item}'", "see `mutransfer sweep --help`")
-        if "=" not in item:
-            raise UserError(f"override '{item}' has no '='", "write overrides as key=value, e.g. widths=[64,128]")
+        check_override_word(item, "`mutransfer sweep --help`", "widths=[64,128]")
         key, raw = item.split("=", 1)
         head = key.split(".")[0]
         _refuse_near_spec_key(head)

@@ -37,9 +37,7 @@ def stage_done(study: optuna.Study, key: StudyKey) -> bool:
     finished = finished_points(live_trials(study, tuple(TrialState)), key)
     if not policy.queued:
         return len(finished) >= policy.budget()
-    have = {(round(x, 9), seed) for x, seed, _ in finished}
-    return bool(finished) and all((round(x, 9), seed) in have for x, seed in policy.initial_points()) and \
-        not policy.next_points(finished)
+    return bool(finished) and not policy.missing_initial_points(finished) and not policy.next_points(finished)
 
 
 def _rows(study: optuna.Study, key: StudyKey) -> list[dict[str, Any]]:

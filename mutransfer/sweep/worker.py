@@ -170,9 +170,7 @@ class Worker:
         if any(t.state == TrialState.RUNNING for t in trials):
             return False
         finished = finished_points(trials, key)
-        done = {(round(x, 9), seed) for x, seed, _ in finished}
-        missing = [(x, seed) for x, seed in policy.initial_points() if (round(x, 9), seed) not in done]
-        points = missing + policy.next_points(finished, coarse)
+        points = policy.missing_initial_points(finished) + policy.next_points(finished, coarse)
         return bool(points) and enqueue_missing(study, key, points) > 0
 
     def _sample(self, study: optuna.Study, key: StudyKey, policy: SearchPolicy) -> None:

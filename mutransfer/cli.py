@@ -206,6 +206,19 @@ def compare(
 
 
 @app.command()
+def backtest(
+    run_dir: Path = typer.Argument(..., help="A sweep's or an import's run directory."),
+    setup: Optional[str] = typer.Option(None, "--setup", help="Only this setup (default: every setup)."),
+) -> None:
+    """How far to trust the law when it extrapolates: refit without each axis's largest value (three or more
+    values) and report the miss at the points left out, whether the predictive interval held them, and the loss
+    given up; the figures go into summary.json."""
+    from .commands import backtest as command
+
+    _guarded(lambda: command.run(run_dir, setup))
+
+
+@app.command()
 def transfer(
     width: Optional[int] = typer.Option(None, "--width", help="Target width (a spelling of --at width=N)."),
     source: Optional[Path] = SOURCE,

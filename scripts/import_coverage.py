@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,7 @@ from mutransfer.importing.convert import to_trials
 from mutransfer.importing.mapping import AxisColumn, ImportMapping
 from mutransfer.schema import LR_KEY
 from mutransfer.simulation.calibration import real_truth
-from mutransfer.simulation.tables import TableDesign, simulate_table
+from mutransfer.simulation.tables import RealDesign, TableDesign, simulate_real_table, simulate_table
 
 DESIGNS = {
     "4 sizes x 3 budgets x 4 batches": TableDesign(),
@@ -42,6 +43,10 @@ DESIGNS = {
     "3 sizes x 3 budgets x 1 batch, 12 LRs": TableDesign(params=(2e7, 6e7, 2e8), batches=(128,), lrs=12,
                                                          diverged=0.01),
     "4 sizes x 1 budget x 1 batch (one axis)": TableDesign(tokens=(4e9,), batches=(128,), diverged=0.02),
+    "real: 5 sizes, own budgets and batches": RealDesign(),
+    "real: 5 sizes, own budgets, 10-13 batches, 4-12 LRs": RealDesign(batches_per_cell=(10, 13), lrs=(4, 12),
+                                                                      ladder=tuple(2**k for k in range(4, 18))),
+    "real: 3 sizes, own budgets and batches": RealDesign(params=(2e7, 6e7, 2e8), batches_per_cell=(2, 3)),
 }
 MAPPING = ImportMapping(lr="lr", loss="val/loss", axes=(AxisColumn("width", "width"), AxisColumn("params", "n_params"),
                                                         AxisColumn("tokens", "tokens"), AxisColumn("batch", "bs")),
@@ -49,7 +54,7 @@ MAPPING = ImportMapping(lr="lr", loss="val/loss", axes=(AxisColumn("width", "wid
 TARGET = {"params": 7e9, "tokens": 2e11, "batch": 1024.0}
 
 
-def one_table(design: TableDesign, rng: np.random.Generator, bowl: str, departure_scale: float = 1.0,
+def one_table(design: TableDesign | RealDesign, rng: np.random.Generator, bowl: str, departure_scale: float = 1.0,
               seed_correlation: float = 0.0) -> dict[str, list[int]]:
     """Hits (1) and misses (0) of one simulated table's intervals; ``departure_scale`` multiplies the points'
     scatter off the law (the calibrated σ_b the analysis assumes where it cannot estimate one);
@@ -57,13 +62,19 @@ def one_table(design: TableDesign, rng: np.random.Generator, bowl: str, departur
     share their data order)."""
     truth = real_truth(bowl, diverge_after=2.5, departure=departure_scale * BETWEEN_POINT_SD,
                        seed_correlation=seed_correlation)
-    sim = simulate_table(truth, design, rng)
+    sim = simulate_real_table(truth, design, rng) if isinstance(design, RealDesign) else \
+        simulate_table(truth, design, rng)
     imported = to_trials(sim.table, MAPPING)
     trials = imported.trials
     settings = {LR_KEY: {label: s for label, s in search_settings(Path("/nonexistent"), trials)[LR_KEY].items()}}
     summary = summarize(trials, settings, axes=imported.axes, no_seeds=True)
-    setup = summary.setups()["imported"]
-    hits: dict[str, list[int]] = {"point": [], "slope": [], "target": [], "calibrated": [int(summary.noise.calibrated)]}
+    setup = summary.setups().get("imported")
+    if setup is None:
+        return {"calibrated": [int(summary.noise is not None and summary.noise.calibrated)]}
+    hits: dict[str, list[int]] = {"point": [], "slope": [], "target": [], "held": [],
+                                  "calibrated": [int(summary.noise.calibrated)]}
+    if setup.backtest is not None:
+        hits["held"] = [int(bool(p.held)) for p in setup.backtest.measured()]
     law = setup.law
     if law is None:
         fit = setup.line
@@ -78,9 +89,12 @@ def one_table(design: TableDesign, rng: np.random.Generator, bowl: str, departur
         result = law_point.result
         if result.measured and result.ci is not None:
             at = law_point.at
-            key = (at.get("params", design.params[0]), at.get("tokens", design.tokens[0]),
-                   int(at.get("batch", design.batches[0])))
+            base = design.base()
+            key = (at.get("params", base["params"]), at.get("tokens", base["tokens"]),
+                   int(at.get("batch", base["batch"])))
             hits["point"].append(int(result.ci[0] <= sim.truth[key] <= result.ci[1]))
+    hits["dof"] = [law.points_used - len(law.axes) - 1]
+    hits["blocked"] = [int(bool(law.contradicted))]
     for name in law.axes:
         low, high = law.slope_ci[name]
         hits["slope"].append(int(low <= design.slopes[name] <= high))
@@ -92,8 +106,11 @@ def one_table(design: TableDesign, rng: np.random.Generator, bowl: str, departur
     return hits
 
 
-def residual_dof(design: TableDesign) -> int:
-    """The law's residual degrees of freedom when every point of ``design`` is measured (points − coefficients)."""
+def residual_dof(design: TableDesign | RealDesign) -> Optional[int]:
+    """The law's residual degrees of freedom when every point of ``design`` is measured (points − coefficients);
+    None for a real layout, whose cells are drawn per table (its rows give the median over the tables)."""
+    if isinstance(design, RealDesign):
+        return None
     counts = [len(design.params), len(design.tokens), len(design.batches)]
     return int(np.prod(counts)) - sum(c > 1 for c in counts) - 1
 
@@ -106,7 +123,9 @@ def markdown(frame: pd.DataFrame) -> str:
     for row in frame.sort_values(["bowl", "departure_scale", "seed_correlation"], kind="stable").to_dict("records"):
         target = "–" if row["target_n"] == 0 else f"{row['target_coverage']:.3f}"
         design = DESIGNS.get(row["design"])
-        dof = f" ({residual_dof(design)})" if design is not None else ""
+        exact = residual_dof(design) if design is not None else None
+        median = row.get("median_dof")
+        dof = f" ({exact})" if exact is not None else f" (median {median:g})" if median == median and median else ""
         lines.append(f"| {row['design']}{dof} | {row['bowl']} | ×{row['departure_scale']:g} | "
                      f"{row['seed_correlation']:g} | {row['point_coverage']:.3f} "
                      f"| {row['slope_coverage']:.3f} | {target} |")
@@ -135,7 +154,8 @@ def main() -> None:
         if args.design and name not in args.design:
             continue
         rng = np.random.default_rng(args.seed)
-        tally: dict[str, list[int]] = {"point": [], "slope": [], "target": [], "calibrated": []}
+        tally: dict[str, list[int]] = {"point": [], "slope": [], "target": [], "held": [], "dof": [],
+                                       "blocked": [], "calibrated": []}
         for _ in range(args.sims):
             for kind, values in one_table(design, rng, args.bowl, args.departure_scale,
                                           args.seed_correlation).items():
@@ -143,14 +163,17 @@ def main() -> None:
         row = {"design": name, "bowl": args.bowl, "departure_scale": args.departure_scale,
                "seed_correlation": args.seed_correlation, "sims": args.sims,
                **{f"{kind}_coverage": (float(np.mean(v)) if v else math.nan) for kind, v in tally.items()
-                  if kind != "calibrated"},
-               **{f"{kind}_n": len(v) for kind, v in tally.items() if kind != "calibrated"},
+                  if kind not in ("calibrated", "dof", "blocked")},
+               **{f"{kind}_n": len(v) for kind, v in tally.items() if kind not in ("calibrated", "dof", "blocked")},
+               "blocked_share": float(np.mean(tally["blocked"])) if tally["blocked"] else math.nan,
+               "median_dof": float(np.median(tally["dof"])) if tally["dof"] else math.nan,
                "calibrated_share": float(np.mean(tally["calibrated"])), "min_residual_dof": MIN_RESIDUAL_DOF}
         rows.append(row)
         print(f"{name:42s} {args.bowl} ×{args.departure_scale:g} ρ{args.seed_correlation:g}: point "
               f"{row['point_coverage']:.3f} (n {row['point_n']}), slope "
               f"{row['slope_coverage']:.3f} (n {row['slope_n']}), target {row['target_coverage']:.3f} "
-              f"(n {row['target_n']}); marked calibrated in {row['calibrated_share']:.2f} (from {MIN_RESIDUAL_DOF} "
+              f"(n {row['target_n']}), backtest held {row['held_coverage']:.3f} (n {row['held_n']}), median "
+              f"residual dof {row['median_dof']:g}; marked calibrated in {row['calibrated_share']:.2f} (from {MIN_RESIDUAL_DOF} "
               f"residual dof)", flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

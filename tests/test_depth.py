@@ -229,7 +229,8 @@ def test_summary_without_a_depth_column_keeps_its_layout_and_with_one_fits_each_
     both = summarize(table, settings).setups()["s"]
     plain = summarize(width_axis(table), settings).setups()["s"]
     assert list(plain.axes) == ["width"] and plain.law is None and "depth" not in width_axis(table).columns
-    assert replace(both, axes={"width": both.axes["width"]}, law=None) == plain
+    assert replace(both, axes={"width": both.axes["width"]}, law=None, fates=plain.fates,
+                   backtest=plain.backtest) == plain
     assert sorted(plain.line.points) == [32, 64, 128]
     law = both.law
     assert law is not None

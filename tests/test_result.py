@@ -34,9 +34,34 @@ def close(a: Any, b: Any) -> bool:
     return a == b
 
 
+ADDED_IN_3 = {"setup": ("primary", "fates", "backtest"),
+              "law": ("slope_ci90", "verdicts", "censored", "censored_shift", "contradicted"), "fit": ("at",),
+              "key": ("unfitted",)}
+"""The keys layout 3 added to layout 2 (a sweep's numbers are otherwise the same)."""
+
+
+def without_added(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with the keys layout 3 added removed, and its version."""
+    document = normalised(document)
+    document.pop("version", None)
+    for part in document["keys"].values():
+        for name in ADDED_IN_3["key"]:
+            part.pop(name, None)
+        for setup in part["setups"].values():
+            for name in ADDED_IN_3["setup"]:
+                setup.pop(name, None)
+            for name in ADDED_IN_3["law"]:
+                (setup.get("law") or {}).pop(name, None)
+            for fit in setup["axes"].values():
+                for name in ADDED_IN_3["fit"]:
+                    fit.pop(name, None)
+    return document
+
+
 def without_grid_seeds(document: dict[str, Any]) -> dict[str, Any]:
-    """``document`` (layout 2) with each point's ``grid_seeds`` and a law's ``points`` dropped: fields the first
-    layout lacked."""
+    """``document`` with each point's ``grid_seeds`` and a law's ``points`` dropped (fields the first layout
+    lacked), and the keys layout 3 added."""
+    document = without_added(document)
     for part in document["keys"].values():
         for setup in part["setups"].values():
             (setup.get("law") or {}).pop("points", None)
@@ -51,58 +76,49 @@ def test_a_first_layout_summary_reads_to_what_the_analysis_computes_from_its_tab
     """tests/baselines/summary_v1/<name>.json was written by version 0.7 from docs/data/<name>/trials.csv."""
     old = json.loads((BASELINES / "summary_v1" / f"{name}.json").read_text(encoding="utf-8"))
     assert "version" not in old, "a first-layout document"
+    assert Summary.from_json(old).to_json()["version"] == SUMMARY_VERSION
     read = without_grid_seeds(normalised(Summary.from_json(old).to_json()))
     computed = without_grid_seeds(normalised(summarize_run(ROOT / "docs" / "data" / name).to_json()))
-    assert read["version"] == SUMMARY_VERSION
     assert close(read, computed)
 
 
-def test_the_current_layout_round_trips_and_a_newer_one_is_refused() -> None:
-    summary = summarize_run(BASELINES / "smoke")
-    document = summary.to_json()
-    assert document["version"] == SUMMARY_VERSION and summary.setups()
-    assert Summary.from_json(document).to_json() == document
-    assert Summary.from_json(normalised(document)) == summary
-    with pytest.raises(ValueError):
-        Summary.from_json({**document, "version": 99})
+KEPT_RUNS = sorted(path.parent for path in [*(ROOT / "docs" / "data").glob("**/trials.csv"),
+                                            *BASELINES.glob("**/trials.csv")])
+KEPT_IMPORTS = [path for path in KEPT_RUNS if (path / "config.yaml").is_file()
+                and "kind: import" in (path / "config.yaml").read_text(encoding="utf-8")]
 
 
-def test_a_point_keeps_its_number_type_through_its_key() -> None:
-    assert point_key(64) == "64"
-    assert point_value("64") == 64 and isinstance(point_value("64"), int)
-    assert point_value(point_key(64)) == 64 and isinstance(point_value(point_key(64)), int)
-    fractional = 1.3e8 + 0.5
-    assert point_value(point_key(fractional)) == fractional
-    assert isinstance(point_value(point_key(fractional)), float)
+def _baseline(run_dir: Path) -> dict[str, Any]:
+    name = str(run_dir.relative_to(ROOT)).removeprefix("docs/data/").replace("/", "_")
+    return json.loads((BASELINES / "summary_v2" / f"{name}.json").read_text(encoding="utf-8"))
 
 
-def test_an_axis_the_registry_lacks_with_fractional_values_needs_no_new_code() -> None:
-    """A table of finished runs whose one axis is tokens per parameter (no config key sets it, values not whole):
-    the analysis finds each point's optimum and the line through them, and the summary round-trips."""
-    import numpy as np
-    import pandas as pd
+@pytest.mark.parametrize("run_dir", [p for p in KEPT_RUNS if p not in KEPT_IMPORTS],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_kept_sweep_summarises_as_it_did_before_layout_3(run_dir: Path) -> None:
+    """tests/baselines/summary_v2/<run>.json is every kept run's summary as commit 1c82fca computed it (layout 2):
+    with the keys layout 3 added removed, today's analysis gives a sweep the same document."""
+    before = _baseline(run_dir)
+    now = summarize_run(run_dir).to_json()
+    assert now["version"] == SUMMARY_VERSION
+    assert without_added(now) == without_added(before)
+    assert Summary.from_json(before).to_json()["version"] == SUMMARY_VERSION
 
-    from mutransfer.analysis.drift import SearchSettings
-    from mutransfer.analysis.summary import summarize
 
-    rng = np.random.default_rng(0)
-    rows = []
-    slope = -0.5
-    for ratio in (2.5, 5.0, 10.0, 20.0):
-        optimum = -6.0 + slope * np.log2(ratio / 2.5)
-        for seed in (0, 1, 2):
-            shift = rng.normal(0.0, 0.1)
-            for x in np.arange(-11.0, -2.5, 1.0):
-                rows.append({"setup": "s", "tokens_per_param": ratio, "seed": seed, "search_key": "optimizer.lr",
-                             "log2_lr": x, "val_loss": 3.0 + 0.05 * (x - optimum - shift) ** 2 +
-                             rng.normal(0.0, 0.005), "status": "ok"})
-    summary = summarize(pd.DataFrame(rows), {"optimizer.lr": {"s": SearchSettings(step=1.0)}},
-                        axes=["tokens_per_param"])
-    fit = summary.setups()["s"].line
-    assert fit.axis == "tokens_per_param" and list(fit.points) == [2.5, 5, 10, 20]
-    assert isinstance(fit.points[2.5].point, float) and all(p.measured for p in fit.points.values())
-    assert fit.slope_ci is not None and fit.slope_ci[0] < slope < fit.slope_ci[1]
-    document = normalised(summary.to_json())
-    assert list(document["keys"]["optimizer.lr"]["setups"]["s"]["axes"]["tokens_per_param"]["points"]) == \
-        ["2.5", "5", "10", "20"]
-    assert Summary.from_json(document) == summary
+@pytest.mark.parametrize("run_dir", KEPT_IMPORTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_kept_import_changes_only_where_docs_import_md_lists(run_dir: Path) -> None:
+    """An import over several axes is judged by its law, fitted by the censored likelihood with each slope's
+    variance at least the sandwich's (docs/import.md lists what moved): the same coefficients, verdicts and points;
+    slope intervals no narrower, by at most 0.005."""
+    before, now = without_added(_baseline(run_dir)), without_added(summarize_run(run_dir).to_json())
+    for label, setup in now["keys"]["optimizer.lr"]["setups"].items():
+        old = before["keys"]["optimizer.lr"]["setups"][label]
+        law, was = setup.pop("law"), old.pop("law")
+        assert setup == old
+        assert law["coefficients"] == pytest.approx(was["coefficients"], rel=1e-9)
+        for name, (low, high) in law["slope_ci"].items():
+            old_low, old_high = was["slope_ci"][name]
+            assert old_low - 0.005 <= low <= old_low + 1e-9 and old_high - 1e-9 <= high <= old_high + 0.005
+        assert law.get("beta") == pytest.approx(was.get("beta"), rel=1e-9)
+        moved = ("slope_ci", "covariance", "coefficients", "beta", "beta_ci")
+        assert {k: v for k, v in law.items() if k not in moved} == {k: v for k, v in was.items() if k not in moved}

@@ -13,7 +13,7 @@ there is none when either run has a single seed there.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -21,11 +21,12 @@ import pandas as pd
 
 from ..defaults import COMPARE_TOLERANCE
 from ..schema import LR_KEY
-from .result import AxisFit, PointResult, Summary, point_key
+from .result import AxisFit, PointResult, SetupResult, Summary, point_key
 from .stats import welch_difference
 from .shift import SHIFT_VERDICTS, estimate_of, pooled_shift, shared_noise, shift_verdict, width_difference
 
 __all__ = ["Comparison", "compare", "compare_setup", "loss_difference", "keyed_setups", "config_changes",
+           "law_point_label",
            "VERDICTS", "WIDTH_COLUMNS", "SETUP_COLUMNS", "DEFAULT_TOLERANCE"]
 
 VERDICTS = SHIFT_VERDICTS
@@ -43,9 +44,26 @@ SETUP_COLUMNS = ["key", "setup", "verdict", "reason", "shift", "shift_ci_low", "
 
 
 def keyed_setups(summary: Summary) -> dict[str, dict[str, AxisFit]]:
-    """Each searched key's setups' width lines as a reader is shown them (``SetupResult.judged``)."""
-    return {key: {label: setup.judged(setup.line.axis) for label, setup in result.setups.items()}
+    """Each searched key's setups' width lines as a reader is shown them (``SetupResult.judged``); a setup its law
+    judges compares every point of the law, matched on all axes (``law_point_label``)."""
+    return {key: {label: _compared_fit(setup) for label, setup in result.setups.items() if setup.axes}
             for key, result in summary.keys.items() if result.setups}
+
+
+def law_point_label(at: Mapping[str, Any]) -> str:
+    """A law point's place on every axis, as compare's rows name it: ``params=2e+07 tokens=1e+08 batch=32``."""
+    return " ".join(f"{name}={float(value):g}" for name, value in at.items())
+
+
+def _compared_fit(setup: SetupResult) -> AxisFit:
+    """The fit compare reads: the line as judged; where the law judges, its first axis as judged with every law
+    point keyed by its place on all axes."""
+    judged = setup.judged(setup.first_axis)
+    if setup.primary != "law" or setup.law is None:
+        return judged
+    points = {law_point_label(p.at): replace(p.result, point=law_point_label(p.at))  # type: ignore[arg-type]
+              for p in setup.law.points}
+    return replace(judged, points=points)  # type: ignore[arg-type]
 
 
 def loss_difference(a: PointResult, b: PointResult) -> tuple[float, Optional[tuple[float, float]]]:
@@ -142,7 +160,7 @@ class Comparison:
         for row in self.setups.to_dict("records"):
             rows = self.widths[(self.widths["key"] == row["key"]) & (self.widths["setup"] == row["setup"])]
             entry = {k: _plain(v) for k, v in row.items() if k not in ("key", "setup")}
-            entry["widths"] = {point_key(w["width"]): {k: _plain(v) for k, v in w.items()
+            entry["widths"] = {(w["width"] if isinstance(w["width"], str) else point_key(w["width"])): {k: _plain(v) for k, v in w.items()
                                                       if k not in ("key", "setup", "width")}
                                for w in rows.to_dict("records")}
             place = document["setups"] if row["key"] == LR_KEY else document["keys"].setdefault(

@@ -57,9 +57,13 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
     for c, (key, setup) in enumerate(columns):
         rows = widths[(widths["key"] == key) & (widths["setup"] == setup)]
         summary = setups[(setups["key"] == key) & (setups["setup"] == setup)].iloc[0]
+        if rows["width"].map(lambda w: isinstance(w, str)).any():
+            _law_panels(axes[0][c], axes[1][c], setup, rows, summary, tolerance, names)
+            continue
         _curves_panel(axes[0][c], key, setup, rows, summary, (points_a, points_b), names, summaries, axis)
         _shift_panel(axes[1][c], rows, summary, tolerance, names, axis)
-    axes[0][0].set_ylabel("validation loss (nats/token)")
+    if not axes[0][0].get_ylabel():
+        axes[0][0].set_ylabel("validation loss (nats/token)")
     axes[1][0].set_ylabel("Δ log2 optimum")
     fig.suptitle(f"Did the optimum move?  {names[0]} ({RUN_STYLE['a'].words}) vs {names[1]} "
                  f"({RUN_STYLE['b'].words})", fontsize=11)
@@ -122,6 +126,29 @@ def _shift_panel(bottom: Any, rows: pd.DataFrame, summary: pd.Series, tolerance:
     bottom.set_xticks(x, [_tick(w) for w in rows["width"]])
     bottom.set_xlim(*span)
     finish_panel(bottom, f"{names[1]} − {names[0]} (octaves), 95 % intervals", f"{axis} (log2 axis)", title_size=10)
+
+def _law_panels(top: Any, bottom: Any, setup: str, rows: pd.DataFrame, summary: pd.Series, tolerance: float,
+                names: tuple[str, str]) -> None:
+    """A setup its law judges, compared on every point both runs hold: B's optimum against A's (top, the line of
+    no change and the pooled shift), and B − A per point ordered by A's optimum (bottom)."""
+    ordered = rows.sort_values("x_a", kind="stable").reset_index(drop=True)
+    x_a, x_b = ordered["x_a"].to_numpy(float), ordered["x_b"].to_numpy(float)
+    top.plot(x_a, x_b, "o", ms=4, color="tab:blue", label=f"{len(ordered)} points on all axes")
+    span = np.array([min(x_a.min(), x_b.min()) - 0.5, max(x_a.max(), x_b.max()) + 0.5])
+    top.plot(span, span, color="0.4", lw=0.8, label="no change")
+    if summary["shift"] == summary["shift"]:
+        top.plot(span, span + summary["shift"], color="tab:purple", ls=(0, (6, 3)),
+                 label=f"pooled shift {summary['shift']:+.2f}")
+    top.legend(fontsize=8, loc="upper left")
+    finish_panel(top, f"{setup}: {summary['verdict']} (its law's points, matched on all axes)",
+                 f"log2 η* in {names[0]}", title_size=10)
+    top.set_ylabel(f"log2 η* in {names[1]}")
+    index = np.arange(1, len(ordered) + 1)
+    _shift_panel(bottom, ordered.assign(width=2.0**index), summary, tolerance, names, "point")
+    step = max(1, len(ordered) // 8)
+    bottom.set_xticks(index[::step], [str(i) for i in index[::step]])
+    bottom.set_xlabel("point, in order of its optimum in A")
+
 
 def _tick(value: Any) -> str:
     """A point's value as a tick or legend reads it: whole up to 99,999 as is (``256``), else three digits

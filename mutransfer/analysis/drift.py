@@ -33,7 +33,8 @@ from .regression import MIN_POINTS_TO_ESTIMATE, Regression, regress
 from .stats import quantile
 
 __all__ = ["drift", "verdict", "pool", "analyze", "analyze_setup", "SearchSettings", "VERDICTS",
-           "PointTrials", "setup_optima", "best_losses", "common_se", "seed_correlation", "lack_of_fit_reason"]
+           "PointTrials", "setup_optima", "best_losses", "common_se", "seed_correlation", "lack_of_fit_reason",
+           "undecided"]
 
 VERDICTS = ("transfers", "drifts", "inconclusive")
 
@@ -71,7 +72,8 @@ def verdict(ci90: tuple[float, float], kind: str, th: Thresholds = Thresholds())
     return "inconclusive"
 
 
-def _undecided(ci90: tuple[float, float], th: Thresholds, kind: str, plural: str) -> tuple[str, str]:
+def undecided(ci90: tuple[float, float], th: Thresholds, kind: str, plural: str) -> tuple[str, str]:
+    """Why a slope's 90 % interval decides nothing, and what would decide it."""
     if kind != CONFIDENCE and -th.transfer_slope <= ci90[0] and ci90[1] <= th.transfer_slope:
         return ("the slope's 90 % interval is inside the margin but comes from one seed's resolution bounds, not "
                 "measured seed noise", "measure seed noise (search.noise_seeds ≥ 1) and resweep")
@@ -117,7 +119,7 @@ def drift(optima: Sequence[Optimum], th: Thresholds = Thresholds(), missing: Seq
         assert result.slope_ci90 is not None
         result.verdict = verdict(result.slope_ci90, kind, th)
         if result.verdict == "inconclusive":
-            result.reason, result.fix = _undecided(result.slope_ci90, th, kind, plural)
+            result.reason, result.fix = undecided(result.slope_ci90, th, kind, plural)
     return result
 
 

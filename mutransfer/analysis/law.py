@@ -7,7 +7,11 @@ weighted least squares on the per-point optima (``analysis.regression``: weights
 spread pooled over the points as for width alone, σ_b the between-point scatter — estimated when every varying
 axis has 4 or more values, the calibrated one otherwise — and the lack-of-fit F test; censored points and points
 without a result are left out). Intervals use Student's t with the fit's degrees of freedom (normal quantiles for
-resolution bounds), as the width slope does. β = −s_t (or −s_D) is the horizon exponent (Bjorck et al.,
+resolution bounds), as the width slope does. Each axis's verdict (``judge_law``) is the width line's rule applied
+to the law's slope: its 90 % interval inside ±``transfer_slope`` (``transfers``, with measured seed noise), wholly
+beyond it (``drifts``), else ``inconclusive``, and ``inconclusive`` whatever the slope where the law fails its
+lack-of-fit test or a censored point's bound contradicts it. Censored points are left out of the fit and counted;
+the slopes' shift when their bounds enter as optima is reported beside them. β = −s_t (or −s_D) is the horizon exponent (Bjorck et al.,
 "Scaling Optimal LR Across Token Horizons": LR* ∝ D^-β).
 
 A prediction at a target point evaluates the law there for the axes whose slope is applied and at the swept
@@ -19,63 +23,178 @@ the value when a slope is not applied (as ``analysis.prediction`` does for width
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .drift import PointTrials, SearchSettings, common_se, setup_optima
-from .optimum import CONFIDENCE, RESOLUTION, fit_halfwidth
+from ..schema import axis_named
+from .censored import censored_fit
+from .drift import PointTrials, SearchSettings, common_se, lack_of_fit_reason, setup_optima, undecided, verdict
+from .optimum import CONFIDENCE, RESOLUTION, Optimum, fit_halfwidth
 from .thresholds import Thresholds
-from .result import Law, LawPoint, PointResult, point_value
-from .regression import MIN_POINTS_TO_ESTIMATE, regress
+from .result import Judgement, Law, LawPoint, PointResult, PointValue, point_value
+from .regression import MIN_POINTS_TO_ESTIMATE, Regression, regress
 from .stats import quantile
 
-__all__ = ["fit_law", "fit_laws", "evaluate_law"]
+ROBUST_FROM = 40
+"""Residual degrees of freedom from which an import's law takes each coefficient's variance at least as large as
+the sandwich's (``analysis.censored.CensoredFit``): enough points to estimate it (the calibration threshold of a
+table without seeds, ``analysis.no_seeds.MIN_RESIDUAL_DOF``)."""
+
+__all__ = ["ROBUST_FROM", "LawData", "law_data", "law_of", "fit_law", "fit_laws", "evaluate_law", "judge_law"]
+
+
+@dataclass
+class LawData:
+    """One setup's points as a law reads them: each point's coordinates, its optimum (None where every trial
+    diverged or failed), the LRs it tried, and the pooled bowl; computed once, so a refit (``law_of`` with a
+    subset, the backtest's) reuses the optima."""
+
+    axes: list[str]
+    at: list[dict[str, PointValue]]
+    logs: np.ndarray
+    """log2 of each point's value per axis (points × axes)."""
+    optima: dict[int, Optimum]
+    points: list[LawPoint]
+    tried: list[tuple[float, float]]
+    """The lowest and highest searched value each point tried."""
+    asymmetry: float
+    no_seeds: bool
+
+
+def law_data(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings, th: Thresholds = Thresholds(),
+             no_seeds: bool = False) -> LawData:
+    """Every point's optimum from one setup's trials (columns ``seed, x, loss, status`` and one per axis name)."""
+    halfwidth = fit_halfwidth(settings.step, settings.log2, th)
+    groups = list(rows.groupby(list(axes)))
+    optima, _, bowl = setup_optima({index: PointTrials.of(part) for index, (_, part) in enumerate(groups)},
+                                   settings.step, halfwidth, th, own_shape=no_seeds)
+    at = [{name: point_value(v) for name, v in zip(axes, np.atleast_1d(np.asarray(point, dtype=object)))}
+          for point, _ in groups]
+    logs = np.array([[math.log2(float(a[name])) for name in axes] for a in at]).reshape(len(at), len(axes))
+    return LawData(list(axes), at, logs, {o.point: o for o in optima}, _law_points(groups, list(axes), optima),
+                   [(float(part["x"].min()), float(part["x"].max())) for _, part in groups], bowl.ratio, no_seeds)
+
+
+def law_of(data: LawData, keep: Optional[Sequence[int]] = None, censored_likelihood: bool = False) -> Optional[Law]:
+    """The law over ``data``'s measured points (only those ``keep`` lists, when given), or None when no axis
+    varies among them or fewer measured points than coefficients remain (the points' own errors and the
+    between-point scatter, not the residuals alone, give the covariance, as for the width slope from two widths).
+    Censored points are counted and left out of the weighted fit; with ``censored_likelihood`` (the law an import
+    is judged by) they then enter as bounds (``analysis.censored``), which gives the coefficients and their
+    covariance. Either way the slopes' shift between the two fits is reported, and a bound the law's range lies
+    wholly beyond is recorded as a contradiction."""
+    chosen = set(range(len(data.at)) if keep is None else keep)
+    used = [o for i, o in data.optima.items() if i in chosen and o.measured]
+    if not used:
+        return None
+    logs = np.array([data.logs[o.point] for o in used])
+    varying = [i for i in range(len(data.axes)) if np.ptp(logs[:, i]) > 0]
+    names = [data.axes[i] for i in varying]
+    if not names or len(used) < len(names) + 1:
+        return None
+    fit = _regress(used, logs, varying, data.no_seeds)
+    coefficients, covariance = fit.coefficients, fit.covariance
+    censored = [o for i, o in data.optima.items() if i in chosen and o.censored]
+    bounded = _with_bounds(fit, used, censored, data, varying) if censored or censored_likelihood else None
+    if bounded is not None and censored_likelihood:
+        coefficients, covariance = bounded
+    dof = None if fit.dof is None else max(1, int(fit.dof))
+    kind = CONFIDENCE if all(o.ci_kind == CONFIDENCE for o in used) else RESOLUTION
+    law = Law(axes=names, coefficients={"intercept": float(coefficients[0]),
+                                        **{n: float(c) for n, c in zip(names, coefficients[1:])}},
+              covariance=covariance.tolist(), dof=dof, ci_kind=kind, points_used=len(used),
+              centre={n: float(np.sum(fit.weights * logs[:, i]) / np.sum(fit.weights)) for n, i in zip(names, varying)},
+              slope_ci=_slope_intervals(coefficients, covariance, names, quantile(0.975, dof)),
+              lack_of_fit=fit.lack_of_fit, fails_lack_of_fit=fit.fails, between_sd=fit.between_sd,
+              between_source=fit.between_source, lack_of_fit_line=fit.lack_of_fit_line(), asymmetry=data.asymmetry)
+    law.slope_ci90 = _slope_intervals(coefficients, covariance, names, quantile(0.95, dof))
+    if keep is None:
+        law.points = data.points
+    horizon = next((name for name in ("tokens", "steps") if name in names), None)
+    if horizon is not None:
+        lo, hi = law.slope_ci[horizon]
+        law.beta, law.beta_ci = -law.coefficients[horizon], (-hi, -lo)
+    law.censored = len(censored)
+    if bounded is not None and censored:
+        law.censored_shift = {name: float(bounded[0][k] - fit.coefficients[k]) for k, name in enumerate(names, 1)}
+    if censored:
+        law.contradicted = [data.at[o.point] for o in censored if _contradicts(law, o, data.at[o.point])]
+    return law
+
+
+def _regress(optima: Sequence[Optimum], logs: np.ndarray, varying: Sequence[int], no_seeds: bool) -> Regression:
+    x = np.column_stack([np.ones(len(optima)), logs[:, list(varying)]])
+    kind = CONFIDENCE if all(o.ci_kind == CONFIDENCE for o in optima) else RESOLUTION
+    pure_dof = min((o.dof for o in optima if o.dof), default=None) if kind == CONFIDENCE else None
+    enough = no_seeds or all(len(np.unique(logs[:, i])) >= MIN_POINTS_TO_ESTIMATE for i in varying)
+    return regress(x, np.array([o.x_star for o in optima]), np.array([o.se for o in optima]), pure_dof, enough,
+                   common_se(optima))
+
+
+def _slope_intervals(coefficients: np.ndarray, covariance: np.ndarray, names: Sequence[str],
+                     q: float) -> dict[str, tuple[float, float]]:
+    return {n: (float(coefficients[k] - q * math.sqrt(covariance[k, k])),
+                float(coefficients[k] + q * math.sqrt(covariance[k, k]))) for k, n in enumerate(names, start=1)}
+
+
+def _with_bounds(fit: Regression, used: Sequence[Optimum], censored: Sequence[Optimum], data: LawData,
+                 varying: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The coefficients and covariance with the censored points entered as bounds at their grid's edge, each point
+    at the variance the weighted fit gives it (its se² and σ_b²; ``analysis.censored``). With ``ROBUST_FROM``
+    residual degrees of freedom or more, each coefficient's variance is at least the sandwich's (the model
+    covariance scaled per coefficient, so it stays a covariance); the covariance carries the weighted fit's
+    common error on the intercept as it does."""
+    points = [*used, *censored]
+    x = np.column_stack([np.ones(len(points)), np.array([data.logs[o.point] for o in points])[:, list(varying)]])
+    variance = np.maximum(np.array([o.se for o in points]), 1e-6) ** 2 + fit.between_sd**2
+    edge = {"low": 0, "high": 1}
+    y = np.array([data.tried[o.point][edge[o.censored]] if o.censored else o.x_star for o in points])
+    found = censored_fit(x, y, variance, [o.censored or "" for o in points], fit.coefficients)
+    covariance = found.covariance.copy()
+    if len(points) - x.shape[1] >= ROBUST_FROM:
+        scale = np.sqrt(np.maximum(1.0, np.diag(found.robust) / np.diag(found.covariance)))
+        covariance = covariance * np.outer(scale, scale)
+    covariance[0, 0] += common_se(used) ** 2
+    return found.coefficients, covariance
+
+
+def _contradicts(law: Law, optimum: Optimum, at: Mapping[str, PointValue]) -> bool:
+    """A censored point whose bound the law's 95 % range at that point lies wholly beyond: its optimum is at or
+    below its lowest LR while the law puts it above (or the other way round)."""
+    _, (low, high) = evaluate_law(law, {n: float(at[n]) for n in law.axes}, list(law.axes))
+    bound_low, bound_high = optimum.ci
+    return (optimum.censored == "low" and low > bound_high) or (optimum.censored == "high" and high < bound_low)
 
 
 def fit_law(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings,
             th: Thresholds = Thresholds(), no_seeds: bool = False) -> Optional[Law]:
     """One setup's law from its trials (columns ``seed, x, loss, status`` and one per axis name), or None when
-    no axis varies or fewer measured points than coefficients remain (the points' own errors and the
-    between-point scatter, not the residuals alone, give the covariance, as for the width slope from two widths)."""
-    halfwidth = fit_halfwidth(settings.step, settings.log2, th)
-    groups = list(rows.groupby(list(axes)))
-    coordinates = {index: np.log2(np.atleast_1d(np.asarray(point, dtype=float)))
-                   for index, (point, _) in enumerate(groups)}
-    optima, _, bowl = setup_optima({index: PointTrials.of(part) for index, (_, part) in enumerate(groups)},
-                                   settings.step, halfwidth, th, own_shape=no_seeds)
-    used = [o for o in optima if o.measured]
-    if not used:
-        return None
-    logs = np.array([coordinates[o.point] for o in used])
-    varying = [i for i, _ in enumerate(axes) if np.ptp(logs[:, i]) > 0]
-    names = [axes[i] for i in varying]
-    if not names or len(used) < len(names) + 1:
-        return None
-    x = np.column_stack([np.ones(len(used)), logs[:, varying]])
-    kind = CONFIDENCE if all(o.ci_kind == CONFIDENCE for o in used) else RESOLUTION
-    pure_dof = min((o.dof for o in used if o.dof), default=None) if kind == CONFIDENCE else None
-    enough = no_seeds or all(len(np.unique(logs[:, i])) >= MIN_POINTS_TO_ESTIMATE for i in varying)
-    fit = regress(x, np.array([o.x_star for o in used]), np.array([o.se for o in used]), pure_dof, enough,
-                  common_se(used))
-    coefficients, covariance = fit.coefficients, fit.covariance
-    dof = None if fit.dof is None else max(1, int(fit.dof))
-    q = quantile(0.975, dof)
-    slope_ci = {n: (float(coefficients[k] - q * math.sqrt(covariance[k, k])),
-                    float(coefficients[k] + q * math.sqrt(covariance[k, k]))) for k, n in enumerate(names, start=1)}
-    law = Law(axes=names, coefficients={"intercept": float(coefficients[0]),
-                                        **{n: float(c) for n, c in zip(names, coefficients[1:])}},
-              covariance=covariance.tolist(), dof=dof, ci_kind=kind, points_used=len(used),
-              centre={n: float(np.sum(fit.weights * logs[:, i]) / np.sum(fit.weights)) for n, i in zip(names, varying)},
-              slope_ci=slope_ci, lack_of_fit=fit.lack_of_fit, fails_lack_of_fit=fit.fails, between_sd=fit.between_sd,
-              between_source=fit.between_source, lack_of_fit_line=fit.lack_of_fit_line(), asymmetry=bowl.ratio)
-    law.points = _law_points(groups, list(axes), optima)
-    horizon = next((name for name in ("tokens", "steps") if name in names), None)
-    if horizon is not None:
-        lo, hi = slope_ci[horizon]
-        law.beta, law.beta_ci = -law.coefficients[horizon], (-hi, -lo)
-    return law
+    no axis varies or fewer measured points than coefficients remain (``law_of``)."""
+    return law_of(law_data(rows, axes, settings, th, no_seeds))
+
+
+def judge_law(law: Law, th: Thresholds = Thresholds()) -> None:
+    """Each axis's verdict from the law's slope (``drift.verdict`` on its 90 % interval): ``inconclusive`` for
+    every axis where the law fails its lack-of-fit test, or where a censored point's bound contradicts it."""
+    for name in law.axes:
+        plural = axis_named(name).plural
+        if law.fails_lack_of_fit and law.lack_of_fit is not None:
+            law.verdicts[name] = Judgement("inconclusive", lack_of_fit_reason(
+                "the points lie off the law", law.between_sd or 0.0, law.lack_of_fit),
+                "look at the curves (mutransfer plot) for a point whose optimum is off, or add points on every axis")
+        elif law.contradicted:
+            where = ", ".join(" ".join(f"{k}={v:g}" for k, v in at.items()) for at in law.contradicted[:3])
+            law.verdicts[name] = Judgement(
+                "inconclusive", f"the optimum at the grid's edge at {where} lies beyond the law's range there",
+                f"extend the LR grid at {where} past its edge, so that optimum is measured")
+        else:
+            ci90 = law.slope_ci90[name]
+            judged = verdict(ci90, law.ci_kind, th)
+            reason, fix = ("", "") if judged != "inconclusive" else undecided(ci90, th, law.ci_kind, plural)
+            law.verdicts[name] = Judgement(judged, reason, fix)
 
 
 def _law_points(groups: Sequence[tuple[Any, pd.DataFrame]], axes: list[str], optima: Sequence[Any]) -> list[LawPoint]:

@@ -22,10 +22,10 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .result import AxisFit, Noise, PointResult, SetupResult
+from .result import AxisFit, Judgement, Noise, PointResult, SetupResult
 from .stats import Z95
 
-__all__ = ["RESIDUALS", "SEEDS", "MIN_RESIDUAL_DOF", "no_seed_noise", "widen_point", "seeded_noise"]
+__all__ = ["RESIDUALS", "SEEDS", "MIN_RESIDUAL_DOF", "UNCALIBRATED", "no_seed_noise", "widen_point", "seeded_noise"]
 
 SEEDS = "seeds"
 RESIDUALS = "residuals"
@@ -52,21 +52,26 @@ def _residual_dof(setup: SetupResult) -> int:
     law = setup.law
     if law is not None:
         return law.points_used - (len(law.axes) + 1)
-    return max(len(setup.line.used) - 2, 0)
+    line = setup.line or next(iter(setup.axes.values()), None)
+    return max(len(line.used) - 2, 0) if line is not None else 0
 
 
 def _scatter(setup: SetupResult) -> float:
     law = setup.law
-    return float((law.between_sd if law is not None else setup.line.between_sd) or 0.0)
+    line = setup.line or next(iter(setup.axes.values()), None)
+    return float((law.between_sd if law is not None else line.between_sd if line is not None else 0.0) or 0.0)
+
+
+UNCALIBRATED = Judgement(
+    "inconclusive", "one run per point and LR (no seeds) and too few points to measure the seeds' shift from the "
+    f"law's residuals (fewer than {MIN_RESIDUAL_DOF} residual degrees of freedom): the intervals are uncalibrated",
+    "import a table with a seed column, or with more points (sizes, budgets, batches)")
+"""The verdict every fit of an uncalibrated table without seeds gets."""
 
 
 def _undecided(fit: AxisFit) -> None:
     if fit.verdict != "inconclusive":
-        fit.verdict = "inconclusive"
-        fit.reason = ("one run per point and LR (no seeds) and too few points to measure the seeds' shift from the "
-                      f"law's residuals (fewer than {MIN_RESIDUAL_DOF} residual degrees of freedom): the intervals "
-                      "are uncalibrated")
-        fit.fix = "import a table with a seed column, or with more points (sizes, budgets, batches)"
+        fit.verdict, fit.reason, fit.fix = UNCALIBRATED.verdict, UNCALIBRATED.reason, UNCALIBRATED.fix
 
 
 def no_seed_noise(setups: dict[str, SetupResult]) -> Noise:
@@ -85,6 +90,9 @@ def no_seed_noise(setups: dict[str, SetupResult]) -> Noise:
         if dof < MIN_RESIDUAL_DOF:
             for fit in setup.axes.values():
                 _undecided(fit)
+            if setup.law is not None:
+                setup.law.verdicts = {name: UNCALIBRATED if judged.verdict != "inconclusive" else judged
+                                      for name, judged in setup.law.verdicts.items()}
             _undecided_setup(setup)
     fewest: Optional[int] = min(dofs) if dofs else None
     calibrated = fewest is not None and fewest >= MIN_RESIDUAL_DOF
@@ -95,8 +103,7 @@ def no_seed_noise(setups: dict[str, SetupResult]) -> Noise:
 
 def _undecided_setup(setup: SetupResult) -> None:
     if setup.verdict != "inconclusive":
-        setup.verdict = "inconclusive"
-        setup.reason, setup.fix = setup.line.reason, setup.line.fix
+        setup.verdict, setup.reason, setup.fix = UNCALIBRATED.verdict, UNCALIBRATED.reason, UNCALIBRATED.fix
 
 
 def seeded_noise() -> Noise:

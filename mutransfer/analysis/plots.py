@@ -14,11 +14,12 @@ from ..table.constants import constant_keys
 from ..table.decay import DECAY_SYMBOLS
 from .colors import readable
 from .figure_kit import (BOWL_OCTAVES, FITTED_BOWL, PANELS_PER_ROW, finish_panel, fitted_bowl, grid_curve,
-                         interval_bars, mark_at_top, mark_partial, point_colors, pyplot, save)
+                         interval_bars, keep_legends_clear, log2_ticks, mark_at_top, mark_partial, point_colors,
+                         pyplot, save)
 from .result import AxisFit, PointResult, SetupResult, point_key, point_value
 
 __all__ = ["Run", "key_label", "KEY_WORDS", "transfer_figure", "drift_figure", "curves_figure", "save", "mark_partial",
-           "fitted_bowl", "BOWL_OCTAVES", "FITTED_BOWL"]
+           "fitted_bowl", "BOWL_OCTAVES", "FITTED_BOWL", "DRIFT_WIDTH", "DRIFT_PANEL"]
 
 
 KEY_WORDS = {"optimizer.weight_decay": "weight decay λ",
@@ -211,51 +212,140 @@ def _optimum_marker(ax: Any, opt: PointResult, part: pd.DataFrame, line: pd.Data
                 mec="black", mew=0.6, capsize=3, lw=1.4, zorder=4)
 
 
+DRIFT_WIDTH = 13.0
+"""The drift figure's width in inches when it holds several panels in a row (1560 px at ``save``'s 120 dpi); one
+panel alone keeps ``DRIFT_PANEL`` inches."""
+DRIFT_PANEL = (10.5, 4.6)
+"""One drift panel's width and height in inches."""
+
+
 def drift_figure(runs: Sequence[tuple[str, Mapping[str, SetupResult]]], axes: Sequence[str] = ("width",),
                  symbol: str = "LR", quantity: str = "base learning rate η", log2: bool = True) -> Any:
     """x* vs log2 of each axis's value with intervals and the fitted line, one series per setup (``runs``: each
-    run's name and one key's setups); one panel per axis in ``axes``; ``symbol`` and ``quantity`` name the key."""
-    plt = pyplot()
-    fig, panels = plt.subplots(1, len(axes), figsize=(10.5 * len(axes), 4.6), layout="constrained", squeeze=False)
-    for ax, axis in zip(panels[0], axes):
-        _drift_panel(ax, runs, axis, symbol, f"log2({symbol}*)  ({quantity})" if log2 else f"{symbol}*")
+    run's name and one key's setups); one panel per axis in ``axes``, ``PANELS_PER_ROW`` to a row, no wider than
+    ``DRIFT_WIDTH`` in all; ``symbol`` and ``quantity`` name the key. A setup the law judges (``primary == "law"``)
+    shows every point the law saw and the law's slope on each axis (``_law_series``)."""
+    fig, panels = _drift_panels(len(axes))
+    drawn_law = False
+    for ax, axis in zip(panels, axes):
+        drawn_law |= _drift_panel(ax, runs, axis, symbol, f"log2({symbol}*)  ({quantity})" if log2 else f"{symbol}*")
+    if drawn_law:
+        fig.suptitle("law setups: every point the law saw, its optimum with its 95 % interval (open ▽ △: a bound "
+                     "at the grid's edge)\ndashed: the law's slope on the axis, the other axes at their weighted "
+                     "centre", fontsize=9)
+    keep_legends_clear(fig)
     return fig
 
 
+def _drift_panels(count: int) -> tuple[Any, list[Any]]:
+    """The figure and ``count`` panels, ``PANELS_PER_ROW`` to a row (the rows' spare panels hidden)."""
+    count = max(1, count)
+    rows = math.ceil(count / PANELS_PER_ROW)
+    per_row = math.ceil(count / rows)
+    width = DRIFT_PANEL[0] if per_row == 1 else DRIFT_WIDTH / per_row
+    fig, grid = pyplot().subplots(rows, per_row, figsize=(width * per_row, DRIFT_PANEL[1] * rows),
+                                  layout="constrained", squeeze=False)
+    flat = list(grid.reshape(-1))
+    for ax in flat[count:]:
+        ax.set_visible(False)
+    return fig, flat[:count]
+
+
 def _drift_panel(ax: Any, runs: Sequence[tuple[str, Mapping[str, SetupResult]]], axis: str, symbol: str,
-                 ylabel: str) -> None:
+                 ylabel: str) -> bool:
+    """One axis's panel: per setup its optima along the axis and its line (the law's points and slope for a setup
+    the law judges); ticks at the data's values. Returns whether a law series was drawn."""
     cmap = pyplot().get_cmap("tab10")
     index = 0
+    values: set[float] = set()
+    drawn_law = False
     for run, setups in runs:
-        for setup in setups:
-            fit = _judged(setups, setup, axis)
-            estimated = fit.estimated() if fit is not None else {}
-            if fit is None or not estimated:
-                continue
-            points = sorted(estimated)
+        for setup, result in setups.items():
             label = setup if len(runs) == 1 else f"{run}: {setup}"
             color = readable(cmap(index % 10))
-            index += 1
-            if fit.slope is not None and fit.intercept is not None:
-                lo, hi = fit.slope_ci or (math.nan, math.nan)
-                label += f" (slope {fit.slope:+.2f} [{lo:+.2f}, {hi:+.2f}], {fit.verdict})"
-                if axis == "steps" and symbol == "LR":
-                    label += f", β = {-fit.slope:.2f}"
-                x = np.log2(points)
-                ax.plot(x, fit.intercept + fit.slope * x, "--", color=color, lw=1)
+            if _law_judges(result, axis):
+                drawn = _law_series(ax, result, axis, label, color, symbol)
+                drawn_law |= bool(drawn)
             else:
-                label += f" ({fit.verdict or 'inconclusive'})"
-            for i, point in enumerate(points):
-                opt = estimated[point]
-                below, above = interval_bars(opt)
-                marker = {"low": "v", "high": "^"}.get(opt.censored or "", "o")
-                ax.errorbar([np.log2(point)], [opt.x_star], yerr=[[below], [above]], fmt=marker, color=color,
-                            capsize=3, label=label if i == 0 else None)
-    every = sorted({p for _, setups in runs for result in setups.values() if axis in result.axes
-                    for p in result.axes[axis].points})
-    if every:
-        ax.set_xticks(np.log2(every), [point_key(p) for p in every])
-    finish_panel(ax, f"{symbol}* vs {axis}  (▼ ▲ past the grid's edge)", f"{axis} (log2 axis)", ylabel)
+                drawn = _line_series(ax, _judged(setups, setup, axis), axis, label, color, symbol)
+            if drawn:
+                index += 1
+                values.update(drawn)
+    values.update(float(p) for _, setups in runs for result in setups.values() if axis in result.axes
+                  for p in result.axes[axis].points)
+    log2_ticks(ax, sorted(values))
+    finish_panel(ax, f"{symbol}* vs {axis}  (▼ ▲ past the grid's edge)", f"{axis} (log2 axis)", ylabel,
+                 legend_inside=True)
+    return drawn_law
+
+
+def _law_judges(result: SetupResult, axis: str) -> bool:
+    """Whether ``axis``'s panel draws the setup's law: the law carries the setup and has a slope on the axis."""
+    law = result.law
+    return result.primary == "law" and law is not None and axis in law.axes and axis in law.coefficients
+
+
+def _law_words(fit: AxisFit, axis: str, symbol: str) -> str:
+    """The law's slope on the axis with its 95 % interval (and β on a learning rate's steps axis)."""
+    if fit.slope is None:
+        return "law: no slope"
+    lo, hi = fit.slope_ci or (math.nan, math.nan)
+    words = f"law slope {fit.slope:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+    if axis == "steps" and symbol == "LR":
+        words += f", β = {-fit.slope:.2f}"
+    return words
+
+
+def _line_series(ax: Any, fit: Optional[AxisFit], axis: str, label: str, color: Any, symbol: str) -> list[float]:
+    """A setup's optima along the axis (its cut through the other axes) with their intervals and its fitted line,
+    ▼ ▲ at a bound past the grid's edge. Returns the values drawn (none where nothing was estimated)."""
+    estimated = fit.estimated() if fit is not None else {}
+    if fit is None or not estimated:
+        return []
+    points = sorted(estimated)
+    if fit.slope is not None and fit.intercept is not None:
+        lo, hi = fit.slope_ci or (math.nan, math.nan)
+        label += f" (slope {fit.slope:+.2f} [{lo:+.2f}, {hi:+.2f}], {fit.verdict})"
+        if axis == "steps" and symbol == "LR":
+            label += f", β = {-fit.slope:.2f}"
+        x = np.log2(points)
+        ax.plot(x, fit.intercept + fit.slope * x, "--", color=color, lw=1)
+    else:
+        label += f" ({fit.verdict or 'inconclusive'})"
+    for i, point in enumerate(points):
+        opt = estimated[point]
+        below, above = interval_bars(opt)
+        marker = {"low": "v", "high": "^"}.get(opt.censored or "", "o")
+        ax.errorbar([np.log2(point)], [opt.x_star], yerr=[[below], [above]], fmt=marker, color=color,
+                    capsize=3, label=label if i == 0 else None)
+    return [float(p) for p in points]
+
+
+def _law_series(ax: Any, result: SetupResult, axis: str, label: str, color: Any, symbol: str) -> list[float]:
+    """Every point the setup's law saw, at its value on the axis: its optimum with its 95 % interval, a bound at
+    the grid's edge as an open ▽ / △; and the law's slope on the axis through the other axes' weighted centre,
+    labelled with the law's verdict there (``SetupResult.judged``). Returns the values drawn."""
+    law = result.law
+    assert law is not None
+    estimated = [p for p in law.points if p.result.estimated and p.result.x_star is not None and axis in p.at]
+    if not estimated:
+        return []
+    fit = result.judged(axis)
+    xs = np.log2([float(p.at[axis]) for p in estimated])
+    centre = law.coefficients.get("intercept", 0.0) + sum(
+        law.coefficients[other] * law.centre[other] for other in law.axes if other != axis and other in law.centre)
+    ends = np.array([xs.min(), xs.max()])
+    ax.plot(ends, centre + law.coefficients[axis] * ends, "--", color=color, lw=1.2)
+    for censored, marker in ((None, "o"), ("low", "v"), ("high", "^")):
+        chosen = [i for i, p in enumerate(estimated) if (p.result.censored or None) == censored]
+        if not chosen:
+            continue
+        bars = np.array([interval_bars(estimated[i].result) for i in chosen]).T
+        ax.errorbar(xs[chosen], [estimated[i].result.x_star for i in chosen], yerr=bars, fmt=marker, color=color,
+                    ms=5, mfc=color if censored is None else "none", alpha=0.75, elinewidth=0.8, capsize=2,
+                    label=f"{label} (law, {fit.verdict})\n{_law_words(fit, axis, symbol)}"
+                    if censored is None else None)
+    return [float(p.at[axis]) for p in estimated]
 
 
 def curves_figure(runs: Sequence[tuple[str, pd.DataFrame, pd.DataFrame]]) -> Any:

@@ -23,10 +23,21 @@ def point_value(text: Any) -> PointValue:
     return int(number) if number.is_integer() and abs(number) < 2**53 else number
 
 
-def point_key(value: PointValue) -> str:
-    """A point as ``summary.json`` keys it: ``"64"``, ``"1.3e+08"`` only where the value is not whole."""
+def point_key(value: PointValue | str) -> str:
+    """A point as ``summary.json`` keys it: ``"64"``, ``"1.3e+08"`` only where the value is not whole; a law point
+    compared on all axes keeps its label (``analysis.compare.law_point_label``)."""
+    if isinstance(value, str) and not _numeric(value):
+        return value
     number = point_value(value)
     return str(number) if isinstance(number, int) else repr(number)
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def json_interval(value: Any) -> Optional[tuple[float, float]]:

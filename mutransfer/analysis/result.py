@@ -28,15 +28,24 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping, Optional
 
 from ..schema import LR_KEY, axis_named
+from .fates import Fates
+from .held_out import Backtest
 from .point_result import (ConstantEffect, DecayEffect, PointResult, PointValue, json_copy, json_interval, json_ready,
                            measured_point, point_key, point_value)
 
 __all__ = ["SUMMARY_VERSION", "PointValue", "point_key", "point_value", "DecayEffect", "ConstantEffect", "PointResult",
-           "measured_point", "AxisFit", "LawPoint", "NOISE_METHODS", "Noise", "Law", "SetupResult", "KeyResult", "Basis",
-           "Summary"]
+           "measured_point", "AxisFit", "LawPoint", "NOISE_METHODS", "Noise", "Judgement", "Law", "SetupResult",
+           "Unfitted", "KeyResult", "Basis", "Summary", "PRIMARY", "READABLE_VERSIONS", "Fates", "Backtest"]
 
-SUMMARY_VERSION = 2
-"""The layout ``Summary.to_json`` writes. 1 (unmarked): the learning rate's names for every key and axis."""
+SUMMARY_VERSION = 3
+"""The layout ``Summary.to_json`` writes. 1 (unmarked): the learning rate's names for every key and axis; 2: the
+layout 3 extends with keys only (a setup's ``primary``, ``fates`` and ``backtest``, a line's cut ``at``, the law's
+90 % slope intervals, per-axis verdicts and censored points, a key's ``unfitted`` setups)."""
+READABLE_VERSIONS = (2, SUMMARY_VERSION)
+"""The layouts ``Summary.from_json`` reads as written (and 1, through ``SetupResult.from_first_layout``)."""
+PRIMARY = ("line", "law")
+"""What carries a setup's verdict and prediction: the first axis's line through the base point (a sweep), or the
+law over every point (an import whose points vary on two or more axes, or a setup no base-point line holds)."""
 
 @dataclass
 class AxisFit:
@@ -69,6 +78,9 @@ class AxisFit:
     seed_correlation: Optional[float] = None
     decay_counts: Optional[dict[str, int]] = None
     """A weight-decay key: how many points show each ``decay_effect.EFFECTS`` verdict."""
+    at: Optional[dict[str, PointValue]] = None
+    """Where the line cuts the other axes: every other axis's value on it (the base point's, or, where the base
+    point's line holds fewer than two measured optima, the cut holding the most); None with one axis."""
 
     def estimated(self) -> dict[PointValue, PointResult]:
         """The points with an estimate (a measured optimum, or a bound at the grid's edge)."""
@@ -89,8 +101,11 @@ class AxisFit:
     def from_json(cls, axis: str, data: Mapping[str, Any]) -> "AxisFit":
         points = {point_value(k): PointResult.from_json(point_value(k), v)
                   for k, v in (data.get("points") or {}).items()}
-        scalar = {f.name for f in fields(cls)} - {"axis", "points", "slope_ci", "slope_ci90", "used", "decay_counts"}
+        scalar = {f.name for f in fields(cls)} - {"axis", "points", "slope_ci", "slope_ci90", "used", "decay_counts",
+                                                  "at"}
+        at = data.get("at")
         return cls(axis=axis, points=points, slope_ci=json_interval(data.get("slope_ci")),
+                   at={str(k): point_value(v) for k, v in at.items()} if at else None,
                    slope_ci90=json_interval(data.get("slope_ci90")), used=[point_value(p) for p in data.get("used") or []],
                    decay_counts=dict(data["decay_counts"]) if data.get("decay_counts") else None,
                    **{name: json_copy(data[name]) for name in scalar if name in data})
@@ -110,6 +125,22 @@ class LawPoint:
     def from_json(cls, data: Mapping[str, Any]) -> "LawPoint":
         at = {str(k): point_value(v) for k, v in (data.get("at") or {}).items()}
         return cls(at, PointResult.from_json(0, {k: v for k, v in data.items() if k != "at"}))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A verdict with why it stands and what would change it."""
+
+    verdict: str
+    reason: str = ""
+    fix: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"verdict": self.verdict, "reason": self.reason, "fix": self.fix}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Judgement":
+        return cls(str(data.get("verdict", "inconclusive")), str(data.get("reason") or ""), str(data.get("fix") or ""))
 
 
 @dataclass
@@ -135,20 +166,32 @@ class Law:
     beta_ci: Optional[tuple[float, float]] = None
     points: list[LawPoint] = field(default_factory=list)
     """Every point the law saw (those off the axes' lines through the base point too), with its optimum."""
+    slope_ci90: dict[str, tuple[float, float]] = field(default_factory=dict)
+    verdicts: dict[str, Judgement] = field(default_factory=dict)
+    """Each axis's verdict on the law's slope (``analysis.law.judge_law``)."""
+    censored: int = 0
+    """Points whose optimum is at their grid's edge: left out of the fit, counted here."""
+    censored_shift: dict[str, float] = field(default_factory=dict)
+    """How far each slope moves when the censored points enter the fit at their bounds."""
+    contradicted: list[dict[str, PointValue]] = field(default_factory=list)
+    """The censored points whose bound the law's 95 % range lies wholly beyond (they block a verdict)."""
 
     def to_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "points"}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("points", "verdicts")}
         if self.beta is None:
             data.pop("beta"), data.pop("beta_ci")
         data = json_ready(data)
+        data["verdicts"] = {name: judged.to_json() for name, judged in self.verdicts.items()}
         if self.points:
             data["points"] = [p.to_json() for p in self.points]
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Law":
-        names = {f.name for f in fields(cls)} - {"slope_ci", "beta_ci", "points"}
+        names = {f.name for f in fields(cls)} - {"slope_ci", "slope_ci90", "beta_ci", "points", "verdicts"}
         return cls(slope_ci={k: json_interval(v) for k, v in (data.get("slope_ci") or {}).items()},  # type: ignore[misc]
+                   slope_ci90={k: json_interval(v) for k, v in (data.get("slope_ci90") or {}).items()},  # type: ignore[misc]
+                   verdicts={k: Judgement.from_json(v) for k, v in (data.get("verdicts") or {}).items()},
                    beta_ci=json_interval(data.get("beta_ci")), points=[LawPoint.from_json(p) for p in data.get("points") or []],
                    **{n: json_copy(data[n]) for n in names if n in data})
 
@@ -166,27 +209,55 @@ class SetupResult:
     fix: str = ""
     law: Optional[Law] = None
     batch: Optional[dict[str, Any]] = None
+    primary: str = "line"
+    """``PRIMARY``: what carries the verdict and the prediction."""
+    fates: Optional[Fates] = None
+    backtest: Optional[Backtest] = None
 
     @property
-    def line(self) -> AxisFit:
-        """The first axis's fit (width's): the line ``transfer`` carries."""
+    def line(self) -> Optional[AxisFit]:
+        """The first axis's fit (width's): the line ``transfer`` carries; None where the law is primary (the axes'
+        lines are then only the points drawn along each axis)."""
+        if self.primary == "law" or not self.axes:
+            return None
         return next(iter(self.axes.values()))
 
+    @property
+    def first_axis(self) -> str:
+        """The axis whose verdict is the setup's: the line's, or the law's first."""
+        if self.line is not None:
+            return self.line.axis
+        return next((name for name in self.axes if self.law is not None and name in self.law.axes),
+                    next(iter(self.axes), ""))
+
     def judged(self, axis: str) -> AxisFit:
-        """``axis``'s fit as a reader is shown it: the first axis with the setup's verdict, reason and fix (the
-        law's judgement included), any other with its own."""
+        """``axis``'s fit as a reader is shown it: the line's first axis with the setup's verdict, reason and fix
+        (the law's judgement included), any other with its own; where the law is primary, every axis with the
+        law's slope and verdict on that axis."""
         fit = self.axes[axis]
+        if self.primary == "law":
+            law = self.law
+            if law is None or axis not in law.verdicts:
+                return fit
+            judged = law.verdicts[axis]
+            return replace(fit, verdict=judged.verdict, reason=judged.reason, fix=judged.fix,
+                           slope=law.coefficients[axis], slope_ci=law.slope_ci[axis], slope_ci90=law.slope_ci90[axis])
         if fit is not self.line:
             return fit
         return replace(fit, verdict=self.verdict, reason=self.reason, fix=self.fix)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"verdict": self.verdict, "reason": self.reason, "fix": self.fix,
+                                "primary": self.primary,
                                 "axes": {name: fit.to_json() for name, fit in self.axes.items()}}
         if self.law is not None:
             data["law"] = self.law.to_json()
         if self.batch is not None:
             data["batch"] = json_ready(self.batch)
+        if self.fates is not None:
+            data["fates"] = self.fates.to_json()
+        if self.backtest is not None:
+            data["backtest"] = self.backtest.to_json()
         return data
 
     @classmethod
@@ -194,7 +265,10 @@ class SetupResult:
         law = data.get("law")
         return cls(setup=setup, axes={name: AxisFit.from_json(name, fit) for name, fit in data["axes"].items()},
                    verdict=str(data.get("verdict", "inconclusive")), reason=str(data.get("reason") or ""),
-                   fix=str(data.get("fix") or ""), law=Law.from_json(law) if law else None, batch=data.get("batch"))
+                   fix=str(data.get("fix") or ""), law=Law.from_json(law) if law else None, batch=data.get("batch"),
+                   primary=str(data.get("primary") or "line"),
+                   fates=Fates.from_json(data["fates"]) if data.get("fates") else None,
+                   backtest=Backtest.from_json(data["backtest"]) if data.get("backtest") else None)
 
     @classmethod
     def from_first_layout(cls, setup: str, data: Mapping[str, Any]) -> "SetupResult":
@@ -226,12 +300,29 @@ def _first_axis(entry: Mapping[str, Any], axis: str) -> dict[str, Any]:
     return data
 
 
+@dataclass(frozen=True)
+class Unfitted:
+    """A setup no point of which has an optimum inside its LRs: why, what would fix it, and its points' fates."""
+
+    reason: str
+    fix: str
+    fates: Fates
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reason": self.reason, "fix": self.fix, "fates": self.fates.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Unfitted":
+        return cls(str(data.get("reason") or ""), str(data.get("fix") or ""), Fates.from_json(data.get("fates") or {}))
+
+
 @dataclass
 class KeyResult:
-    """One searched key's results: each setup's."""
+    """One searched key's results: each setup's, and the setups that could not be fitted (named, with why)."""
 
     key: str
     setups: dict[str, SetupResult] = field(default_factory=dict)
+    unfitted: dict[str, Unfitted] = field(default_factory=dict)
 
 
 NOISE_METHODS = ("seeds", "residuals")
@@ -304,6 +395,10 @@ class Summary:
         """The setups' results for ``key`` (none when the sweep did not search it)."""
         return self.keys[key].setups if key in self.keys else {}
 
+    def unfitted(self, key: str = LR_KEY) -> dict[str, Unfitted]:
+        """The setups of ``key`` that could not be fitted, each with why."""
+        return self.keys[key].unfitted if key in self.keys else {}
+
     def other_keys(self) -> list[str]:
         """The searched keys besides the learning rate."""
         return [key for key in self.keys if key != LR_KEY]
@@ -321,7 +416,9 @@ class Summary:
             data["basis"] = self.provisional.to_json()
         if self.stopped:
             data["stopped"] = {label: dict(stop) for label, stop in self.stopped.items()}
-        data["keys"] = {key: {"setups": {label: s.to_json() for label, s in result.setups.items()}}
+        data["keys"] = {key: {"setups": {label: s.to_json() for label, s in result.setups.items()},
+                              **({"unfitted": {label: u.to_json() for label, u in result.unfitted.items()}}
+                                 if result.unfitted else {})}
                         for key, result in self.keys.items()}
         return data
 
@@ -330,9 +427,10 @@ class Summary:
         """Either layout (``SUMMARY_VERSION`` or the first); a damaged document raises ``KeyError``,
         ``TypeError``, ``ValueError`` or ``AttributeError``."""
         version = data.get("version", 1)
-        if version == SUMMARY_VERSION:
+        if version in READABLE_VERSIONS:
             keys = {key: KeyResult(key, {label: SetupResult.from_json(label, s)
-                                         for label, s in (part.get("setups") or {}).items()})
+                                         for label, s in (part.get("setups") or {}).items()},
+                                   {label: Unfitted.from_json(u) for label, u in (part.get("unfitted") or {}).items()})
                     for key, part in (data.get("keys") or {}).items()}
         elif version == 1:
             raw = {**({LR_KEY: {"setups": data["setups"]}} if data.get("setups") else {}), **(data.get("keys") or {})}

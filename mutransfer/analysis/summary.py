@@ -26,14 +26,18 @@ from .batch import batch_analysis
 from .constant_effect import add_constant_effects
 from .decay_effect import add_decay_effects
 from .drift import SearchSettings, analyze, lack_of_fit_reason
-from .law import fit_laws
+from .backtest import law_backtest, line_backtest
+from .fates import Fates, combined, count_fates, no_optimum_reason
+from .held_out import Backtest
+from .law import LawData, judge_law, law_data, law_of
+from .prediction import carried_law
 from .no_seeds import no_seed_noise, seeded_noise
 from .thresholds import Thresholds
-from .result import AxisFit, KeyResult, SetupResult, Summary, point_value
+from .result import AxisFit, KeyResult, SetupResult, Summary, Unfitted, point_value
 
 __all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "spec_settings", "final_stages", "write_summary", "summarize_run",
            "read_summary", "searched_column", "key_value", "width_axis", "declared_axes",
-           "summarize_dir", "axis_rows", "axis_table", "swept_axes", "tidy_rows"]
+           "summarize_dir", "axis_rows", "axis_table", "swept_axes", "tidy_rows", "refuse_unfitted"]
 
 
 def searched_column(key: str) -> str:
@@ -105,19 +109,21 @@ def axis_table(trials: pd.DataFrame, key: str, settings: Mapping[str, Mapping[st
 
 
 def summarize(trials: pd.DataFrame, settings: Mapping[str, Mapping[str, SearchSettings]],
-              th: Thresholds = Thresholds(), axes: Sequence[str] = (), no_seeds: Optional[bool] = None) -> Summary:
+              th: Thresholds = Thresholds(), axes: Sequence[str] = (), no_seeds: Optional[bool] = None,
+              few_lrs: Mapping[str, int] = {}) -> Summary:
     """Every searched key's results; ``settings[key][setup]`` says how each setup searched each key. Each swept
     axis (``swept_axes``; ``axes`` names them instead) gets its fit (the same optimum, interval and verdict rules
     with log2 of the axis value as the x), and two or more axes the law (one fit over every point). ``no_seeds``
     (an imported table: True without seeds, False with them; None for a sweep): how the noise is measured
-    (``analysis.no_seeds``), recorded in the summary's ``noise``."""
+    (``analysis.no_seeds``), recorded in the summary's ``noise``. ``few_lrs``: per setup, the points an import
+left out with fewer than three LRs (counted among the points' fates)."""
     summary = Summary(hold=str(trials["hold"].iloc[0]) if "hold" in trials.columns else None)
     for key, rows in final_stages(trials).groupby("search_key", sort=False):
-        setups = _analysis(rows.reset_index(drop=True), str(key), dict(settings.get(str(key), {})), th, axes,
-                           bool(no_seeds))
-        summary.keys[str(key)] = KeyResult(str(key), setups)
+        result = _analysis(rows.reset_index(drop=True), str(key), dict(settings.get(str(key), {})), th, axes,
+                           bool(no_seeds), few_lrs)
+        summary.keys[str(key)] = result
         if no_seeds:
-            summary.noise = no_seed_noise(setups)
+            summary.noise = no_seed_noise(result.setups)
     if no_seeds is False:
         summary.noise = seeded_noise()
     return summary
@@ -141,8 +147,10 @@ def summarize_dir(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Threshol
     axes, or an import's declared axes and its noise without seeds."""
     record = _record(run_dir)
     imported = record.get("kind") == "import"
+    few_lrs = Counter(str(point.get("setup")) for point in record.get("skipped_points") or []
+                      if isinstance(point, dict)) if imported else Counter()
     return summarize(trials, search_settings(run_dir, trials), th, declared_axes(run_dir),
-                     (not record.get("seeds", False)) if imported else None)
+                     (not record.get("seeds", False)) if imported else None, few_lrs)
 
 
 def _bowl(rows: pd.DataFrame, key: str, own: Mapping[str, SearchSettings],
@@ -163,9 +171,14 @@ def _off(rows: pd.DataFrame, key: str) -> pd.DataFrame:
 
 
 def _analysis(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings], th: Thresholds,
-              named: Sequence[str], no_seeds: bool = False) -> dict[str, SetupResult]:
+              named: Sequence[str], no_seeds: bool = False, few_lrs: Mapping[str, int] = {}) -> KeyResult:
     """One key's result per setup: a fit per swept axis and, with two or more, the law (and the batch worth using
-    across batch sizes held at fixed tokens); a decay key's points say whether the best decay beats decay off."""
+    across batch sizes held at fixed tokens); a decay key's points say whether the best decay beats decay off.
+
+    A sweep's setup keeps the first axis's line through the base point as its verdict and prediction (the law
+    judged beside it); the law is primary for an import whose setup's points vary on two or more axes, and for a
+    setup no base-point line holds (``result.PRIMARY``). A setup no point of which has an optimum inside its LRs
+    is listed among the key's ``unfitted`` with why."""
     axes = swept_axes(rows, named)
     fits: dict[str, dict[str, AxisFit]] = {}
     for axis in axes:
@@ -175,17 +188,99 @@ def _analysis(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings], th: 
             add_decay_effects(fits[axis.name], _off(part, key), axis.column)
         if key in constant_keys():
             add_constant_effects(fits[axis.name], part, key, axis.column, th.effect_margin)
-    laws = fit_laws(_bowl(rows, key, own, {a.name: a.column for a in axes}), [a.name for a in axes], own, th,
-                    no_seeds) if len(axes) > 1 else {}
+    table = _bowl(rows, key, own, {a.name: a.column for a in axes})
+    data = {str(label): law_data(part, [a.name for a in axes], own.get(str(label), SearchSettings()), th, no_seeds)
+            for label, part in table.groupby("setup", sort=False)} if len(axes) > 1 else {}
+    laws = {label: law_of(points, censored_likelihood=bool(named)) for label, points in data.items()}
     batches = _batches(rows, key, own, th, axes, bool(named)) if len(axes) > 1 else None
-    result = {}
-    for label, line in fits[axes[0].name].items():
-        setup = SetupResult(label, {name: fit[label] for name, fit in fits.items() if label in fit}, line.verdict,
-                            line.reason, line.fix, law=laws.get(label))
-        _judge_law(setup)
+    result = KeyResult(key)
+    first = fits[axes[0].name]
+    for label in [*first, *(str(s) for s in table["setup"].unique() if str(s) not in first)]:
+        law = laws.get(label)
+        if law is not None:
+            judge_law(law, th)
+        points = data[label].points if label in data else []
+        varying = sum(len({p.at[a.name] for p in points}) > 1 for a in axes)
+        if label in first and not (named and varying >= 2):
+            setup = SetupResult(label, {name: fit[label] for name, fit in fits.items() if label in fit},
+                                first[label].verdict, first[label].reason, first[label].fix, law=law)
+            _judge_law(setup)
+            fates = count_fates([p.result for p in points] if points else first[label].points.values(),
+                                few_lrs.get(label, 0))
+        else:
+            fates = count_fates([p.result for p in points], few_lrs.get(label, 0))
+            if fates.fitted == 0:
+                reason, fix = no_optimum_reason(fates)
+                result.unfitted[label] = Unfitted(reason, fix, fates)
+                continue
+            lines = {a.name: _cut_line(table, label, a, axes, fits[a.name].get(label), data[label], own, th, no_seeds)
+                     for a in axes}
+            setup = SetupResult(label, {name: fit for name, fit in lines.items() if fit is not None}, "inconclusive",
+                                law=law, primary="law")
+            _judge_by_law(setup, fates, len(axes))
+        setup.fates = fates
+        if key == LR_KEY:
+            setup.backtest = _backtest(setup, data.get(label), rows, key, own, th, axes, no_seeds, bool(named))
         if batches is not None:
             setup.batch = {"hold": "tokens", **batches[label]} if label in batches else None
-        result[label] = setup
+        result.setups[label] = setup
+    return result
+
+
+def _cut_line(table: pd.DataFrame, label: str, axis: Axis, axes: Sequence[Axis], base: Optional[AxisFit],
+              data: LawData, own: Mapping[str, SearchSettings], th: Thresholds, no_seeds: bool) -> Optional[AxisFit]:
+    """The line drawn along ``axis`` for a setup the law judges: through the base point where that holds two or
+    more measured optima, else through the cut of the other axes holding the most (ties: the smallest values),
+    its cut recorded as ``at``."""
+    others = [a.name for a in axes if a != axis]
+    if base is not None:
+        base.at = {name: point_value(table[name].min()) for name in others}
+        if len(base.measured()) >= 2:
+            return base
+    counts = Counter(tuple(p.at[name] for name in others) for p in data.points if p.result.measured)
+    if not counts or (base is not None and counts.most_common(1)[0][1] <= len(base.measured())):
+        return base
+    cut = max(counts, key=lambda c: (counts[c], [-float(v) for v in c]))
+    keep = (table["setup"] == label).to_numpy().copy()
+    for name, value in zip(others, cut):
+        keep &= (table[name] == value).to_numpy()
+    part = table[keep].rename(columns={axis.name: "point"})
+    fit = analyze(part, own, th, axis.name, no_seeds)[label]
+    fit.at = dict(zip(others, cut))
+    return fit
+
+
+def _judge_by_law(setup: SetupResult, fates: Fates, axes: int) -> None:
+    """A setup the law judges: its verdict, reason and fix are the law's on its first axis (``inconclusive`` with
+    why where no law could be fitted)."""
+    law = setup.law
+    if law is None:
+        setup.reason = (f"{fates.measured} point(s) with a measured optimum: too few for a law over {axes} axes "
+                        f"({fates.line()})")
+        setup.fix = "add points whose optimum lies inside their LRs, on every axis"
+        return
+    judged = law.verdicts[setup.first_axis]
+    setup.verdict, setup.reason, setup.fix = judged.verdict, judged.reason, judged.fix
+
+
+def _backtest(setup: SetupResult, data: Optional[LawData], rows: pd.DataFrame, key: str,
+              own: Mapping[str, SearchSettings], th: Thresholds, axes: Sequence[Axis], no_seeds: bool,
+              censored_likelihood: bool) -> Backtest:
+    """The setup's backtest: the law's where it carries the prediction (primary, or a sweep's law across width and
+    another axis; refitted as it was fitted), else each axis's line."""
+    law = setup.law
+    if law is not None and data is not None and (setup.primary == "law" or carried_law(setup) is not None):
+        return law_backtest(data, law.axes, censored_likelihood)
+    result = Backtest()
+    settings = own.get(setup.setup, SearchSettings())
+    for axis in axes:
+        if axis.name not in setup.axes:
+            continue
+        part = _bowl(axis_rows(rows, axis, axes), key, dict(own), {"point": axis.column})
+        held, why = line_backtest(part[part["setup"] == setup.setup], settings, th, axis.name, no_seeds)
+        result.points += held
+        if why:
+            result.skipped[axis.name] = why
     return result
 
 
@@ -228,6 +323,18 @@ def _judge_law(setup: SetupResult) -> None:
     setup.reason = lack_of_fit_reason("the points lie off the law", law.between_sd or 0.0, law.lack_of_fit)
     setup.fix = ("look at the curves (mutransfer plot) for a point whose optimum is off, or sweep 4 or more values "
                  "per axis so the scatter is measured and carried")
+
+
+def refuse_unfitted(summary: Summary, key: str = LR_KEY) -> None:
+    """One line (exit 2) for a run where no setup has a single point whose optimum lies inside its LRs (a fitted
+    bowl: a point with fewer than three finished LRs shows none): why, from the points' fates, and what would fix
+    it."""
+    fates = [s.fates for s in summary.setups(key).values() if s.fates is not None]
+    fates += [u.fates for u in summary.unfitted(key).values()]
+    if not fates or any(f.fitted for f in fates):
+        return
+    reason, fix = no_optimum_reason(combined(fates))
+    raise UserError(f"no setup could be fitted: {reason}", fix)
 
 
 def write_tables(run_dir: Path, trials: pd.DataFrame, curves: pd.DataFrame) -> None:

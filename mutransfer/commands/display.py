@@ -14,7 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from ..analysis.cells import format_interval
-from ..analysis.result import Summary, point_key
+from ..analysis.result import Law, Summary, point_key
 from ..schema import LR_KEY
 from ..analysis.plots import key_label
 from ..table.constants import constant_keys
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the sweep runner imports optuna: only its types here
     from ..sweep.runner import FinishedTrial, Snapshot
 
 __all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "summary_tables",
-           "verdict_notes", "provisional_line", "PROVISIONAL_MARK"]
+           "verdict_notes", "provisional_line", "PROVISIONAL_MARK", "law_line", "answer_lines"]
 
 PROVISIONAL_MARK = "provisional"
 """How a log line carrying the answer so far begins (the trial lines begin with their count)."""
@@ -201,7 +201,15 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
              "vs factor 1": "; x: log2 of the factor on the shipped value; vs factor 1: the loss gained over the "
                             "shipped value, with Welch's 95 % interval from the seeds (matters: beyond the noise and "
                             "--effect-margin)"}
-    table.caption = "interval: 95 % confidence from the seeds' spread; " + res + notes.get(effect_column or "", "")
+    judged_by_law = [label for label, result in setups.items() if result.primary == "law" and axis in result.axes]
+    cut = ""
+    if judged_by_law:
+        at = setups[judged_by_law[0]].axes[axis].at or {}
+        where = ", ".join(f"{name} {value:g}" for name, value in at.items())
+        cut = (f"; judged by the law over every point: the slope and verdict are the law's, the points those along "
+               f"{axis} at {where}" if where else "")
+    table.caption = ("interval: 95 % confidence from the seeds' spread; " + res + notes.get(effect_column or "", "")
+                     + cut)
     return table
 
 
@@ -216,6 +224,37 @@ def verdict_notes(summary: Summary, axis: str = "width") -> list[str]:
     entries = {setup: result.judged(axis) for setup, result in summary.setups().items() if axis in result.axes}
     return [f"{setup}: inconclusive{where} — {info.reason}; {info.fix}"
             for setup, info in entries.items() if info.verdict == "inconclusive" and info.reason]
+
+
+def law_line(label: str, law: Law) -> str:
+    """One setup's law: each axis's slope with its 95 % interval and its verdict, the lack of fit, and the
+    censored points left out with how far the slopes move when their bounds enter."""
+    slopes = "; ".join(f"{name} {law.coefficients[name]:+.3f} [{law.slope_ci[name][0]:+.3f}, "
+                       f"{law.slope_ci[name][1]:+.3f}] {law.verdicts[name].verdict if name in law.verdicts else ''}"
+                       .rstrip() for name in law.axes)
+    line = (f"{label}: law log2 η* = {law.coefficients['intercept']:.2f} + Σ slope·log2(axis) over "
+            f"{law.points_used} points; {slopes}" + (f"; {law.lack_of_fit_line}" if law.lack_of_fit_line else ""))
+    if law.censored:
+        moved = ", ".join(f"{name} {shift:+.3f}" for name, shift in law.censored_shift.items())
+        line += (f"; {law.censored} censored point(s) left out (with their bounds the slopes move {moved})"
+                 + (f", {len(law.contradicted)} contradicting it" if law.contradicted else ""))
+    return line
+
+
+def answer_lines(summary: Summary) -> list[str]:
+    """Per setup: its points' fates, its law with each axis's verdict, its backtest; then each setup that could
+    not be fitted, with why and what would fix it."""
+    lines = []
+    for label, setup in summary.setups().items():
+        if setup.fates is not None:
+            lines.append(f"{label}: {setup.fates.line()}")
+        if setup.law is not None:
+            lines.append(law_line(label, setup.law))
+        if setup.backtest is not None and setup.backtest.points:
+            lines.append(f"{label}: backtest (refitted without each axis's largest value): {setup.backtest.line()}")
+    for label, unfitted in summary.unfitted().items():
+        lines.append(f"{label}: not fitted — {unfitted.reason} ({unfitted.fates.line()}); {unfitted.fix}")
+    return lines
 
 
 def batch_table(summary: Summary) -> Optional[Table]:

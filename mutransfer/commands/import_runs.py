@@ -3,14 +3,14 @@ that every analysis command reads."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
 if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --help` loads no pandas)
-    from ..analysis.result import Summary
     from ..importing.run import ImportResult
 
-__all__ = ["run", "report_lines", "law_lines"]
+__all__ = ["run", "report_lines", "warning_lines"]
 
 
 def run(source: Optional[Path], out: Path, lr: str, loss: str, axes: Sequence[str], seed: Optional[str],
@@ -22,7 +22,7 @@ def run(source: Optional[Path], out: Path, lr: str, loss: str, axes: Sequence[st
                                      parse_step, parse_where)
     from ..importing.run import import_runs
     from .common import console, positive_number
-    from .display import batch_table, summary_tables
+    from .display import answer_lines, batch_table, summary_tables
 
     if duplicates not in DUPLICATE_RULES:
         raise UserError(f"--duplicates {duplicates} is not one of {', '.join(DUPLICATE_RULES)}",
@@ -33,6 +33,8 @@ def run(source: Optional[Path], out: Path, lr: str, loss: str, axes: Sequence[st
                                             if diverged_above is not None else None),
                             duplicates=duplicates, step=parse_step(step), lr_range=parse_lr_range(lr_range))
     result = import_runs(source, storage, study, mapping, out, force)
+    for line in warning_lines(result):
+        print(line, file=sys.stderr)
     screen = console()
     if result.unchanged:
         screen.print(f"{out} already holds this import (same source digest and mapping): nothing to do",
@@ -46,10 +48,16 @@ def run(source: Optional[Path], out: Path, lr: str, loss: str, axes: Sequence[st
     batches = batch_table(result.summary)
     if batches is not None:
         screen.print(batches)
-    for line in law_lines(result.summary):
+    for line in answer_lines(result.summary):
         screen.print(line, highlight=False, markup=False, soft_wrap=True)
     screen.print(f"wrote {out}: trials.csv, config.yaml, summary.json and {len(result.figures)} figures",
                  highlight=False)
+
+
+def warning_lines(result: ImportResult) -> list[str]:
+    """The conversion's warnings (an empty loss read as unfinished, a state column left unmapped), each as the
+    ``warning: ...`` line printed on stderr."""
+    return [f"warning: {line}" for line in result.imported.warnings] if result.imported is not None else []
 
 
 def report_lines(result: ImportResult) -> list[str]:
@@ -72,18 +80,4 @@ def report_lines(result: ImportResult) -> list[str]:
         lines.append(f"setup '{old}' is written as '{new}' (characters a file name or Markdown table cannot hold)")
     if result.summary is not None and result.summary.noise is not None:
         lines.append(f"noise: {result.summary.noise.line()}")
-    return lines
-
-
-def law_lines(summary: Summary) -> list[str]:
-    """One line per setup with a law over two or more axes: its slopes with their 95 % intervals."""
-    lines = []
-    for label, setup in summary.setups().items():
-        law = setup.law
-        if law is None:
-            continue
-        slopes = ", ".join(f"{name} {law.coefficients[name]:+.3f} [{law.slope_ci[name][0]:+.3f}, "
-                           f"{law.slope_ci[name][1]:+.3f}]" for name in law.axes)
-        lines.append(f"{label}: log2 η* = {law.coefficients['intercept']:.2f} + Σ slope·log2(axis); {slopes}"
-                     + (f"; {law.lack_of_fit_line}" if law.lack_of_fit_line else ""))
     return lines

@@ -287,7 +287,7 @@ def _execute(screen: Console, spec: SweepSpec, opts: SweepOptions, th: Threshold
 def _report(screen: Console, spec: SweepSpec, summary: Summary, run_dir: Path, interrupted: int) -> int:
     """The sweep's status, its tables per swept axis (and per searched key), the files written and the next
     command; returns the exit code."""
-    from .display import batch_table, summary_table, verdict_notes
+    from .display import answer_lines, batch_table, summary_table, verdict_notes
 
     status = summary.status or {}
     screen.print(f"sweep {spec.name}: {status['line']}" + ("" if status["complete"] else
@@ -306,6 +306,8 @@ def _report(screen: Console, spec: SweepSpec, summary: Summary, run_dir: Path, i
         batches = batch_table(summary)
         if batches is not None:
             screen.print(batches)
+    for line in answer_lines(summary):
+        screen.print(line, highlight=False, markup=False, soft_wrap=True)
     for key in summary.other_keys():
         for axis in spec.swept():
             screen.print(summary_table(summary, axis=axis, key=key))

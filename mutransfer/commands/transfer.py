@@ -80,6 +80,8 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
     screen.print(f"transfer from {run_dir}" + (" (the latest sweep in runs/; --from RUN_DIR for another)"
                                                if source is None else ""), highlight=False)
     screen.print(prediction_line(result.document["prediction"]))
+    if result.document.get("backtest"):
+        screen.print(f"backtest: {result.document['backtest']['line']}", highlight=False, markup=False)
     if result.document.get("decay"):
         screen.print(decay_line(result.document["decay"]), highlight=False)
     for constant in result.constants:
@@ -153,6 +155,8 @@ def transfer_import(run_dir: Path, target: dict[str, float], setup: Optional[str
         lo, hi = prediction.interval
         head += f", 95 % range [{lo:.2f}, {hi:.2f}] (η* {2.0 ** lo:.3g} to {2.0 ** hi:.3g})"
     screen.print(head, highlight=False, soft_wrap=True)
+    if prediction.backtest:
+        screen.print(f"backtest: {prediction.backtest}", highlight=False, markup=False, soft_wrap=True)
     screen.print("law: " + ", ".join(f"{name} {slope:+.3f} octaves per doubling"
                                      for name, slope in prediction.slopes.items())
                  + f"; noise: {prediction.noise}{'' if prediction.calibrated else ' (uncalibrated)'}", highlight=False,

@@ -1,12 +1,14 @@
 """A table of finished runs turned into this tool's trials: the mapping's columns checked and read, the rows
-filtered, each run's status decided, points merged, LRs placed on their log2 grid, duplicates resolved, thin
-points skipped and collinear axes named. The result is ``trials.csv``'s schema: ``setup``, one column per axis
-(by its name), ``seed``, ``search_key``, ``log2_lr``, ``val_loss``, ``status``, ``row`` (the source's row)."""
+filtered, each run's status decided (an empty loss is a run that never finished, a NaN the file wrote one that
+diverged), points merged, LRs placed on their log2 grid, duplicates resolved, thin points skipped and collinear
+axes named. The result is ``trials.csv``'s schema: ``setup``, one column per axis (by its name), ``seed``,
+``search_key``, ``log2_lr``, ``val_loss``, ``status``, ``row`` (the source's row)."""
 
 from __future__ import annotations
 
 import math
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,8 +19,10 @@ from ..errors import UserError, did_you_mean
 from ..schema import LR_COLUMN, LR_KEY, axis_named
 from .mapping import ImportMapping, RowFilter
 from .points import bin_on_grid, collinear_axes, lr_grid, merge_close
+from .source import NAN_VALUES
 
-__all__ = ["Imported", "to_trials", "STATUS_WORDS", "DEFAULT_SETUP", "MIN_LRS", "safe_label"]
+__all__ = ["Imported", "to_trials", "STATUS_WORDS", "STATE_NAMES", "DEFAULT_SETUP", "MIN_LRS", "safe_label",
+           "state_columns"]
 
 DEFAULT_SETUP = "imported"
 MIN_LRS = 3
@@ -32,6 +36,9 @@ STATUS_WORDS: dict[str, tuple[str, ...]] = {
 }
 """How a ``--status`` column's values read (case-insensitive): a finished run (ok), one that diverged or failed,
 or one that did not finish (dropped: its loss is not a final one)."""
+STATE_NAMES = ("state", "status", "run_state")
+"""Column names that read as a run's state (case-insensitive; also as the last part of a dotted or slashed name:
+``attributes.state``, ``info/status``): left unmapped, they draw a warning to pass ``--status``."""
 UNSAFE = re.compile(r"[^A-Za-z0-9 ._+\-=,:()\[\]]")
 """Characters a setup label may not keep: they would break a file name or a Markdown table (compare.md)."""
 
@@ -56,6 +63,9 @@ class Imported:
     """Whether the table told seeds apart (a seed column with two or more seeds at some point and LR)."""
     step_source: str = ""
     """Where the step came from: ``--step``, or inferred (and how)."""
+    warnings: list[str] = field(default_factory=list)
+    """What the conversion read in a way the user may not expect (an empty loss, a state column left unmapped),
+    one line each, without the ``warning:`` the printout puts before it."""
 
 
 def safe_label(label: str) -> str:
@@ -125,9 +135,28 @@ def _positive(table: pd.DataFrame, column: str, what: str) -> pd.Series:
     return values.astype(float)
 
 
-def _status(table: pd.DataFrame, mapping: ImportMapping, loss: pd.Series) -> pd.Series:
-    """ok / diverged / failed / dropped per row: the status column's word, then a non-finite loss or one above
-    ``--diverged-above`` makes a finished run diverged."""
+def _nan_values(table: pd.DataFrame, column: str) -> np.ndarray:
+    """Per row of ``table`` as read, whether ``column`` holds a NaN the source itself wrote (the text ``nan``, a
+    Parquet float NaN), as ``read_source`` marked them; an empty cell, a null or an unmarked NaN is not one."""
+    flags = np.zeros(len(table), dtype=bool)
+    marked = [i for i in table.attrs.get(NAN_VALUES, {}).get(column, ()) if 0 <= i < len(table)]
+    flags[marked] = True
+    return flags
+
+
+def _loss(raw: pd.Series, nan_values: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Each row's loss as a float, and whether its cell was empty (empty or blank text, a null, a NaN not written
+    as a value): text such as ``nan``, ``inf`` or ``Infinity`` reads as that number."""
+    missing = raw.isna() & ~nan_values
+    if not pd.api.types.is_numeric_dtype(raw.dtype):
+        missing |= raw.astype("string").str.strip().eq("").fillna(False).astype(bool)
+    return pd.to_numeric(raw, errors="coerce").astype(float), missing
+
+
+def _status(table: pd.DataFrame, mapping: ImportMapping, loss: pd.Series, missing: pd.Series) -> pd.Series:
+    """ok / diverged / failed / dropped per row: the status column's word; then a finished run with an empty loss
+    is unfinished (dropped: it has no final loss), and one with a non-finite loss or one above
+    ``--diverged-above`` diverged."""
     status = pd.Series("ok", index=table.index, dtype=object)
     if mapping.status is not None:
         words = {w: kind for kind, spelled in STATUS_WORDS.items() for w in spelled}
@@ -139,9 +168,33 @@ def _status(table: pd.DataFrame, mapping: ImportMapping, loss: pd.Series) -> pd.
                             + " (or leave such rows out with --where)")
         status = raw.map(words)
     finished = status == "ok"
-    blown = ~np.isfinite(loss) | (loss > mapping.diverged_above if mapping.diverged_above is not None else False)
+    above = loss > mapping.diverged_above if mapping.diverged_above is not None else False
+    blown = ~missing & (~np.isfinite(loss) | above)
+    status[finished & missing] = "dropped"
     status[finished & blown] = "diverged"
     return status
+
+
+def state_columns(columns: list[str], mapping: ImportMapping) -> list[str]:
+    """The columns whose name reads as a run's state (``STATE_NAMES``) that neither ``--status`` nor a ``--where``
+    reads: none when ``--status`` is mapped."""
+    if mapping.status is not None:
+        return []
+    filtered = {rule.column for rule in mapping.where}
+    return [c for c in columns if c not in filtered and re.split(r"[./]", c.strip().lower())[-1] in STATE_NAMES]
+
+
+def _warnings(columns: list[str], mapping: ImportMapping, missing: pd.Series) -> list[str]:
+    """A line per state column left unmapped, and one for the rows with an empty loss when no ``--status`` tells
+    a crashed run from a running one."""
+    lines = [f"column '{c}' looks like a run state but is not mapped: pass --status {shlex.quote(c)} to read crashed "
+             "and running runs (now every row with a loss counts as finished)" for c in state_columns(columns, mapping)]
+    empty = int(missing.sum())
+    if empty and mapping.status is None:
+        rows = "1 row has" if empty == 1 else f"{empty:,} rows have"
+        lines.append(f"{rows} an empty loss and no --status column is mapped: read as unfinished runs and left out "
+                     "(map --status to tell crashed from running)")
+    return lines
 
 
 def _seeds(table: pd.DataFrame, mapping: ImportMapping) -> pd.Series:
@@ -260,14 +313,14 @@ def _thin_points(trials: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, l
 def to_trials(table: pd.DataFrame, mapping: ImportMapping) -> Imported:
     """The trials of ``table`` under ``mapping``; one line for any input the analysis cannot take."""
     _columns(table, mapping)
-    rows_read = len(table)
+    rows_read, nan_values = len(table), pd.Series(_nan_values(table, mapping.loss))
     table = _filtered(table.reset_index(drop=True), mapping)
     lr = _positive(table, mapping.lr, "learning-rate")
     names = {axis_named(a.name).column: a.name for a in mapping.axes}
     axes = list(names)
     values = {axis_named(a.name).column: merge_close(_positive(table, a.column, "axis")) for a in mapping.axes}
-    loss = pd.to_numeric(table[mapping.loss], errors="coerce").astype(float)
-    status = _status(table, mapping, loss)
+    loss, missing = _loss(table[mapping.loss], nan_values.loc[table.index])
+    status = _status(table, mapping, loss, missing)
     setups, renamed = _setups(table, mapping)
     trials = pd.DataFrame({"setup": setups, **values, "seed": _seeds(table, mapping), "search_key": LR_KEY,
                            LR_COLUMN: np.log2(merge_close(lr).astype(float)),
@@ -276,7 +329,8 @@ def to_trials(table: pd.DataFrame, mapping: ImportMapping) -> Imported:
     counts = {"dropped_unfinished": int((status == "dropped").sum())}
     trials = trials[trials["status"] != "dropped"].reset_index(drop=True)
     if trials.empty:
-        raise UserError("every row is an unfinished run (pruned, running or waiting)", "import finished runs")
+        raise UserError("every row is an unfinished run (pruned, running or waiting, or its loss is empty)",
+                        "import finished runs: each with its final loss")
     steps, binned, step_source = _place_lrs(trials, mapping, axes)
     trials, counts["duplicates_merged"] = _duplicates(trials, mapping, axes, binned)
     trials, skipped = _thin_points(trials, axes)
@@ -288,4 +342,5 @@ def to_trials(table: pd.DataFrame, mapping: ImportMapping) -> Imported:
     columns = ["setup", *axes, "seed", "search_key", LR_COLUMN, "val_loss", "status", "row"]
     ordered = trials[columns].sort_values(["setup", *axes, LR_COLUMN, "seed"], kind="stable").reset_index(drop=True)
     return Imported(ordered, [names[a] for a in axes if names[a] not in dropped], dropped, steps, binned, rows_read,
-                    len(table), counts, skipped, renamed, seeds, step_source)
+                    len(table), counts, skipped, renamed, seeds, step_source,
+                    _warnings([str(c) for c in table.columns], mapping, missing))

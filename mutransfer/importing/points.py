@@ -10,7 +10,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["SAME_VALUE", "merge_close", "LrGrid", "lr_grid", "bin_on_grid", "collinear_axes", "GRID_SHARE"]
+__all__ = ["SAME_VALUE", "merge_close", "LrGrid", "lr_grid", "bin_on_grid", "collinear_axes", "GRID_SHARE",
+           "COLLINEAR_R2"]
 
 SAME_VALUE = 1e-6
 """Two values whose relative difference is at most this are one value (float noise from a CSV round trip)."""
@@ -18,6 +19,11 @@ GRID_SHARE = 0.5
 """A setup's LRs lie on a grid when at least this share of the spacings between neighbouring LRs is the most
 common spacing; otherwise they were sampled continuously (an Optuna TPE study)."""
 SPACING_DIGITS = 3
+COLLINEAR_R2 = 0.95
+"""An axis fixed by others is left out only where it is also near-linear in them on log2 scales (R² at least this,
+a variance inflation of 20): a law cannot tell its slope from theirs. Model sizes that each train their own token
+budgets make the size a function of the budget over the table, but with a few tokens-per-parameter ratios the two
+stay far from collinear (R² about 0.8), and the law needs both."""
 
 
 def merge_close(values: pd.Series, rel: float = SAME_VALUE) -> pd.Series:
@@ -63,9 +69,9 @@ def bin_on_grid(x: np.ndarray, step: float, origin: float) -> np.ndarray:
 
 def collinear_axes(points: pd.DataFrame, axes: Sequence[str]) -> dict[str, str]:
     """The axes to leave out of the analysis, each with why: one value only (``constant``), or its value fixed by
-    the other axes' values over the whole table (a function of them: width chosen per parameter count, tokens =
-    batch × steps). The first listed such axis goes first, then the rest are checked again, so the axis listed
-    last of a set that moves together is kept."""
+    the other axes' values over the whole table and near-linear in their log2 (``COLLINEAR_R2``: width chosen per
+    parameter count, tokens = batch × steps). The first listed such axis goes first, then the rest are checked
+    again, so the axis listed last of a set that moves together is kept."""
     dropped: dict[str, str] = {}
     for name in axes:
         if points[name].nunique() < 2:
@@ -75,11 +81,24 @@ def collinear_axes(points: pd.DataFrame, axes: Sequence[str]) -> dict[str, str]:
         if len(kept) < 2:
             return dropped
         found = next(((name, others) for name in kept for others in _explainers(name, kept)
-                      if (points.groupby(list(others))[name].nunique() <= 1).all()), None)
+                      if (points.groupby(list(others))[name].nunique() <= 1).all()
+                      and _log_r2(points, name, others) >= COLLINEAR_R2), None)
         if found is None:
             return dropped
         name, others = found
         dropped[name] = f"moves with {others[0]}" if len(others) == 1 else f"a function of {', '.join(others)}"
+
+
+def _log_r2(points: pd.DataFrame, name: str, others: Sequence[str]) -> float:
+    """R² of log2 ``name`` on log2 of ``others`` (with an intercept) over the distinct points."""
+    distinct = points[[name, *others]].drop_duplicates().astype(float)
+    y = np.log2(distinct[name].to_numpy())
+    x = np.column_stack([np.ones(len(y)), np.log2(distinct[list(others)].to_numpy())])
+    total = float(np.sum((y - y.mean()) ** 2))
+    if total == 0:
+        return 1.0
+    residual = y - x @ np.linalg.lstsq(x, y, rcond=None)[0]
+    return 1.0 - float(residual @ residual) / total
 
 
 def _explainers(name: str, kept: Sequence[str]) -> list[tuple[str, ...]]:

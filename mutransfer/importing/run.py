@@ -4,6 +4,8 @@ directory's files are replaced only by a complete new set."""
 
 from __future__ import annotations
 
+import io
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -11,7 +13,7 @@ from typing import Optional
 import pandas as pd
 
 from ..analysis.result import Summary
-from ..analysis.summary import summarize_dir
+from ..analysis.summary import refuse_unfitted, spec_settings, summarize
 from ..analysis.thresholds import Thresholds
 from ..files import CONFIG_FILE, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, dump_yaml, write_json
 from .convert import Imported, to_trials
@@ -35,18 +37,21 @@ class ImportResult:
 
 def import_runs(path: Optional[Path], storage: Optional[str], study: Optional[str], mapping: ImportMapping,
                 out: Path, force: bool = False, th: Thresholds = Thresholds(), draw: bool = True) -> ImportResult:
-    """Import the table at ``path`` (or the Optuna study) into ``out`` under ``mapping``."""
+    """Import the table at ``path`` (or the Optuna study) into ``out`` under ``mapping``; a table no setup of which
+    can be fitted is refused before anything is written."""
     table, source = read_source(path, storage, study)
     imported = to_trials(table, mapping)
     record = import_record(source, mapping, imported)
     if existing_import(out, record, force):
         return ImportResult(source, None, None, True, [])
+    text = imported.trials.to_csv(index=False)
+    summary = summarize(pd.read_csv(io.StringIO(text)), spec_settings(record["spec"]), th, imported.axes,
+                        not imported.seeds, Counter(str(p["setup"]) for p in imported.skipped_points))
+    refuse_unfitted(summary)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / CONFIG_FILE, dump_yaml({**record, "fingerprint": PENDING}))
     (out / CURVES_FILE).unlink(missing_ok=True)
-    atomic_write_text(out / TRIALS_FILE, imported.trials.to_csv(index=False))
-    trials = pd.read_csv(out / TRIALS_FILE)
-    summary = summarize_dir(out, trials, th)
+    atomic_write_text(out / TRIALS_FILE, text)
     write_json(out / SUMMARY_FILE, summary.to_json())
     figures = []
     if draw:

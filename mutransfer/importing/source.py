@@ -1,28 +1,36 @@
 """A table of finished runs read into a DataFrame: CSV or TSV (gzipped too), JSON lines, Parquet (the ``parquet``
 extra), or an Optuna study in any storage (its params and user attributes as columns). Each source is recorded by
 what identifies its content: a file by its path, size and SHA-256; a study by its storage, name, trial count and
-the digest of its table."""
+the digest of its table. A file's table also tells a NaN the file wrote (the text ``nan``, a JSON ``"NaN"``, a
+Parquet float NaN) from an empty cell or a null, which pandas reads as the same NaN: see ``NAN_VALUES``."""
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from ..errors import UserError, redact
 from ..files import file_sha256
 
-__all__ = ["Source", "read_source", "FORMATS", "study_table"]
+__all__ = ["Source", "read_source", "FORMATS", "study_table", "NAN_VALUES", "is_nan_text"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
            ".parquet": "parquet", ".pq": "parquet"}
 """File suffixes (before a ``.gz``) and the reader each one takes."""
 SNIFF_BYTES = 8192
 TABLE_HINT = "give a CSV/TSV (.csv, .tsv, optionally .gz), JSON lines (.jsonl) or Parquet (.parquet) table"
+NAN_VALUES = "nan_values"
+"""The key of a file's ``DataFrame.attrs`` that lists, per float column, the rows (0-based, as read) whose NaN the
+file itself holds (the text ``nan``, a JSON ``"NaN"`` or ``NaN``, a Parquet float NaN); every other NaN of the
+column was an empty cell or a null. Columns without such a NaN are not listed."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +71,79 @@ def _check_text(path: Path, gzipped: bool) -> None:
             raise UserError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)", TABLE_HINT) from None
 
 
+def is_nan_text(value: object) -> bool:
+    """Whether ``value`` is a NaN written as a value: text spelling one (``nan``, ``NaN``, ``-nan``) or a float NaN."""
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, str):
+        try:
+            return math.isnan(float(value.strip()))
+        except ValueError:
+            return False
+    return False
+
+
+def _nan_columns(table: pd.DataFrame) -> list[str]:
+    """The float columns (named once, by text) holding a NaN: the only ones whose NaNs may be of either kind."""
+    once = table.columns[~table.columns.duplicated()]
+    return [c for c in once if isinstance(c, str) and pd.api.types.is_float_dtype(table[c].dtype)
+            and bool(table[c].isna().any())]
+
+
+def _csv_nan_flags(path: Path, kind: str, gzipped: bool, columns: list[str]) -> dict[str, np.ndarray]:
+    """Per column, the cells whose text spells a NaN: the columns read again as raw text, lines as before."""
+    raw = pd.read_csv(path, sep="\t" if kind == "tsv" else ",", compression="gzip" if gzipped else None,
+                      usecols=columns, dtype=str, keep_default_na=False, low_memory=False)
+    return {c: raw[c].map(is_nan_text).to_numpy(dtype=bool) for c in columns}
+
+
+def _jsonl_nan_flags(path: Path, gzipped: bool, columns: list[str]) -> dict[str, np.ndarray]:
+    """Per column, the records whose value is a NaN (``"NaN"``, ``"nan"`` or a bare ``NaN``), not a null or absent;
+    none when a line is not one JSON object."""
+    with (gzip.open(path, "rt", encoding="utf-8") if gzipped else path.open(encoding="utf-8")) as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    if not all(isinstance(r, dict) for r in records):
+        return {}
+    return {c: np.array([is_nan_text(r.get(c)) for r in records], dtype=bool) for c in columns}
+
+
+def _parquet_nan_flags(path: Path, columns: list[str]) -> dict[str, np.ndarray]:
+    """Per column, the float NaNs Parquet holds as values (a null is not one)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    data = pq.read_table(path, columns=columns)
+    return {c: pc.fill_null(pc.is_nan(data[c]), False).to_numpy(zero_copy_only=False).astype(bool) for c in columns}
+
+
+def _mark_nan_values(table: pd.DataFrame, path: Path, kind: str, gzipped: bool) -> pd.DataFrame:
+    """``table`` with ``attrs[NAN_VALUES]`` set where the file holds NaNs as values; left unmarked (every NaN read
+    as an empty cell) when the file cannot be read again the same way."""
+    columns = _nan_columns(table)
+    if not columns:
+        return table
+    try:
+        if kind == "parquet":
+            flags = _parquet_nan_flags(path, columns)
+        elif kind == "jsonl":
+            flags = _jsonl_nan_flags(path, gzipped, columns)
+        else:
+            flags = _csv_nan_flags(path, kind, gzipped, columns)
+    except (OSError, ValueError, KeyError, TypeError, NotImplementedError, ImportError):
+        return table
+    marked = {c: tuple(int(i) for i in np.flatnonzero(f)) for c, f in flags.items() if len(f) == len(table) and f.any()}
+    if marked:
+        table.attrs[NAN_VALUES] = marked
+    return table
+
+
 def _read_file(path: Path) -> pd.DataFrame:
     kind, gzipped = _format(path)
+    return _mark_nan_values(_read_table(path, kind, gzipped), path, kind, gzipped)
+
+
+def _read_table(path: Path, kind: str, gzipped: bool) -> pd.DataFrame:
+    """The file's table as pandas reads it (an empty cell, a null and the text ``nan`` all NaN)."""
     if kind == "parquet":
         try:
             return pd.read_parquet(path)

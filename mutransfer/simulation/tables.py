@@ -1,6 +1,7 @@
 """Tables of finished runs simulated from a known law, shaped like the ones labs publish and export: one run per
 (point, LR) with no seeds, a dense LR grid √2 apart around each point's optimum (not centred on it), several
-model sizes × token budgets × batch sizes, a few percent of runs diverged (NaN or an exploding loss), and width
+model sizes × token budgets × batch sizes (``TableDesign``: a factorial grid; ``RealDesign``: the layout published
+sweeps have, each size with its own budgets, each cell its own batches, each size its own LR grid), a few percent of runs diverged (an infinite loss, which a CSV writes as `inf`, or an exploding one), and width
 and depth chosen per model size. Each run's loss comes from the real-curve simulator (``simulate.SimulatedPoint``:
 asymmetric bowls whose shape changes along the axes, each point's true optimum off the law, one seed's shift
 shared by every LR of a point). The truth travels with the table, for coverage counts."""
@@ -16,7 +17,7 @@ import pandas as pd
 
 from .simulate import SharedSeeds, SimulatedPoint, Truth
 
-__all__ = ["TableDesign", "SimulatedTable", "simulate_table", "LAW_AXES"]
+__all__ = ["TableDesign", "RealDesign", "SimulatedTable", "simulate_table", "simulate_real_table", "LAW_AXES"]
 
 LAW_AXES = ("params", "tokens", "batch")
 """The simulated table's axes, in its law's order; width and depth are columns that move with params."""
@@ -81,9 +82,87 @@ def simulate_table(truth: Truth, design: TableDesign, rng: np.random.Generator) 
                 truths[(params, tokens, batch)] = x_true
                 for x, seed, loss, status in point.points:
                     rows.append({"n_params": params, "width": width, "depth": depth, "tokens": tokens, "bs": batch,
-                                 "lr": 2.0**x, "seed": seed, "val/loss": loss if status == "ok" else math.nan})
+                                 "lr": 2.0**x, "seed": seed, "val/loss": loss if status == "ok" else math.inf})
     table = pd.DataFrame(rows)
     upper = table.index[table["lr"] > table.groupby(["n_params", "tokens", "bs"])["lr"].transform("median")]
     blown = rng.choice(upper, size=int(round(design.diverged * len(table))), replace=False)
-    table.loc[blown, "val/loss"] = np.where(rng.random(len(blown)) < 0.5, math.nan, 1e3)
+    table.loc[blown, "val/loss"] = np.where(rng.random(len(blown)) < 0.5, math.inf, 1e3)
+    return SimulatedTable(table, truths)
+
+
+@dataclass(frozen=True)
+class RealDesign:
+    """A table laid out as published sweeps are (not factorial): each model size trains its own token budgets (a few
+    tokens-per-parameter ratios, so the budgets grow with the size and the smallest belongs to the smallest size
+    alone), each (size, budget) cell its own run of batch sizes (moving up the ladder with the budget), and each size
+    one LR grid √2 apart that brackets that size's optimum, shifted off its centre, so a few points of the size's
+    other cells find their optimum at the grid's edge (censored). The true law is ``TableDesign``'s."""
+
+    params: tuple[float, ...] = (2e7, 6e7, 2e8, 6e8, 2e9)
+    ratios: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0)
+    """Tokens per parameter; each size keeps 3 or 4 of them (one dropped at random, or none)."""
+    ladder: tuple[int, ...] = tuple(2**k for k in range(5, 14))
+    batches_per_cell: tuple[int, int] = (3, 5)
+    """How many neighbouring rungs of ``ladder`` each cell trains (inclusive range)."""
+    lrs: tuple[int, int] = (6, 10)
+    """How many LRs each size's grid holds (inclusive range; real tables: 4–12)."""
+    lr_step: float = 0.5
+    diverged: float = 0.06
+    slopes: Mapping[str, float] = field(default_factory=lambda: {"params": -0.6, "tokens": 0.0, "batch": 0.3})
+    intercept: float = -9.0
+
+    def base(self) -> dict[str, float]:
+        return {"params": self.params[0], "tokens": self.params[0] * self.ratios[0], "batch": float(self.ladder[0])}
+
+    def law(self, at: Mapping[str, float]) -> float:
+        """The law's log2 η* at ``at``."""
+        base = self.base()
+        return self.intercept + sum(self.slopes.get(a, 0.0) * math.log2(at[a] / base[a]) for a in LAW_AXES)
+
+    def cells(self, rng: np.random.Generator) -> list[tuple[float, float, tuple[int, ...]]]:
+        """Every (params, tokens, batches) cell of one table: the smallest size keeps the smallest ratio."""
+        out = []
+        for index, params in enumerate(self.params):
+            ratios = list(self.ratios)
+            if len(ratios) > 3 and rng.random() < 0.7:
+                ratios.pop(int(rng.integers(0 if index else 1, len(ratios))))
+            for r, ratio in enumerate(ratios):
+                count = int(rng.integers(self.batches_per_cell[0], self.batches_per_cell[1] + 1))
+                first = min(index + r + int(rng.integers(0, 2)), len(self.ladder) - count)
+                out.append((params, params * ratio, tuple(self.ladder[first:first + count])))
+        return out
+
+
+def simulate_real_table(truth: Truth, design: RealDesign, rng: np.random.Generator) -> SimulatedTable:
+    """One table of ``design``'s layout, with ``simulate_table``'s columns and runs."""
+    rows: list[dict[str, object]] = []
+    truths: dict[tuple[float, float, int], float] = {}
+    seeds = SharedSeeds(rng)
+    base = design.base()
+    cells = design.cells(rng)
+    for params in design.params:
+        width, depth = _size_shape(params)
+        own = [c for c in cells if c[0] == params]
+        centre = float(np.mean([design.law({"params": params, "tokens": t, "batch": float(b)})
+                                for _, t, batches in own for b in batches]))
+        count = int(rng.integers(design.lrs[0], design.lrs[1] + 1))
+        first = centre - design.lr_step * (count - 1) * rng.uniform(0.3, 0.7)
+        for _, tokens, batches in own:
+            for batch in batches:
+                at = {"params": params, "tokens": tokens, "batch": float(batch)}
+                x_true = truth.departed(design.law(at), rng)
+                doublings = sum(math.log2(at[a] / base[a]) for a in LAW_AXES) / len(LAW_AXES)
+                point = SimulatedPoint(truth, x_true, rng, doublings, seeds)
+                for i in range(count):
+                    point.train(first + i * design.lr_step, 0)
+                truths[(params, tokens, batch)] = x_true
+                for x, _, loss, status in point.points:
+                    rows.append({"n_params": params, "width": width, "depth": depth, "tokens": tokens, "bs": batch,
+                                 "lr": 2.0**x, "val/loss": loss if status == "ok" else math.inf})
+    table = pd.DataFrame(rows)
+    upper = table.index[table["lr"] > table.groupby(["n_params", "tokens", "bs"])["lr"].transform("median")]
+    already = int(table["val/loss"].isna().sum())
+    extra = max(0, int(round(design.diverged * len(table))) - already)
+    blown = rng.choice(upper, size=min(extra, len(upper)), replace=False)
+    table.loc[blown, "val/loss"] = np.where(rng.random(len(blown)) < 0.5, math.inf, 1e3)
     return SimulatedTable(table, truths)

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional
 from ..analysis.law import evaluate_law
 from ..analysis.prediction import line_range
 from ..analysis.result import SetupResult, Summary
-from ..analysis.summary import summarize_run
+from ..analysis.summary import refuse_unfitted, summarize_run
 from ..errors import UserError, did_you_mean
 from ..files import CONFIG_FILE, load_yaml
 from ..schema import LR_KEY
@@ -47,6 +47,8 @@ class ImportPrediction:
     noise: str
     calibrated: bool
     warnings: list[str] = field(default_factory=list)
+    backtest: str = ""
+    """The backtest's line (``analysis.backtest``), where the import has an axis with three or more values."""
 
     @property
     def half_width(self) -> Optional[float]:
@@ -64,7 +66,7 @@ class ImportPrediction:
                 "within_tolerance": self.half_width is not None and self.half_width <= self.tolerance,
                 "extrapolated_octaves": self.extrapolation, "slopes": self.slopes,
                 "noise": {"method": self.noise, "calibrated": self.calibrated},
-                "config": None, "warnings": self.warnings}
+                "config": None, "warnings": self.warnings, **({"backtest": self.backtest} if self.backtest else {})}
 
 
 def import_transfer_file(target: Mapping[str, float], fmt: str) -> str:
@@ -89,13 +91,17 @@ def _check_axes(target: Mapping[str, float], analysed: list[str], dropped: Mappi
 
 
 def _setup(summary: Summary, label: Optional[str]) -> SetupResult:
+    refuse_unfitted(summary)
     setups = summary.setups(LR_KEY)
+    unfitted = summary.unfitted(LR_KEY)
+    if label is not None and label in unfitted:
+        raise UserError(f"--setup {label} could not be fitted: {unfitted[label].reason}", unfitted[label].fix)
     if label is not None:
         if label not in setups:
             raise UserError(f"--setup {label} is not in the import",
                             f"{did_you_mean(label, setups)}its setups: {', '.join(setups)}")
         return setups[label]
-    with_fit = [s for s in setups.values() if s.law is not None or s.line.slope is not None]
+    with_fit = [s for s in setups.values() if s.law is not None or (s.line is not None and s.line.slope is not None)]
     if not with_fit:
         raise UserError("no setup of the import has a fitted law or line",
                         "import points where the optimum is inside the LR range on two or more values of an axis")
@@ -133,7 +139,7 @@ def predict_import(run_dir: Path, target: ImportTarget, label: Optional[str], to
         log2_lr, interval = evaluate_law(law, full, list(law.axes))
         slopes = {name: law.coefficients[name] for name in law.axes}
     else:
-        line = setup.line
+        line = setup.line or next(iter(setup.axes.values()))
         axis = line.axis
         if axis not in target.values:
             raise UserError(f"the import's one axis is {axis}", f"give the target on it: --at {axis}=VALUE")
@@ -147,6 +153,8 @@ def predict_import(run_dir: Path, target: ImportTarget, label: Optional[str], to
                                   tolerance, noise.method if noise else "seeds",
                                   bool(noise.calibrated) if noise else True)
     prediction.warnings = _warnings(prediction, setup)
+    if setup.backtest is not None and setup.backtest.points:
+        prediction.backtest = setup.backtest.line()
     return prediction
 
 

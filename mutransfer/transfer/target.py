@@ -60,7 +60,8 @@ def _choose(summary: Summary, setup: Optional[str],
             allowed: Optional[list[str]] = None) -> tuple[str, SetupResult, list[str]]:
     """The setup to transfer: ``setup``; else, among ``allowed`` (all), the best-loss one whose LR transfers —
     and whose searched decay transfers too, where any does — else the one whose optimum moves least."""
-    setups = {k: v for k, v in summary.setups().items() if v.line.estimated() and (allowed is None or k in allowed)}
+    setups = {k: v for k, v in summary.setups().items()
+              if v.line is not None and v.line.estimated() and (allowed is None or k in allowed)}
     if not setups:
         raise UserError("the sweep has no finished trials to transfer from", "run or resume the sweep first")
     if setup is not None:
@@ -118,6 +119,7 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         "mutransfer_transfer": 1,
         "prediction": prediction.as_dict(),
         "source": _source(run_dir, label, info, base),
+        **({"backtest": info.backtest.brief()} if info.backtest is not None and info.backtest.points else {}),
         **({"decay": {**decay.as_dict(), "rule": decay_rule_name(base)}} if decay is not None else {}),
         **({"constants": {c.key: c.as_dict() for c in constants}} if constants else {}),
         "correct_drift": correct_drift,

@@ -118,17 +118,19 @@ def residual_dof(design: TableDesign | RealDesign) -> Optional[int]:
 def markdown(frame: pd.DataFrame) -> str:
     """The coverage table as docs/import.md shows it: one row per design, bowl and scatter."""
     lines = ["| design (residual dof) | bowl | scatter off the law | seed shared by the points | points | slopes | "
-             "range at the target |", "|---|---|---:|---:|---:|---:|---:|"]
+             "range at the target | backtest held |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     frame = frame.assign(seed_correlation=frame.get("seed_correlation", 0.0)).fillna({"seed_correlation": 0.0})
     for row in frame.sort_values(["bowl", "departure_scale", "seed_correlation"], kind="stable").to_dict("records"):
         target = "–" if row["target_n"] == 0 else f"{row['target_coverage']:.3f}"
+        held_n = row.get("held_n")
+        held = f"{row['held_coverage']:.3f} ({int(held_n)})" if held_n == held_n and held_n else "–"
         design = DESIGNS.get(row["design"])
         exact = residual_dof(design) if design is not None else None
         median = row.get("median_dof")
         dof = f" ({exact})" if exact is not None else f" (median {median:g})" if median == median and median else ""
         lines.append(f"| {row['design']}{dof} | {row['bowl']} | ×{row['departure_scale']:g} | "
                      f"{row['seed_correlation']:g} | {row['point_coverage']:.3f} "
-                     f"| {row['slope_coverage']:.3f} | {target} |")
+                     f"| {row['slope_coverage']:.3f} | {target} | {held} |")
     return "\n".join(lines)
 
 

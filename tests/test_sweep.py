@@ -24,7 +24,7 @@ import mutransfer.sweep.worker as worker_module
 from mutransfer.cli import app
 from conftest import invoke
 from mutransfer.analysis.optimum import local_optimum
-from mutransfer.analysis.result import Summary
+from mutransfer.analysis.result import SUMMARY_VERSION, Summary
 from mutransfer.sweep.claims import Claimer
 from mutransfer.sweep.interrupts import Interrupts, Terminated
 from mutransfer.sweep.reaper import Reaper
@@ -400,7 +400,7 @@ def test_a_rerun_rewrites_a_first_layout_summary_in_the_second(runner: CliRunner
     assert invoke(runner, *words).exit_code == 0
     path = out / "summary.json"
     written = json.loads(path.read_text())
-    assert written["version"] == 2 and written["status"]["complete"] is True and "setups" not in written
+    assert written["version"] == SUMMARY_VERSION and written["status"]["complete"] is True and "setups" not in written
     assert set(written["keys"]["optimizer.lr"]["setups"]) == {"mup_muon"}
     fast = invoke(runner, *words)
     assert fast.exit_code == 0 and "the tables are up to date" in fast.output, fast.output

@@ -108,7 +108,7 @@ def test_every_kept_sweep_summarises_as_it_did_before_layout_3(run_dir: Path) ->
 @pytest.mark.parametrize("run_dir", KEPT_IMPORTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_a_kept_import_changes_only_where_docs_import_md_lists(run_dir: Path) -> None:
     """An import over several axes is judged by its law, fitted by the censored likelihood with each slope's
-    variance at least the sandwich's (docs/import.md lists what moved): the same coefficients, verdicts and points;
+    variance at least the sandwich's (CHANGELOG.md lists what moved): the same coefficients, verdicts and points;
     slope intervals no narrower, by at most 0.005."""
     before, now = without_added(_baseline(run_dir)), without_added(summarize_run(run_dir).to_json())
     for label, setup in now["keys"]["optimizer.lr"]["setups"].items():

@@ -30,7 +30,8 @@ from mutransfer.analysis.batch_plot import batch_figure, batch_frame, batch_mark
 from mutransfer.analysis.colors import ordered_colors
 from mutransfer.analysis.plots import save
 from mutransfer.analysis.result import Summary, measured_point
-from mutransfer.analysis.summary import read_tables, search_settings, summarize, summarize_run
+from mutransfer.analysis.run_files import read_tables, search_settings
+from mutransfer.analysis.summary import summarize, summarize_run
 
 ROOT = Path(__file__).resolve().parents[1]
 DPI = 70

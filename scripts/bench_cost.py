@@ -25,7 +25,9 @@ import pandas as pd
 from mutransfer.analysis.cells import interval_cell
 from mutransfer.analysis.prediction import predict_setup
 from mutransfer.analysis.result import AxisFit, SetupResult
-from mutransfer.analysis.summary import read_tables, summarize_run, swept_axes
+from mutransfer.analysis.run_files import read_tables
+from mutransfer.analysis.summary import summarize_run
+from mutransfer.analysis.trial_table import swept_axes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -28,7 +28,9 @@ from mutransfer.analysis.drift import SearchSettings
 from mutransfer.analysis.optimum import Thresholds, fit_halfwidth, grid_seeds, optimum_of_arrays
 from mutransfer.analysis.result import AxisFit
 from mutransfer.analysis.stats import Z95, chi2_quantile
-from mutransfer.analysis.summary import axis_rows, read_tables, search_settings, summarize, swept_axes
+from mutransfer.analysis.run_files import read_tables, search_settings
+from mutransfer.analysis.summary import summarize
+from mutransfer.analysis.trial_table import axis_rows, swept_axes
 from mutransfer.schema import LR_COLUMN, LR_KEY
 from mutransfer.simulation.calibration import CALIBRATED, FLAT_CURVATURE
 

@@ -27,8 +27,8 @@ import pandas as pd
 from mutransfer.analysis.cells import interval_cell
 from mutransfer.analysis.plots import key_label, save, transfer_figure
 from mutransfer.analysis.result import AxisFit, Summary, measured_point
-from mutransfer.analysis.summary import (axis_table, final_stages, read_tables, search_settings, summarize,
-                                         summarize_run)
+from mutransfer.analysis.run_files import read_tables, search_settings
+from mutransfer.analysis.summary import axis_table, final_stages, summarize, summarize_run
 from mutransfer.config import config_from_dict
 from mutransfer.schema import LR_KEY, axis_named
 from mutransfer.transfer.target import read_sweep_record

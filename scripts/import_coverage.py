@@ -24,7 +24,8 @@ import pandas as pd
 from mutransfer.analysis.law import evaluate_law
 from mutransfer.analysis.no_seeds import MIN_RESIDUAL_DOF
 from mutransfer.analysis.regression import BETWEEN_POINT_SD
-from mutransfer.analysis.summary import search_settings, summarize
+from mutransfer.analysis.drift import SearchSettings
+from mutransfer.analysis.summary import summarize
 from mutransfer.importing.convert import to_trials
 from mutransfer.importing.mapping import AxisColumn, ImportMapping
 from mutransfer.schema import LR_KEY
@@ -52,6 +53,8 @@ MAPPING = ImportMapping(lr="lr", loss="val/loss", axes=(AxisColumn("width", "wid
                                                         AxisColumn("tokens", "tokens"), AxisColumn("batch", "bs")),
                         diverged_above=10.0)
 TARGET = {"params": 7e9, "tokens": 2e11, "batch": 1024.0}
+COUNTED = ("point", "slope", "target", "held")
+"""The intervals counted against the truth, each a column of the table."""
 
 
 def one_table(design: TableDesign | RealDesign, rng: np.random.Generator, bowl: str, departure_scale: float = 1.0,
@@ -66,7 +69,7 @@ def one_table(design: TableDesign | RealDesign, rng: np.random.Generator, bowl: 
         simulate_table(truth, design, rng)
     imported = to_trials(sim.table, MAPPING)
     trials = imported.trials
-    settings = {LR_KEY: {label: s for label, s in search_settings(Path("/nonexistent"), trials)[LR_KEY].items()}}
+    settings = {LR_KEY: {label: SearchSettings(step=step) for label, step in imported.steps.items()}}
     summary = summarize(trials, settings, axes=imported.axes, no_seeds=True)
     setup = summary.setups().get("imported")
     if setup is None:
@@ -94,10 +97,12 @@ def one_table(design: TableDesign | RealDesign, rng: np.random.Generator, bowl: 
                    int(at.get("batch", base["batch"])))
             hits["point"].append(int(result.ci[0] <= sim.truth[key] <= result.ci[1]))
     hits["dof"] = [law.points_used - len(law.axes) - 1]
+    hits["censored"] = [law.censored / max(1, len(law.points))]
     hits["blocked"] = [int(bool(law.contradicted))]
     for name in law.axes:
         low, high = law.slope_ci[name]
         hits["slope"].append(int(low <= design.slopes[name] <= high))
+        hits[f"slope:{name}"] = [hits["slope"][-1]]
     target = {n: TARGET[n] for n in law.axes}
     full = {**design.base(), **target}
     true_x = truth.departed(design.law(full), rng)
@@ -117,8 +122,9 @@ def residual_dof(design: TableDesign | RealDesign) -> Optional[int]:
 
 def markdown(frame: pd.DataFrame) -> str:
     """The coverage table as docs/import.md shows it: one row per design, bowl and scatter."""
-    lines = ["| design (residual dof) | bowl | scatter off the law | seed shared by the points | points | slopes | "
-             "range at the target | backtest held |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| design (residual dof) | bowl | scatter off the law | seed shared by the points | censored | points | "
+             "slopes | worst slope | range at the target | backtest held |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     frame = frame.assign(seed_correlation=frame.get("seed_correlation", 0.0)).fillna({"seed_correlation": 0.0})
     for row in frame.sort_values(["bowl", "departure_scale", "seed_correlation"], kind="stable").to_dict("records"):
         target = "–" if row["target_n"] == 0 else f"{row['target_coverage']:.3f}"
@@ -128,9 +134,13 @@ def markdown(frame: pd.DataFrame) -> str:
         exact = residual_dof(design) if design is not None else None
         median = row.get("median_dof")
         dof = f" ({exact})" if exact is not None else f" (median {median:g})" if median == median and median else ""
+        worst = row.get("worst_slope_axis")
+        worst = f"{row['worst_slope_coverage']:.3f} ({worst})" if isinstance(worst, str) and worst else "–"
+        censored = row.get("censored_share")
+        censored = f"{censored:.0%}" if censored == censored and censored is not None else "–"
         lines.append(f"| {row['design']}{dof} | {row['bowl']} | ×{row['departure_scale']:g} | "
-                     f"{row['seed_correlation']:g} | {row['point_coverage']:.3f} "
-                     f"| {row['slope_coverage']:.3f} | {target} | {held} |")
+                     f"{row['seed_correlation']:g} | {censored} | {row['point_coverage']:.3f} "
+                     f"| {row['slope_coverage']:.3f} | {worst} | {target} | {held} |")
     return "\n".join(lines)
 
 
@@ -161,12 +171,16 @@ def main() -> None:
         for _ in range(args.sims):
             for kind, values in one_table(design, rng, args.bowl, args.departure_scale,
                                           args.seed_correlation).items():
-                tally[kind] += values
+                tally.setdefault(kind, []).extend(values)
+        per_axis = {kind.split(":", 1)[1]: float(np.mean(v)) for kind, v in tally.items() if kind.startswith("slope:")}
+        worst = min(per_axis, key=per_axis.__getitem__) if per_axis else ""
         row = {"design": name, "bowl": args.bowl, "departure_scale": args.departure_scale,
                "seed_correlation": args.seed_correlation, "sims": args.sims,
                **{f"{kind}_coverage": (float(np.mean(v)) if v else math.nan) for kind, v in tally.items()
-                  if kind not in ("calibrated", "dof", "blocked")},
-               **{f"{kind}_n": len(v) for kind, v in tally.items() if kind not in ("calibrated", "dof", "blocked")},
+                  if kind in COUNTED},
+               **{f"{kind}_n": len(v) for kind, v in tally.items() if kind in COUNTED},
+               "worst_slope_axis": worst, "worst_slope_coverage": per_axis.get(worst, math.nan),
+               "censored_share": float(np.mean(tally["censored"])) if tally.get("censored") else math.nan,
                "blocked_share": float(np.mean(tally["blocked"])) if tally["blocked"] else math.nan,
                "median_dof": float(np.median(tally["dof"])) if tally["dof"] else math.nan,
                "calibrated_share": float(np.mean(tally["calibrated"])), "min_residual_dof": MIN_RESIDUAL_DOF}
@@ -174,7 +188,8 @@ def main() -> None:
         print(f"{name:42s} {args.bowl} ×{args.departure_scale:g} ρ{args.seed_correlation:g}: point "
               f"{row['point_coverage']:.3f} (n {row['point_n']}), slope "
               f"{row['slope_coverage']:.3f} (n {row['slope_n']}), target {row['target_coverage']:.3f} "
-              f"(n {row['target_n']}), backtest held {row['held_coverage']:.3f} (n {row['held_n']}), median "
+              f"(n {row['target_n']}), worst slope {worst or '-'} {row['worst_slope_coverage']:.3f}, backtest held "
+              f"{row['held_coverage']:.3f} (n {row['held_n']}), censored {row['censored_share']:.3f}, median "
               f"residual dof {row['median_dof']:g}; marked calibrated in {row['calibrated_share']:.2f} (from {MIN_RESIDUAL_DOF} "
               f"residual dof)", flush=True)
     if args.out:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from mutransfer.analysis.cells import interval_cell
 from mutransfer.analysis.plots import save, transfer_figure
-from mutransfer.analysis.summary import axis_table, read_tables, search_settings, summarize, summarize_run
+from mutransfer.analysis.run_files import read_tables, search_settings
+from mutransfer.analysis.summary import axis_table, summarize, summarize_run
 from mutransfer.schema import LR_KEY, axis_named
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -19,7 +19,8 @@ from typing import Optional
 
 from mutransfer.analysis.cells import interval_cell
 from mutransfer.analysis.plots import drift_figure, key_label, save, transfer_figure
-from mutransfer.analysis.summary import axis_table, read_tables, search_settings, summarize
+from mutransfer.analysis.run_files import read_tables, search_settings
+from mutransfer.analysis.summary import axis_table, summarize
 from mutransfer.config import config_from_dict
 from mutransfer.schema import Config, axis_named, family_of
 from mutransfer.transfer.decay import decay_rule_name

@@ -17,7 +17,8 @@ from conftest import invoke, refused_in_one_line
 from mutransfer.analysis.batch import batch_analysis, critical_batch, growth
 from mutransfer.analysis.drift import SearchSettings
 from mutransfer.analysis.result import Summary
-from mutransfer.analysis.summary import summarize, swept_axes
+from mutransfer.analysis.summary import summarize
+from mutransfer.analysis.trial_table import swept_axes
 from mutransfer.config import compose, to_dict
 
 SEQ = 32

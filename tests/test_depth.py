@@ -213,7 +213,8 @@ def test_summary_without_a_depth_column_keeps_its_layout_and_with_one_fits_each_
     import pandas as pd
 
     from mutransfer.analysis.drift import SearchSettings
-    from mutransfer.analysis.summary import summarize, width_axis
+    from mutransfer.analysis.summary import summarize
+    from mutransfer.analysis.trial_table import width_axis
 
     rng = np.random.default_rng(3)
     rows = []

@@ -18,7 +18,8 @@ from mutransfer.models import build_model
 from mutransfer.config import load_config_file
 from mutransfer.model.apply import build_optimizer
 from mutransfer.analysis.plots import transfer_figure
-from mutransfer.analysis.summary import axis_table, read_tables, search_settings, summarize_run
+from mutransfer.analysis.run_files import read_tables, search_settings
+from mutransfer.analysis.summary import axis_table, summarize_run
 from mutransfer.schema import LR_KEY, TRANSFER_AXES
 from mutransfer.transfer.target import make_transfer
 from mutransfer.transfer.verify import Verification, VerifyRequest

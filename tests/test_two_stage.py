@@ -156,7 +156,8 @@ def test_the_decay_figures_draw_its_bowls_and_decay_off(staged_run: tuple[Path, 
     """The sweep draws weight_decay_timescale.png and _drift.png; the loss-vs-τ figure puts each width's decay-off
     loss as a dashed line and the x axis in log2 τ."""
     from mutransfer.analysis.plots import transfer_figure
-    from mutransfer.analysis.summary import axis_table, search_settings
+    from mutransfer.analysis.run_files import search_settings
+    from mutransfer.analysis.summary import axis_table
     from mutransfer.schema import TRANSFER_AXES
 
     _, out = staged_run

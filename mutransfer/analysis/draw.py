@@ -17,7 +17,9 @@ from .drift import SearchSettings
 from .thresholds import Thresholds
 from .plots import curves_figure, drift_figure, key_label, save, transfer_figure
 from .result import Summary
-from .summary import axis_table, declared_axes, read_tables, search_settings, summarize_dir, swept_axes, width_axis
+from .run_files import declared_axes, read_tables, search_settings
+from .summary import axis_table, summarize_dir
+from .trial_table import swept_axes, width_axis
 from .verify_plot import verify_figure
 
 __all__ = ["draw", "verify_figure_of"]

@@ -10,9 +10,11 @@ without a result are left out). Intervals use Student's t with the fit's degrees
 resolution bounds), as the width slope does. Each axis's verdict (``judge_law``) is the width line's rule applied
 to the law's slope: its 90 % interval inside ±``transfer_slope`` (``transfers``, with measured seed noise), wholly
 beyond it (``drifts``), else ``inconclusive``, and ``inconclusive`` whatever the slope where the law fails its
-lack-of-fit test or a censored point's bound contradicts it. Censored points are left out of the fit and counted;
-the slopes' shift when their bounds enter as optima is reported beside them. β = −s_t (or −s_D) is the horizon exponent (Bjorck et al.,
-"Scaling Optimal LR Across Token Horizons": LR* ∝ D^-β).
+lack-of-fit test or a censored point's bound contradicts it. A sweep's law leaves its censored points out and
+counts them, reporting how far the slopes move when their bounds enter. An import's law is fitted with them as
+bounds (``analysis.censored``), and with the optima within one grid step of their grid's edge as bounds too.
+β = −s_t (or −s_D) is the horizon exponent (Bjorck et al., "Scaling Optimal LR Across Token Horizons":
+LR* ∝ D^-β).
 
 A prediction at a target point evaluates the law there for the axes whose slope is applied and at the swept
 points' weighted centre for the others (a slope judged to transfer moves nothing), and its range is the law's
@@ -62,6 +64,8 @@ class LawData:
     """The lowest and highest searched value each point tried."""
     asymmetry: float
     no_seeds: bool
+    step: float
+    """The grid's step in the searched scale (log2 LR)."""
 
 
 def law_data(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings, th: Thresholds = Thresholds(),
@@ -75,7 +79,8 @@ def law_data(rows: pd.DataFrame, axes: Sequence[str], settings: SearchSettings, 
           for point, _ in groups]
     logs = np.array([[math.log2(float(a[name])) for name in axes] for a in at]).reshape(len(at), len(axes))
     return LawData(list(axes), at, logs, {o.point: o for o in optima}, _law_points(groups, list(axes), optima),
-                   [(float(part["x"].min()), float(part["x"].max())) for _, part in groups], bowl.ratio, no_seeds)
+                   [(float(part["x"].min()), float(part["x"].max())) for _, part in groups], bowl.ratio, no_seeds,
+                   settings.step)
 
 
 def law_of(data: LawData, keep: Optional[Sequence[int]] = None, censored_likelihood: bool = False) -> Optional[Law]:
@@ -98,7 +103,8 @@ def law_of(data: LawData, keep: Optional[Sequence[int]] = None, censored_likelih
     fit = _regress(used, logs, varying, data.no_seeds)
     coefficients, covariance = fit.coefficients, fit.covariance
     censored = [o for i, o in data.optima.items() if i in chosen and o.censored]
-    bounded = _with_bounds(fit, used, censored, data, varying) if censored or censored_likelihood else None
+    bounded = (_with_bounds(fit, used, censored, data, varying, censored_likelihood)
+               if censored or censored_likelihood else None)
     if bounded is not None and censored_likelihood:
         coefficients, covariance = bounded
     dof = None if fit.dof is None else max(1, int(fit.dof))
@@ -141,9 +147,13 @@ def _slope_intervals(coefficients: np.ndarray, covariance: np.ndarray, names: Se
 
 
 def _with_bounds(fit: Regression, used: Sequence[Optimum], censored: Sequence[Optimum], data: LawData,
-                 varying: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+                 varying: Sequence[int], near_edge: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The coefficients and covariance with the censored points entered as bounds at their grid's edge, each point
-    at the variance the weighted fit gives it (its se² and σ_b²; ``analysis.censored``). With ``ROBUST_FROM``
+    at the variance the weighted fit gives it (its se² and σ_b²; ``analysis.censored``). With ``near_edge`` (the
+    law an import is judged by), a measured optimum within one grid step of its grid's edge enters as a bound one
+    step inside that edge too: its vertex rests on runs from one side only, and the window's edge pulls it toward
+    the grid's centre (on asymmetric, AdamW-like curves by up to 0.4 octave in simulation), a pull that moves with
+    every axis that walks the optimum across one grid. With ``ROBUST_FROM``
     residual degrees of freedom or more, each coefficient's variance is at least the sandwich's (the model
     covariance scaled per coefficient, so it stays a covariance); the covariance carries the weighted fit's
     common error on the intercept as it does."""
@@ -152,7 +162,15 @@ def _with_bounds(fit: Regression, used: Sequence[Optimum], censored: Sequence[Op
     variance = np.maximum(np.array([o.se for o in points]), 1e-6) ** 2 + fit.between_sd**2
     edge = {"low": 0, "high": 1}
     y = np.array([data.tried[o.point][edge[o.censored]] if o.censored else o.x_star for o in points])
-    found = censored_fit(x, y, variance, [o.censored or "" for o in points], fit.coefficients)
+    sides = [o.censored or "" for o in points]
+    if near_edge:
+        for k, o in enumerate(points):
+            low, high = data.tried[o.point]
+            if not o.censored and o.x_star < low + data.step:
+                y[k], sides[k] = low + data.step, "low"
+            elif not o.censored and o.x_star > high - data.step:
+                y[k], sides[k] = high - data.step, "high"
+    found = censored_fit(x, y, variance, sides, fit.coefficients)
     covariance = found.covariance.copy()
     if len(points) - x.shape[1] >= ROBUST_FROM:
         scale = np.sqrt(np.maximum(1.0, np.diag(found.robust) / np.diag(found.covariance)))

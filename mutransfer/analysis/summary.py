@@ -1,6 +1,5 @@
-"""A sweep run directory's tables and its summary: ``trials.csv`` and ``curves.csv`` written and read back,
-and the ``Summary`` (``analysis.result``: per key and setup, the optimum per point, a fit per swept axis, the
-law, the verdict) computed from ``trials.csv`` and written as ``summary.json``.
+"""A run's ``Summary`` (``analysis.result``: per key and setup, the optimum per point, a fit per swept axis, the
+law, the verdict) computed from its trials and written as ``summary.json``, and read back.
 
 A sweep across depth, horizon, batch size or token budget adds that axis's column to ``trials.csv``; each axis
 is then the rows where every other axis sits at its base (smallest) value, and a setup with two or more axes
@@ -17,9 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UserError
-from ..files import CONFIG_FILE, CURVE_COLUMNS, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, load_yaml, \
-    read_user_text, write_json
-from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis, axis_named
+from ..files import SUMMARY_FILE, write_json
+from ..schema import LR_KEY, Axis
 from ..table.constants import constant_keys
 from ..table.decay import DECAY_OFF_VALUES
 from .batch import batch_analysis
@@ -32,71 +30,13 @@ from .held_out import Backtest
 from .law import LawData, judge_law, law_data, law_of
 from .prediction import carried_law
 from .no_seeds import no_seed_noise, seeded_noise
+from .run_files import run_record, declared_axes, read_tables, search_settings
 from .thresholds import Thresholds
+from .trial_table import axis_rows, searched_values, swept_axes, tidy_rows
 from .result import AxisFit, KeyResult, SetupResult, Summary, Unfitted, point_value
 
-__all__ = ["summarize", "searched_values", "write_tables", "read_tables", "search_settings", "spec_settings", "final_stages", "write_summary", "summarize_run",
-           "read_summary", "searched_column", "key_value", "width_axis", "declared_axes",
-           "summarize_dir", "axis_rows", "axis_table", "swept_axes", "tidy_rows", "refuse_unfitted"]
-
-
-def searched_column(key: str) -> str:
-    """The trials.csv column that holds a searched key's value (log2 η for the learning rate)."""
-    return LR_COLUMN if key == LR_KEY else key
-
-
-def searched_values(part: pd.DataFrame, key: str, settings: Mapping[str, SearchSettings]) -> pd.Series:
-    """One key's trials' searched values on the scale the analysis uses: log2 η for the learning rate, log2 of
-    another key when every setup (``settings[setup]``) searched it on a log2 scale, the value itself otherwise."""
-    x = part[searched_column(key)].astype(float)
-    if key != LR_KEY and settings and all(s.log2 for s in settings.values()):
-        return np.log2(x)
-    return x
-
-
-def key_value(x: float, log2: bool) -> float:
-    """A searched key's value from its coordinate (``searched_values``' inverse): 2^x on a log2 scale."""
-    return 2.0**x if log2 else x
-
-
-def swept_axes(trials: pd.DataFrame, named: Sequence[str] = ()) -> list[Axis]:
-    """The axes a table varies: width, and depth, steps or batch when it has their columns; the token budget when
-    a batch axis held it (``hold`` tokens) at two or more values. Under ``hold: steps`` the tokens follow from the
-    batch, so they are not an axis of their own: the law's coordinates are the batch and the steps. ``named``:
-    the axes a table declares instead, in their order, each by its name (``schema.axis_named``: an axis the
-    registry lacks — a parameter count, tokens per parameter — is its name's column, any positive values)."""
-    if named:
-        return [axis_named(name) for name in named]
-    held = set(trials["hold"].dropna().astype(str)) if "hold" in trials.columns else set()
-    return [axis for axis in TRANSFER_AXES if axis.column in trials.columns and
-            (axis.name != "tokens" or held == {"tokens"} and trials[axis.column].nunique() > 1)]
-
-
-def axis_rows(trials: pd.DataFrame, axis: Axis, axes: Optional[Sequence[Axis]] = None) -> pd.DataFrame:
-    """The rows on ``axis``'s line through the base point: every other swept axis (``axes``, default
-    ``swept_axes``) at its smallest value."""
-    keep = np.ones(len(trials), dtype=bool)
-    for other in swept_axes(trials) if axes is None else axes:
-        if other != axis:
-            keep &= (trials[other.column] == trials[other.column].min()).to_numpy()
-    return trials[keep].reset_index(drop=True)
-
-
-def width_axis(trials: pd.DataFrame) -> pd.DataFrame:
-    """The rows on the width axis in the width-only layout (the table itself when only width is swept, or when it
-    has no width column: a table imported on other axes)."""
-    if TRANSFER_AXES[0].column not in trials.columns:
-        return trials
-    extra = [axis.column for axis in TRANSFER_AXES[1:] if axis.column in trials.columns]
-    extra += ["hold"] if "hold" in trials.columns else []
-    return axis_rows(trials, TRANSFER_AXES[0]).drop(columns=extra) if extra else trials
-
-
-def tidy_rows(part: pd.DataFrame, x: pd.Series, columns: Mapping[str, str]) -> pd.DataFrame:
-    """The analysis's table: ``columns`` maps its names to the trials' columns (``point`` → the axis's)."""
-    return pd.DataFrame({**{name: part[column] for name, column in columns.items()}, "setup": part["setup"],
-                         "seed": part["seed"], "x": x, "loss": part["val_loss"].astype(float),
-                         "status": part["status"]})
+__all__ = ["summarize", "axis_table", "final_stages", "summarize_dir", "refuse_unfitted", "summarize_run",
+           "write_summary", "read_summary"]
 
 
 def axis_table(trials: pd.DataFrame, key: str, settings: Mapping[str, Mapping[str, SearchSettings]],
@@ -145,7 +85,7 @@ def final_stages(trials: pd.DataFrame) -> pd.DataFrame:
 def summarize_dir(run_dir: Path, trials: pd.DataFrame, th: Thresholds = Thresholds()) -> Summary:
     """The summary of a run directory's ``trials`` as its config.yaml says to analyse them: a sweep's registered
     axes, or an import's declared axes and its noise without seeds."""
-    record = _record(run_dir)
+    record = run_record(run_dir)
     imported = record.get("kind") == "import"
     few_lrs = Counter(str(point.get("setup")) for point in record.get("skipped_points") or []
                       if isinstance(point, dict)) if imported else Counter()
@@ -335,122 +275,6 @@ def refuse_unfitted(summary: Summary, key: str = LR_KEY) -> None:
         return
     reason, fix = no_optimum_reason(combined(fates))
     raise UserError(f"no setup could be fitted: {reason}", fix)
-
-
-def write_tables(run_dir: Path, trials: pd.DataFrame, curves: pd.DataFrame) -> None:
-    atomic_write_text(run_dir / TRIALS_FILE, trials.to_csv(index=False))
-    atomic_write_text(run_dir / CURVES_FILE, curves.to_csv(index=False))
-
-
-def read_tables(run_dir: Path, all_axes: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """trials.csv and curves.csv, checked; a sweep's trials on the width axis only unless ``all_axes`` (an
-    import's all of them)."""
-    path = run_dir / TRIALS_FILE
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir} is not a directory", "give a sweep's run directory (e.g. runs/default)")
-    if not path.is_file():
-        raise UserError(f"{run_dir} has no {TRIALS_FILE}", "run `mutransfer sweep` first, or give a sweep's "
-                        "run directory")
-    trials = _read_csv(path, TRIAL_NEEDS)
-    if "width" not in trials.columns and not declared_axes(run_dir):
-        raise UserError(f"{path} lacks the column(s) width", REWRITE_HINT)
-    if trials.empty:
-        raise UserError(f"{path} has no trials", "run or resume the sweep until some trials finish")
-    for key in trials["search_key"].unique():
-        column = searched_column(str(key))
-        if column not in trials.columns:
-            raise UserError(f"{path} searched {key} but has no column '{column}'", REWRITE_HINT)
-        _numeric(trials.loc[trials["search_key"] == key], column, path)
-    named = declared_axes(run_dir)
-    for axis in swept_axes(trials, named):
-        _numeric(trials, axis.column, path, whole=not named)
-    curves_path = run_dir / CURVES_FILE
-    curves = _read_csv(curves_path, CURVE_NEEDS) if curves_path.is_file() else pd.DataFrame(columns=CURVE_COLUMNS)
-    return (trials if all_axes or named else width_axis(trials)), curves
-
-
-TRIAL_NEEDS = {"setup": str, "seed": int, "search_key": str, "val_loss": float, "status": str}
-CURVE_NEEDS = {"setup": str, "width": int, "seed": int, "search_key": str, "trial": int, "step": int,
-               "train_loss": float}
-REWRITE_HINT = "rewrite the run directory's tables with mutransfer export (or rerun the sweep to resume)"
-
-
-def _read_csv(path: Path, needs: Mapping[str, type]) -> pd.DataFrame:
-    """A run directory's CSV table with the columns ``needs`` names, of those types; one line otherwise."""
-    read_user_text(path, "table")
-    try:
-        table = pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        raise UserError(f"{path} is empty", REWRITE_HINT) from None
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise UserError(f"{path} is not a readable CSV table ({str(exc).splitlines()[0][:120]})", REWRITE_HINT) from None
-    missing = [column for column in needs if column not in table.columns]
-    if missing:
-        raise UserError(f"{path} lacks the column(s) {', '.join(missing)}", REWRITE_HINT)
-    for column, kind in needs.items():
-        if kind is str:
-            table[column] = table[column].astype(str)
-        else:
-            _numeric(table, column, path, whole=kind is int)
-    return table
-
-
-def _numeric(table: pd.DataFrame, column: str, path: Path, whole: bool = False) -> None:
-    """Refuse a column that holds text, or (``whole``) a missing, infinite or fractional value; NaN and inf
-    are fine in a loss column (a diverged or failed trial)."""
-    values = pd.to_numeric(table[column], errors="coerce")
-    text = table[column][values.isna() & table[column].notna()]
-    if len(text):
-        raise UserError(f"{path}: column {column} holds '{text.iloc[0]}', not a number", REWRITE_HINT)
-    if whole and (values.isna().any() or not np.isfinite(values).all() or (values % 1 != 0).any()):
-        bad = values[values.isna() | ~np.isfinite(values) | (values % 1 != 0)].iloc[0]
-        raise UserError(f"{path}: column {column} holds {bad}, not a whole number", REWRITE_HINT)
-    table[column] = values.astype(int) if whole else values.astype(float)
-
-
-def _record(run_dir: Path) -> dict[str, Any]:
-    """The run directory's config.yaml document ({} when it is missing or not a mapping)."""
-    config = run_dir / CONFIG_FILE
-    record = load_yaml(config, "sweep config") if config.is_file() else None
-    return record if isinstance(record, dict) else {}
-
-
-def declared_axes(run_dir: Path) -> tuple[str, ...]:
-    """The axes a run directory's config.yaml declares (an import's, collinear ones left out); () for a sweep,
-    whose axes are its table's registered columns (``swept_axes``)."""
-    record = _record(run_dir)
-    return tuple(str(a) for a in record.get("axes") or ()) if record.get("kind") == "import" else ()
-
-
-def spec_settings(spec: Mapping[str, Any]) -> dict[str, dict[str, SearchSettings]]:
-    """How each setup of a spec's plain data (``SweepSpec.as_dict``, a record's ``spec``) searches each key (a tuned
-    constant: its log2 factor)."""
-    settings: dict[str, dict[str, SearchSettings]] = {}
-    constants = spec.get("constants")
-    for setup in spec.get("setups", []):
-        for search in setup.get("search", []):
-            settings.setdefault(search["key"], {})[setup["label"]] = SearchSettings(
-                step=float(search["step"]), log2=search["scale"] == "log2", low=float(search["min"]),
-                high=float(search["max"]))
-        for key in (constants or {}).get("keys", []):
-            settings.setdefault(key, {})[setup["label"]] = SearchSettings(
-                step=float(constants["step"]), log2=True, low=float(constants["low"]), high=float(constants["high"]))
-    return settings
-
-
-def search_settings(run_dir: Path, trials: pd.DataFrame) -> dict[str, dict[str, SearchSettings]]:
-    """How each setup searched each key (``settings[key][setup]``): from the sweep's config.yaml, else each
-    setup's most common spacing on a log2 scale with an unknown range."""
-    try:
-        settings = spec_settings(_record(run_dir).get("spec") or {})
-    except (AttributeError, KeyError, TypeError, ValueError):
-        settings = {}  # a damaged config.yaml: every setup's settings inferred from its trials below
-    for (key, setup), part in trials.groupby(["search_key", "setup"]):
-        if str(setup) not in settings.get(str(key), {}):
-            xs = np.sort(part[searched_column(str(key))].dropna().unique())
-            diffs = Counter(np.round(np.diff(xs), 6)) if len(xs) > 1 else Counter({1.0: 1})
-            settings.setdefault(str(key), {})[str(setup)] = SearchSettings(step=float(diffs.most_common(1)[0][0]))
-    return settings
 
 
 def summarize_run(run_dir: Path, th: Thresholds = Thresholds()) -> Summary:

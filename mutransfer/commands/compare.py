@@ -42,7 +42,7 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool,
     from ..analysis.compare import compare, config_changes
     from ..analysis.compare_plot import compare_figure
     from ..analysis.plots import mark_partial, save
-    from ..analysis.summary import read_tables
+    from ..analysis.run_files import read_tables
     from ..errors import UserError
     from ..files import COMPARE_PLOT, COMPARE_REPORT, COMPARE_TABLE, atomic_write_text, write_json
     from .common import console, positive_number, unfinished_run
@@ -100,7 +100,8 @@ def run(run_a: Path, run_b: Optional[Path], out: Optional[Path], strict: bool,
 def _compared_axis(run_a: Path, trials_a: pd.DataFrame, run_b: Path, trials_b: pd.DataFrame) -> Axis:
     """The axis both runs are compared along: a sweep's width, an import's first analysed axis; refused when the
     two differ."""
-    from ..analysis.summary import declared_axes, swept_axes
+    from ..analysis.run_files import declared_axes
+    from ..analysis.trial_table import swept_axes
     from ..errors import UserError
 
     first_a = swept_axes(trials_a, declared_axes(run_a))[0]
@@ -117,8 +118,9 @@ def _analysed(run_dir: Path, trials: pd.DataFrame, axis: Axis) -> dict[str, Any]
     record (empty when config.yaml is missing)."""
     import pandas as pd
 
-    from ..analysis.summary import axis_rows, declared_axes, search_settings, searched_values, summarize_dir, \
-        swept_axes
+    from ..analysis.run_files import declared_axes, search_settings
+    from ..analysis.summary import summarize_dir
+    from ..analysis.trial_table import axis_rows, searched_values, swept_axes
     from ..files import CONFIG_FILE, load_yaml
 
     settings = search_settings(run_dir, trials)

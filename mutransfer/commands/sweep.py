@@ -96,7 +96,8 @@ def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix:
     A complete sweep removes the transfer files made from it while it was partial. Returns the summary."""
     from ..analysis.draw import draw
     from ..analysis.thresholds import Thresholds
-    from ..analysis.summary import write_summary, write_tables
+    from ..analysis.run_files import write_tables
+    from ..analysis.summary import write_summary
     from ..files import remove_partial_outputs
     from ..sweep.completion import sweep_status
     from ..sweep.constant_gate import ConstantGate
@@ -248,7 +249,7 @@ class _Progress:
             self.screen.print(f"resuming: {self.first.done} trials were already done")
         self.last = snap
         if snap.provisional is not None:
-            from ..analysis.summary import write_tables
+            from ..analysis.run_files import write_tables
             from ..files import SUMMARY_FILE, write_json
 
             write_tables(self.run_dir, snap.provisional.trials, snap.provisional.curves)

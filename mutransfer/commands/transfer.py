@@ -46,7 +46,7 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
         correct_drift: bool, tolerance: str = "1", depth: Optional[str] = None, steps: Optional[str] = None,
         decay_rule: Optional[str] = None, batch_size: Optional[str] = None, tokens: Optional[str] = None,
         tolerance_text: str = option_text(BATCH_TOLERANCE), partial: bool = False, at: Sequence[str] = ()) -> None:
-    from ..analysis.summary import declared_axes
+    from ..analysis.run_files import declared_axes
     from ..errors import UserError
     from ..files import latest_run, transfer_file
     from ..transfer.target import make_transfer, write_transfer

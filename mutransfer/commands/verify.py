@@ -29,7 +29,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
         workers_text: str, threads: int, dry_run: bool, overrides: Sequence[str], depth_text: Optional[str] = None,
         steps_text: Optional[str] = None, batch_text: Optional[str] = None, tokens_text: Optional[str] = None,
         partial: bool = False) -> int:
-    from ..analysis.summary import declared_axes
+    from ..analysis.run_files import declared_axes
     from ..errors import UserError
     from ..files import latest_run
     from ..transfer.verify import Verification, VerifyRequest, parse_factors, parse_setups, parse_widths

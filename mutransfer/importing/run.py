@@ -13,7 +13,8 @@ from typing import Optional
 import pandas as pd
 
 from ..analysis.result import Summary
-from ..analysis.summary import refuse_unfitted, spec_settings, summarize
+from ..analysis.run_files import spec_settings
+from ..analysis.summary import refuse_unfitted, summarize
 from ..analysis.thresholds import Thresholds
 from ..files import CONFIG_FILE, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, dump_yaml, write_json
 from .convert import Imported, to_trials

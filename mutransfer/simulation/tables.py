@@ -21,6 +21,9 @@ __all__ = ["TableDesign", "RealDesign", "SimulatedTable", "simulate_table", "sim
 
 LAW_AXES = ("params", "tokens", "batch")
 """The simulated table's axes, in its law's order; width and depth are columns that move with params."""
+BRACKET_MARGIN = 3
+"""LR steps a real design's grid holds beyond the spread of its size's true optima (as an experimenter widens a
+grid to bracket every cell): with the grid's off-centre shift, a few points still land at its edge."""
 
 
 @dataclass(frozen=True)
@@ -143,9 +146,11 @@ def simulate_real_table(truth: Truth, design: RealDesign, rng: np.random.Generat
     for params in design.params:
         width, depth = _size_shape(params)
         own = [c for c in cells if c[0] == params]
-        centre = float(np.mean([design.law({"params": params, "tokens": t, "batch": float(b)})
-                                for _, t, batches in own for b in batches]))
-        count = int(rng.integers(design.lrs[0], design.lrs[1] + 1))
+        optima = [design.law({"params": params, "tokens": t, "batch": float(b)}) for _, t, batches in own
+                  for b in batches]
+        centre = float(np.mean(optima))
+        spans = int(math.ceil((max(optima) - min(optima)) / design.lr_step)) + BRACKET_MARGIN
+        count = min(design.lrs[1], max(spans, int(rng.integers(design.lrs[0], design.lrs[1] + 1))))
         first = centre - design.lr_step * (count - 1) * rng.uniform(0.3, 0.7)
         for _, tokens, batches in own:
             for batch in batches:

@@ -10,7 +10,8 @@ import optuna
 import pandas as pd
 
 from ..analysis.result import Basis, Summary
-from ..analysis.summary import spec_settings, summarize
+from ..analysis.run_files import spec_settings
+from ..analysis.summary import summarize
 from ..analysis.thresholds import Thresholds
 from .completion import sweep_status
 from .keys import StudyKey

@@ -15,7 +15,8 @@ from typing import Any, Optional
 import optuna
 
 from ..analysis.sequential import Look, decided_at, looks
-from ..analysis.summary import spec_settings, summarize
+from ..analysis.run_files import spec_settings
+from ..analysis.summary import summarize
 from ..analysis.thresholds import Thresholds
 from ..schema import LR_KEY
 from .completion import study_finished

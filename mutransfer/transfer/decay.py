@@ -10,7 +10,7 @@ from typing import Any, Mapping, Optional
 
 from ..analysis.prediction import Prediction, predict_setup
 from ..analysis.result import Summary
-from ..analysis.summary import key_value
+from ..analysis.trial_table import key_value
 from ..errors import UserError
 from ..schema import ROLES, Config
 from ..table.decay import DECAY_OFF_VALUES, DECAY_SYMBOLS, decay_rule

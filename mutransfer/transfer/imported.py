@@ -16,9 +16,9 @@ from typing import Any, Mapping, Optional
 from ..analysis.law import evaluate_law
 from ..analysis.prediction import line_range
 from ..analysis.result import SetupResult, Summary
+from ..analysis.run_files import run_record
 from ..analysis.summary import refuse_unfitted, summarize_run
 from ..errors import UserError, did_you_mean
-from ..files import CONFIG_FILE, load_yaml
 from ..schema import LR_KEY
 
 __all__ = ["ImportTarget", "ImportPrediction", "predict_import", "import_transfer_file"]
@@ -75,11 +75,6 @@ def import_transfer_file(target: Mapping[str, float], fmt: str) -> str:
     return f"transfer_{tags}.{'json' if fmt == 'json' else 'yaml'}"
 
 
-def _record(run_dir: Path) -> dict[str, Any]:
-    record = load_yaml(run_dir / CONFIG_FILE, "import record")
-    return record if isinstance(record, dict) else {}
-
-
 def _check_axes(target: Mapping[str, float], analysed: list[str], dropped: Mapping[str, str]) -> None:
     for name in target:
         if name in dropped:
@@ -125,7 +120,7 @@ def _extrapolation(setup: SetupResult, target: Mapping[str, float]) -> dict[str,
 
 def predict_import(run_dir: Path, target: ImportTarget, label: Optional[str], tolerance: float) -> ImportPrediction:
     """η* at ``target`` from the import in ``run_dir``."""
-    record = _record(run_dir)
+    record = run_record(run_dir)
     analysed = [str(a) for a in record.get("axes") or []]
     dropped = {str(k): str(v) for k, v in (record.get("dropped_axes") or {}).items()}
     _check_axes(target.values, analysed, dropped)

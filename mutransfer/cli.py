@@ -115,12 +115,14 @@ def sweep(
                                   "(a trial silent for 3 heartbeats is retried by another worker)."),
     batch_tolerance: str = BATCH_TOLERANCE,
     effect_margin: str = EFFECT_MARGIN,
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="On resume, train the failed trials' points "
+                                      "again (without it a failed point stays failed)."),
 ) -> None:
     """Run an Optuna learning-rate sweep at several widths; write trials.csv, curves.csv, summary.json, plots."""
     from .commands import sweep as command
 
     _guarded(lambda: command.run(spec, overrides or [], out, storage, study, workers, threads, dry_run, heartbeat,
-                                 batch_tolerance, effect_margin))
+                                 batch_tolerance, effect_margin, retry_failed))
 
 
 @app.command()

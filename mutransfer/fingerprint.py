@@ -37,7 +37,7 @@ EXECUTION_KEYS: tuple[str, ...] = ("batch_trials", "trunks", "stop")
 the same sweep."""
 EXECUTION_CONFIG_KEYS: tuple[str, ...] = ("train.compile",)
 """Config keys of the same kind: left out of the record's configs and overrides."""
-EXECUTION_TRAINER_KEYS: tuple[str, ...] = ("cwd", "timeout", "env", "devices_per_trial", "retries")
+EXECUTION_TRAINER_KEYS: tuple[str, ...] = ("cwd", "timeout", "env", "devices_per_trial", "retries", "max_failures")
 """Keys of a spec's ``trainer`` (and a setup's) that say how a trial runs: kept in the record (``verify`` runs
 the same way), left out of the fingerprint."""
 LOCATION_KEYS: tuple[str, ...] = ("factory_path",)

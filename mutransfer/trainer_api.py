@@ -15,7 +15,17 @@ from .errors import UserError
 from .files import TRIAL_DIR_ENV
 from .trial_io import append_progress, read_progress, read_trial_values, write_result
 
-__all__ = ["Trial", "trial", "report", "trial_dir"]
+__all__ = ["Trial", "NoTrial", "trial", "report", "trial_dir"]
+
+
+class NoTrial(UserError, SystemExit):
+    """``trial()`` outside a sweep, or with a trial folder it cannot read. A ``UserError`` (``except Exception``
+    catches it); left uncaught in a script, it ends the script as ``sys.exit(message)`` does: the one line
+    ``error: ...; fix`` on stderr, exit status 1, no traceback."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        UserError.__init__(self, message, hint)
+        self.code = f"error: {self.one_line()}"
 
 
 @dataclass(frozen=True)
@@ -49,16 +59,15 @@ def trial_dir() -> Optional[Path]:
 
 
 def trial() -> Trial:
-    """The values of the trial this process runs for; outside a sweep, one line that says so."""
+    """The values of the trial this process runs for; outside a sweep, ``NoTrial``: one line that says so."""
     folder = trial_dir()
     if folder is None:
-        raise UserError(f"no trial: {TRIAL_DIR_ENV} is not set", "run this trainer through `mutransfer sweep` with "
-                        "a trainer section, or pass its values as arguments")
+        raise NoTrial(f"no trial: {TRIAL_DIR_ENV} is not set", "run this trainer through `mutransfer sweep` with "
+                      "a trainer section, or pass its values as arguments")
     try:
         values = read_trial_values(folder)
     except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read the trial's values in {folder}: {exc}",
-                        "rerun the trial from its sweep") from None
+        raise NoTrial(f"cannot read the trial's values in {folder}: {exc}", "rerun the trial from its sweep") from None
     return Trial(lr=float(values["lr"]), log2_lr=float(values["log2_lr"]), setup=str(values["setup"]),
                  seed=int(values["seed"]), width=int(values["width"]), depth=int(values["depth"]),
                  steps=int(values["steps"]), batch_size=int(values["batch_size"]), tokens=int(values["tokens"]),

@@ -121,6 +121,16 @@ def sweep_tables(runner: CliRunner, spec: Path, run: Path, axis: str) -> pd.Data
     return pd.read_csv(run / "trials.csv")
 
 
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().split()[2] != "Z"
+
+
 @pytest.fixture(scope="session")
 def pg_url() -> str:
     """The PostgreSQL test server (``MUTRANSFER_TEST_POSTGRES``); a failure under CI, a skip elsewhere."""

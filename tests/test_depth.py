@@ -275,4 +275,4 @@ def test_a_sweep_across_depth_measures_the_depth_slope_and_transfer_uses_it(runn
     moved = "depth" in b["prediction"]["applied_slopes"]
     assert moved == (summary.axes["depth"].verdict != "transfers")
     shift = law.coefficients["depth"] * 4 if moved else 0.0  # log2(16 / 1)
-    assert b["log2_lr"] == pytest.approx(a["log2_lr"] + shift)
+    assert b["log2_lr"] == pytest.approx(a["log2_lr"] + shift, abs=2e-3)  # each written to 0.001 octave

@@ -173,6 +173,50 @@ def test_a_study_page_holds_the_tables_its_script_computes(page: str, script: st
     assert len(lines) > 15 and all(line in text for line in lines if line)
 
 
+@pytest.mark.parametrize(("page", "script", "data"), [("import.md", "import_coverage", "import"),
+                                                       ("analysis.md", "backtest_coverage", "backtest")])
+def test_a_coverage_table_on_a_page_is_what_its_script_prints(page: str, script: str, data: str) -> None:
+    """A coverage table stands on its page exactly as ``scripts/<script>.py --table`` prints it from the kept CSV."""
+    import pandas as pd
+
+    table = load_script(script).markdown(pd.read_csv(ROOT / "docs" / "data" / data / "coverage.csv"))
+    assert len(table.splitlines()) > 5 and table in (ROOT / "docs" / page).read_text()
+
+
+def test_the_readme_s_compare_pair_decides_as_the_kept_runs_do() -> None:
+    """docs/compare.md's table of the README's compare example is what ``mutransfer compare`` says of the kept runs
+    (``scripts/compare_pairs.py``), and the README's verdicts are those: ``moved`` for the change, ``same`` for
+    the seeds alone."""
+    table = load_script("compare_pairs").table(ROOT / "docs" / "data" / "compare")
+    assert table in (ROOT / "docs" / "compare.md").read_text()
+    verdicts = [row.split("|")[2].strip() for row in table.splitlines()[2:]]
+    assert verdicts == ["`moved`", "`same`"]
+    readme = " ".join(README.read_text().split())
+    assert "train.steps=160 --out runs/after" in readme and "compare runs/before runs/after # 2 s: moved" in readme
+    assert "(`seeds=[1]`) it says `same`" in readme
+
+
+def test_every_duration_the_readme_gives_is_the_measured_one() -> None:
+    """Each README command ``scripts/bench_readme.py`` times carries the duration it measured (as ``says`` writes it), the
+    page docs/performance.md holds that script's table, and no other README command line gives a duration."""
+    import pandas as pd
+
+    script = load_script("bench_readme")
+    durations = pd.read_csv(ROOT / "docs" / "data" / "readme" / "durations.csv")
+    assert set(durations["part"]) == set(script.PARTS), "every part measured"
+    lines = {line.split("#", 1)[0].strip(): line for block in FENCE.findall(README.read_text())
+             for line in block.splitlines()}
+    for row in durations.itertuples():
+        assert row.command == script.command_of(row.part, script.readme_lines()), f"{row.part}: the README changed"
+        said = script.says(row.seconds)
+        assert re.search(rf"#.*\b{re.escape(said)}\b", lines[row.command]), (said, lines[row.command])
+    timed = set(durations["command"])
+    unit = re.compile(r"#.*\d\s*(s|min)\b")
+    assert not [line for command, line in lines.items() if command not in timed and unit.search(line)
+                and "default sweep" not in line]
+    assert script.table(durations) in (ROOT / "docs" / "performance.md").read_text()
+
+
 @pytest.mark.parametrize(("page", "data", "axis"), [("depth.md", "depth", "depth"), ("axes.md", "horizon", "steps"),
                                                     ("your-trainer.md", "own_trainer", "width")])
 def test_an_axis_table_on_a_page_is_what_axis_table_computes(page: str, data: str, axis: str) -> None:

@@ -1,6 +1,7 @@
 """lr_drift.png of an imported table of a real design (parameter counts and token budgets in the billions, a setup
 the law judges), read from its artists: it fits a page, its tick labels are short and apart, its legends sit inside
-their panels off the data, and each panel draws every point the law saw with the law's slope and verdict."""
+their panels off the data, each panel draws every point the law saw with the law's slope and verdict, and a
+transfer's target is marked on each axis it names."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import pytest
 matplotlib.use("Agg")
 
 from mutransfer.analysis.figure_kit import MOST_TICKS, pyplot, short_number, spread_values  # noqa: E402
+from mutransfer.analysis.drift_plot import TARGET_LINE, TARGET_MARK  # noqa: E402
 from mutransfer.analysis.plots import drift_figure  # noqa: E402
 from mutransfer.analysis.result import SetupResult, Summary  # noqa: E402
 from mutransfer.importing.mapping import AxisColumn, ImportMapping  # noqa: E402
 from mutransfer.importing.run import import_runs  # noqa: E402
+from mutransfer.analysis.transfer_targets import TransferTarget  # noqa: E402
 from mutransfer.simulation.calibration import real_truth  # noqa: E402
 from mutransfer.simulation.tables import RealDesign, simulate_real_table  # noqa: E402
 
@@ -106,6 +109,35 @@ def test_a_law_setup_s_panels_draw_every_point_the_law_saw(summary: Summary, fig
         censored = sum(p.result.censored is not None for s in setups.values() for p in s.law.points)
         hollow = sum(len(c.lines[0].get_xdata()) for c in ax.containers if c.lines[0].get_markerfacecolor() == "none")
         assert hollow == censored, "a bound at the grid's edge is an open marker"
+
+
+def test_an_import_s_target_is_marked_on_each_axis_it_names(summary: Summary) -> None:
+    (setup,) = law_setups(summary)
+    at = {"params": 7e9, "tokens": 2e12}
+    target = TransferTarget(at, setup, -10.0, (-10.6, -9.4), "transfer_params7e+09_tokens2e+12.yaml")
+    shown = ("params", "batch")
+    fig = drift_figure([("imported", summary.setups())], list(shown), targets=[("imported", target)])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for axis in shown:
+        ax = panel(fig, axis)
+        marks = [line for line in ax.get_lines() if line.get_gid() == TARGET_MARK]
+        verticals = [line for line in ax.get_lines() if line.get_gid() == TARGET_LINE]
+        if axis not in at:
+            assert not marks and not verticals, f"{axis}: the target names no value on it"
+            continue
+        (mark,) = marks
+        assert mark.get_xdata()[0] == pytest.approx(np.log2(at[axis])) and mark.get_ydata()[0] == pytest.approx(-10.0)
+        assert verticals and verticals[0].get_xdata()[0] == pytest.approx(np.log2(at[axis]))
+        assert not [line for line in ax.get_lines() if line.get_linestyle() == ":" and line not in verticals], \
+            "a law's setup has no line of its own to carry out to the target"
+        assert short_number(at[axis]) in [t.get_text() for t in ax.get_xticklabels() if t.get_visible()]
+        legend = ax.get_legend()
+        assert any(t.get_text() == f"{setup}: transfer to params 7e+09, tokens 2e+12\nlog2 η* -10.00 [-10.60, -9.40]"
+                   for t in legend.get_texts())
+        box, frame = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+    pyplot().close(fig)
 
 
 def test_the_law_s_line_runs_through_the_other_axes_weighted_centre(summary: Summary, figure: Any) -> None:

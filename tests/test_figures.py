@@ -261,7 +261,7 @@ def test_several_runs_share_the_lr_axis_down_a_column_and_each_keeps_its_own_los
     drift = drift_figure([("a", summary.setups()), ("b", summary_of(other).setups())])
     assert_legends_cover_no_data(drift)
     assert_colours_readable(drift)
-    fig = curves_figure([("a", trials, curves), ("b", trials, curves)])
+    fig = curves_figure([("a", trials, curves, summary.setups()), ("b", trials, curves, summary.setups())])
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert len(visible) == 4 and visible[0].get_shared_y_axes().joined(visible[0], visible[1])
     assert not visible[0].get_shared_y_axes().joined(visible[0], visible[-1]), "each run's row has its loss axis"

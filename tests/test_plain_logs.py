@@ -1,9 +1,10 @@
 """Sweep progress that reads in a log: one plain line per finished trial off a terminal, flushed as it comes, no
-ANSI codes; counts that never overshoot (their source: the finished trials in the study); a live display on a
-terminal that ends before the tables."""
+ANSI codes; counts that never overshoot (their source: the finished trials in the study); an ETA line at most once
+a minute, priced by the finished trials' seconds; a live display on a terminal that ends before the tables."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import subprocess
@@ -18,6 +19,8 @@ from typer.testing import CliRunner
 import mutransfer.commands.common as common
 from conftest import invoke
 from mutransfer.commands.display import trial_lines
+from mutransfer.sweep.estimate import TRIAL_OVERHEAD_S
+from mutransfer.sweep.measured_cost import duration_text
 from mutransfer.sweep.runner import FinishedTrial, Snapshot, is_finished, run_sweep
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.storage import open_storage
@@ -110,3 +113,33 @@ def test_a_sweep_that_needs_fewer_trials_than_budgeted_ends_on_its_count() -> No
     lines = out.getvalue().splitlines()
     assert [line.split(" · ")[0].strip() for line in lines[:2]] == ["1/4", "2/4"]
     assert lines[-1].startswith("2/2 trials done")
+
+
+def test_a_plain_log_says_its_eta_at_most_once_a_minute() -> None:
+    """Trials finishing at 30, 61, 90 and 125 s: ETA lines at 61 and 125 s only, each the trials left times the
+    finished trials' seconds plus bookkeeping, over the workers."""
+    from mutransfer.commands.display import TrialLog
+    from mutransfer.commands.log_eta import ETA_EVERY_S, LogEta
+
+    now = [0.0]
+    out = io.StringIO()
+    log = TrialLog(Console(file=out, width=300), LogEta({64: 10}, workers=2, clock=lambda: now[0]))
+    log.update(Snapshot(total=10))
+    trials = [_trial(i) for i in range(10)]
+    for done, at in ((1, 30.0), (2, 61.0), (3, 90.0), (4, 125.0)):
+        now[0] = at
+        log.update(Snapshot(total=10, finished=trials[:done]))
+    eta = [line for line in out.getvalue().splitlines() if line.startswith("eta:")]
+    assert ETA_EVERY_S == 60 and len(eta) == 2
+    expected = 8 * (1.5 + TRIAL_OVERHEAD_S) / 2
+    assert eta[0] == (f"eta: about {duration_text(expected)} for the 8 trials left (2 worker(s); from the seconds "
+                      "of 2 finished trials)")
+
+
+def test_the_eta_prices_the_widths_still_planned() -> None:
+    """Width 32 done at 1 s a trial; width 64's 5 planned trials cost 1 s × 2² (one width: p = 2) each."""
+    from mutransfer.commands.log_eta import eta_seconds
+
+    done = [dataclasses.replace(_trial(i), point="width 32", seconds=1.0) for i in range(5)]
+    assert eta_seconds(done, 10, {32: 5, 64: 5}, 1) == pytest.approx(5 * (4.0 + TRIAL_OVERHEAD_S))
+    assert eta_seconds(done, 5, {32: 5, 64: 5}, 1) is None

@@ -88,13 +88,20 @@ KEPT_IMPORTS = [path for path in KEPT_RUNS if (path / "config.yaml").is_file()
                 and "kind: import" in (path / "config.yaml").read_text(encoding="utf-8")]
 
 
-def _baseline(run_dir: Path) -> dict[str, Any]:
+def _baseline_path(run_dir: Path) -> Path:
     name = str(run_dir.relative_to(ROOT)).removeprefix("docs/data/").replace("/", "_")
-    return json.loads((BASELINES / "summary_v2" / f"{name}.json").read_text(encoding="utf-8"))
+    return BASELINES / "summary_v2" / f"{name}.json"
 
 
-@pytest.mark.parametrize("run_dir", [p for p in KEPT_RUNS if p not in KEPT_IMPORTS],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+def _baseline(run_dir: Path) -> dict[str, Any]:
+    return json.loads(_baseline_path(run_dir).read_text(encoding="utf-8"))
+
+
+KEPT_BEFORE_LAYOUT_3 = [p for p in KEPT_RUNS if p not in KEPT_IMPORTS and _baseline_path(p).is_file()]
+"""The kept sweeps that commit 1c82fca summarised (layout 2); those kept since carry their own summary.json."""
+
+
+@pytest.mark.parametrize("run_dir", KEPT_BEFORE_LAYOUT_3, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_kept_sweep_summarises_as_it_did_before_layout_3(run_dir: Path) -> None:
     """tests/baselines/summary_v2/<run>.json is every kept run's summary as commit 1c82fca computed it (layout 2):
     with the keys layout 3 added removed, today's analysis gives a sweep the same document."""
@@ -103,6 +110,17 @@ def test_every_kept_sweep_summarises_as_it_did_before_layout_3(run_dir: Path) ->
     assert now["version"] == SUMMARY_VERSION
     assert without_added(now) == without_added(before)
     assert Summary.from_json(before).to_json()["version"] == SUMMARY_VERSION
+
+
+@pytest.mark.parametrize("run_dir", [p for p in KEPT_RUNS if p not in KEPT_IMPORTS and p not in KEPT_BEFORE_LAYOUT_3],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_sweep_kept_since_layout_3_summarises_as_its_own_summary(run_dir: Path) -> None:
+    """A sweep kept after 1c82fca has no layout-2 baseline: today's analysis of its trials gives the summary.json
+    its sweep wrote (the run's progress, ``status``, aside)."""
+    kept = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    now = summarize_run(run_dir).to_json()
+    assert kept["version"] == SUMMARY_VERSION
+    assert {k: v for k, v in now.items() if k != "status"} == {k: v for k, v in kept.items() if k != "status"}
 
 
 @pytest.mark.parametrize("run_dir", KEPT_IMPORTS, ids=lambda p: str(p.relative_to(ROOT)))

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from conftest import invoke, refused_in_one_line
+from conftest import invoke, process_alive, refused_in_one_line
 from mutransfer.errors import UserError
 from mutransfer.files import TRIAL_DIR_ENV
 from mutransfer.sweep.child_process import BoundedLog
@@ -71,15 +71,6 @@ def _spec(folder: Path, setups: dict, **extra: object) -> Path:
     path = folder / "fake.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as handle:
-        return handle.read().split()[2] != "Z"
 
 
 def test_the_shell_example_sweeps_transfers_and_verifies(runner: CliRunner, tmp_path: Path) -> None:
@@ -135,7 +126,7 @@ def test_failures_retries_timeouts_and_diverged_runs(runner: CliRunner, tmp_path
     setups = {mode: {"overrides": [], "trainer": {"args": ["--mode", mode]}} for mode in modes}
     setups["ok"] = []
     spec = _spec(tmp_path, setups)
-    spec.write_text(spec.read_text().replace("timeout: 60", "timeout: 1\n  retries: 1"))
+    spec.write_text(spec.read_text().replace("timeout: 60", "timeout: 1\n  retries: 1\n  max_failures: 100"))
     run = tmp_path / "run"
     result = invoke(runner, "sweep", str(spec), "--out", str(run))
     assert result.exit_code == 0, result.output
@@ -150,7 +141,7 @@ def test_failures_retries_timeouts_and_diverged_runs(runner: CliRunner, tmp_path
     assert message[("hang", -7.0)] == "timed out after 1 s (after 2 tries)"
     assert all(len((tmp_path / f"run/attempts-{mode}").read_text()) == 2 * 5 for mode in modes)  # 5 points, 2 tries
     pids = [int(p.read_text()) for p in (run / "trials").glob("fake.hang.*/trial-*/pid")]
-    assert pids and not any(_alive(pid) for pid in pids)
+    assert pids and not any(process_alive(pid) for pid in pids)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["keys"]["optimizer.lr"]["setups"]["ok"]["axes"]["width"]["points"]["32"]["x_star"] == \
         pytest.approx(-5.0, abs=0.05)
@@ -181,6 +172,7 @@ def test_a_failed_point_is_missing_not_an_infinite_loss_for_the_grid_extension(t
     ({"trainer": {"command": ["bash", "x.sh", "{plan}"]}}, "{plan} needs model.factory"),
     ({"trainer": {"command": "bash x.sh"}}, "trainer.command is a string"),
     ({"trainer": {"command": ["bash"], "timeot": 5}}, "unknown key 'trainer.timeot'"),
+    ({"trainer": {"command": ["bash", "x.sh"], "args": ["run/nope.sh"]}}, "trainer.args: run/nope.sh is not found"),
     ({"coord_check": True}, "coord_check: true needs the built-in model"),
     ({"batch_trials": 4}, "batch_trials=4 stacks trials"),
     ({"overrides": ["train.compile=off"]}, "train.compile is the built-in loop's"),
@@ -189,6 +181,7 @@ def test_a_failed_point_is_missing_not_an_infinite_loss_for_the_grid_extension(t
 def test_what_a_trainer_cannot_do_is_refused_in_one_line(runner: CliRunner, tmp_path: Path, edit: dict,
                                                         says: str) -> None:
     spec = _spec(tmp_path, {"ok": []})
+    (tmp_path / "x.sh").touch()  # the script the edits name, so that what each refuses is its own mistake
     data = yaml.safe_load(spec.read_text())
     for key, value in edit.items():
         data[key] = {**data[key], **value} if key == "trainer" and isinstance(value, dict) and "command" not in value \
@@ -220,7 +213,7 @@ def test_fingerprint_covers_the_command_not_how_it_runs(tmp_path: Path) -> None:
         return sweep_record(load_spec(path, list(words)), {})["fingerprint"]
 
     base = fingerprint()
-    assert fingerprint("trainer.timeout=5", "trainer.retries=2", "trainer.env={A: b}") == base
+    assert fingerprint("trainer.timeout=5", "trainer.retries=2", "trainer.env={A: b}", "trainer.max_failures=9") == base
     assert fingerprint("trainer.args=[--mode, slow]") != base
     record = sweep_record(load_spec(path, ["trainer.retries=2"]), {})
     assert record["spec"]["trainer"]["retries"] == 2  # kept in the record: verify runs the same way
@@ -251,7 +244,7 @@ def test_ctrl_c_requeues_the_running_trial_and_a_rerun_finishes_without_duplicat
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output
-    assert not _alive(pid)
+    assert not process_alive(pid)
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     trials = pd.read_csv(run / "trials.csv")
@@ -270,13 +263,13 @@ def test_a_killed_sweep_leaves_no_trainer_running_and_resumes_without_duplicates
     while len(list((run / "trials").glob("*/trial-*/pid"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
     pids = [int(p.read_text()) for p in (run / "trials").glob("*/trial-*/pid")]
-    assert len(pids) == 2 and all(_alive(pid) for pid in pids)  # both workers' trainers run
+    assert len(pids) == 2 and all(process_alive(pid) for pid in pids)  # both workers' trainers run
     proc.kill()
     proc.wait()
     deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(process_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(pid) for pid in pids)  # each died with its worker, which died with the sweep
+    assert not any(process_alive(pid) for pid in pids)  # each died with its worker, which died with the sweep
     (tmp_path / "block").unlink()
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr

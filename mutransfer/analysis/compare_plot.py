@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..schema import LR_KEY
 from .figure_kit import BOWL_OCTAVES, finish_panel, grid_curve, interval_bars, mark_at_top, point_colors, pyplot
+from .layout import fit_title
 from .result import PointResult, Summary, point_key, point_value
 
 __all__ = ["compare_figure", "RunStyle", "RUN_STYLE"]
@@ -65,8 +66,8 @@ def compare_figure(points_a: pd.DataFrame, points_b: pd.DataFrame, widths: pd.Da
     if not axes[0][0].get_ylabel():
         axes[0][0].set_ylabel("validation loss (nats/token)")
     axes[1][0].set_ylabel("Δ log2 optimum")
-    fig.suptitle(f"Did the optimum move?  {names[0]} ({RUN_STYLE['a'].words}) vs {names[1]} "
-                 f"({RUN_STYLE['b'].words})", fontsize=11)
+    fit_title(fig, [["Did the optimum move? ", f"{names[0]} ({RUN_STYLE['a'].words})",
+                     f"vs {names[1]} ({RUN_STYLE['b'].words})"]], fontsize=11, sep=" ")
     return fig
 
 

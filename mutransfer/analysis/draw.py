@@ -19,25 +19,24 @@ from .plots import curves_figure, drift_figure, key_label, save, transfer_figure
 from .result import Summary
 from .run_files import declared_axes, read_tables, search_settings
 from .summary import axis_table, summarize_dir
+from .transfer_targets import TransferTarget, read_targets
 from .trial_table import swept_axes, width_axis
 from .verify_plot import verify_figure
 
-__all__ = ["draw", "verify_figure_of"]
+__all__ = ["draw", "redraw_drift", "verify_figure_of"]
 
 
 def draw(run_dirs: Sequence[Path], out: Optional[Path] = None, th: Thresholds = Thresholds(),
          summary: Optional[Summary] = None) -> list[Path]:
     """transfer.png (and transfer_depth.png, transfer_steps.png … for the axes swept), lr_drift.png with a panel
-    per swept axis, curves.png (several runs: a row each, axes shared), the same two figures for every other key
-    every run searched, verify.png for a single run, and batch.png for a single run across batch sizes at fixed
-    budgets, into ``out`` or the run dir. ``summary``: a single run's summary when the caller has just computed it
+    per swept axis and the run directories' transfer targets (``_drift``), curves.png (several runs: a panel per
+    run and setup), the same two figures for every other key every run searched, verify.png for a single run, and
+    batch.png for a single run across batch sizes at fixed budgets, into ``out`` or the run dir. ``summary``: a single run's summary when the caller has just computed it
     from the same tables (else each run's is computed afresh)."""
     runs = [_Run.read(run_dir, th, summary if len(run_dirs) == 1 else None) for run_dir in run_dirs]
     target = out or run_dirs[0]
     target.mkdir(parents=True, exist_ok=True)
     axes = [axis for axis in runs[0].swept() if all(axis in r.swept() for r in runs)]
-    varied = [axis.name for axis in axes if any(r.trials[axis.column].nunique() > 1 for r in runs)] or \
-        [axes[0].name if axes else "width"]
     keys = [LR_KEY] + sorted(set.intersection(*(set(r.summary.other_keys()) for r in runs)))
     written = []
     for key in keys:
@@ -50,16 +49,35 @@ def draw(run_dirs: Sequence[Path], out: Optional[Path] = None, th: Thresholds = 
             written.append(target / (transfer_plot(axis.name) if key == LR_KEY else key_plot(key)))
             save(transfer_figure(views, axis.name, symbol, quantity, log2), written[-1])
             if i == 0:
-                written.append(target / (DRIFT_PLOT if key == LR_KEY else key_plot(key, "drift")))
-                save(drift_figure([(r.name, r.summary.setups(key)) for r in runs], varied, symbol, quantity, log2),
-                     written[-1])
-    with_curves = [(r.name, width_axis(r.trials), r.curves) for r in runs if not r.curves.empty]
+                written.append(_drift(runs, axes, key, target))
+    with_curves = [(r.name, width_axis(r.trials), r.curves, r.summary.setups()) for r in runs if not r.curves.empty]
     if with_curves:
         written.append(target / CURVES_PLOT)
         save(curves_figure(with_curves), written[-1])
     if len(runs) == 1:
         written += _single_run_figures(runs[0], target, th)
     return written
+
+
+def redraw_drift(run_dir: Path, th: Thresholds = Thresholds(), summary: Optional[Summary] = None) -> Path:
+    """lr_drift.png of one run directory again, marking the targets of the transfer files now in it: what
+    ``transfer`` calls once it has written one. Returns its path."""
+    run = _Run.read(run_dir, th, summary)
+    return _drift([run], run.swept(), LR_KEY, run_dir)
+
+
+def _drift(runs: Sequence["_Run"], axes: Sequence[Axis], key: str, target: Path) -> Path:
+    """One key's drift figure (lr_drift.png for the learning rate) into ``target``: a panel per axis whose value
+    varies in some run, and for the learning rate every run's transfer targets."""
+    symbol, quantity = key_label(key)
+    log2 = all(s.log2 for r in runs for s in r.settings.get(key, {}).values())
+    varied = [axis.name for axis in axes if any(r.trials[axis.column].nunique() > 1 for r in runs)] or \
+        [axes[0].name if axes else "width"]
+    targets = [(r.name, t) for r in runs for t in r.targets] if key == LR_KEY else []
+    path = target / (DRIFT_PLOT if key == LR_KEY else key_plot(key, "drift"))
+    save(drift_figure([(r.name, r.summary.setups(key)) for r in runs], varied, symbol, quantity, log2, targets),
+         path)
+    return path
 
 
 @dataclass(frozen=True)
@@ -74,12 +92,15 @@ class _Run:
     summary: Summary
     axes: tuple[str, ...]
     """The axes the run's config.yaml declares (an import's); () for a sweep's registered columns."""
+    targets: tuple[TransferTarget, ...] = ()
+    """The targets the transfer files in the run directory predicted for (``transfer_targets``)."""
 
     @classmethod
     def read(cls, run_dir: Path, th: Thresholds, summary: Optional[Summary] = None) -> "_Run":
         trials, curves = read_tables(run_dir, all_axes=True)
         return cls(run_dir.name, run_dir, trials, curves, search_settings(run_dir, trials),
-                   summary or summarize_dir(run_dir, trials, th), declared_axes(run_dir))
+                   summary or summarize_dir(run_dir, trials, th), declared_axes(run_dir),
+                   tuple(read_targets(run_dir)))
 
     def swept(self) -> list[Axis]:
         return swept_axes(self.trials, self.axes)

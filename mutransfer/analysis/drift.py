@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..schema import axis_named
 from .bowl import Asymmetry, pooled_asymmetry
+from .failures import past_finished, unresolved_failures
 from .result import AxisFit, PointResult, PointValue, point_value
 from .optimum import (CONFIDENCE, MIN_SE, RESOLUTION, Optimum, fit_halfwidth, optimum_of_arrays,
                       width_asymmetry)
@@ -257,9 +258,10 @@ def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds =
     fit.asymmetry, fit.asymmetry_se_log = bowl.ratio, bowl.se_log
     for point, part in sorted(parts.items()):
         added = sorted(float(x) for x in part["x"].unique() if x < settings.low - 1e-9 or x > settings.high + 1e-9)
-        failed = int((part["status"] == "failed").sum())
+        failed = unresolved_failures(part)
         if point in found:
-            fit.points[point] = replace(found[point].result(added), failed=failed)
+            result = found[point].result(added)
+            fit.points[point] = replace(result, failed=failed, flags=result.flags + past_finished(part, result.x_star))
         else:
             flag = "all_diverged" if (part["status"] == "diverged").all() else "all_failed"
             fit.points[point] = PointResult(point=point, x_star=None, ci=None, flags=[flag], added=added,

@@ -1,13 +1,13 @@
 """What every figure shares: pyplot without a display, a colour per point of an axis, the line a point's grid
 seeds draw, an optimum's interval bars, its fitted bowl, the markers at a panel's top edge, the finish of a panel,
-short tick labels on a log2 axis, legends kept inside their panels and off the data, the partial-run mark, and the
-atomic save. Tidy tables and results in; no torch."""
+short tick labels on a log2 axis, legends kept inside their panels and off the data, the partial-run mark, a
+setup's fit as a reader is shown it, and the atomic save. Tidy tables and results in; no torch."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -15,11 +15,11 @@ import pandas as pd
 from ..files import atomic_path
 from .bowl import Vertex, bowl_loss
 from .colors import ordered_colors
-from .result import PointResult
+from .result import AxisFit, PointResult, SetupResult
 
 __all__ = ["pyplot", "point_colors", "grid_curve", "interval_bars", "fitted_bowl", "mark_at_top", "finish_panel",
            "mark_partial", "save", "PANELS_PER_ROW", "FITTED_BOWL", "BOWL_OCTAVES", "short_number", "spread_values",
-           "log2_ticks", "MOST_TICKS", "keep_legends_clear"]
+           "log2_ticks", "MOST_TICKS", "keep_legends_clear", "judged_fit"]
 
 
 PANELS_PER_ROW = 3
@@ -209,6 +209,12 @@ def _covers(box: Any, points: np.ndarray) -> bool:
         return False
     return bool(((points[:, 0] > box.x0) & (points[:, 0] < box.x1) &
                  (points[:, 1] > box.y0) & (points[:, 1] < box.y1)).any())
+
+
+def judged_fit(setups: Mapping[str, SetupResult], setup: str, axis: str) -> Optional[AxisFit]:
+    """A setup's fit along ``axis`` as a reader is shown it (``SetupResult.judged``), None where it has none."""
+    result = setups.get(setup)
+    return result.judged(axis) if result is not None and axis in result.axes else None
 
 
 def grid_curve(rows: pd.DataFrame, opt: Optional[PointResult]) -> pd.DataFrame:

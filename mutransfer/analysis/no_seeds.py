@@ -25,7 +25,8 @@ from typing import Optional
 from .result import AxisFit, Judgement, Noise, PointResult, SetupResult
 from .stats import Z95
 
-__all__ = ["RESIDUALS", "SEEDS", "MIN_RESIDUAL_DOF", "UNCALIBRATED", "no_seed_noise", "widen_point", "seeded_noise"]
+__all__ = ["RESIDUALS", "SEEDS", "MIN_RESIDUAL_DOF", "UNCALIBRATED", "no_seed_noise", "widen_point", "seeded_noise",
+           "residual_dof"]
 
 SEEDS = "seeds"
 RESIDUALS = "residuals"
@@ -48,7 +49,9 @@ def widen_point(point: PointResult, between_sd: float) -> None:
     point.se = math.sqrt((point.se or 0.0) ** 2 + between_sd**2)
 
 
-def _residual_dof(setup: SetupResult) -> int:
+def residual_dof(setup: SetupResult) -> int:
+    """The residual degrees of freedom the setup's σ_b rests on: its law's points less its coefficients, or its
+    line's measured points less 2."""
     law = setup.law
     if law is not None:
         return law.points_used - (len(law.axes) + 1)
@@ -85,7 +88,7 @@ def no_seed_noise(setups: dict[str, SetupResult]) -> Noise:
                 widen_point(point, between)
         for law_point in (setup.law.points if setup.law is not None else []):
             widen_point(law_point.result, between)
-        dof = _residual_dof(setup)
+        dof = residual_dof(setup)
         dofs.append(dof)
         if dof < MIN_RESIDUAL_DOF:
             for fit in setup.axes.values():

@@ -11,6 +11,7 @@ import pandas as pd
 from ..schema import LR_COLUMN
 from .colors import ordered_colors
 from .figure_kit import finish_panel, fitted_bowl, grid_curve, interval_bars, point_colors, pyplot
+from .layout import fit_title
 from .result import SetupResult, measured_point
 
 __all__ = ["verify_figure"]
@@ -47,9 +48,9 @@ def verify_figure(swept: pd.DataFrame, setups: Mapping[str, SetupResult], rows: 
                "log2(base learning rate η)", title_size=10)
     axes[0][0].set_ylabel("validation loss (nats/token)")
     measured = any(measured_point(t["width"], t.get("measured")) is not None for t in targets)
-    fig.suptitle("Verification at the target width\nband: predicted 95 % range · dashed: predicted η*"
-                 + ("\n★ measured optimum at the vertex of its fitted bowl (thin line), with its 95 % interval"
-                    if measured else "\nthe η* × factors trained"), fontsize=10)
+    fit_title(fig, [["Verification at the target width"], ["band: predicted 95 % range", "dashed: predicted η*"],
+                    ["★ measured optimum at the vertex of its fitted bowl (thin line), with its 95 % interval"
+                     if measured else "the η* × factors trained"]])
     return fig
 
 
@@ -62,7 +63,8 @@ def _zoom(ax: Any, rows: pd.DataFrame, behind: pd.DataFrame) -> None:
     left, right = float(rows[LR_COLUMN].min()) - 1.0, float(rows[LR_COLUMN].max()) + 1.0
     ax.set_xlim(left, right)
     seen = behind[(behind["status"] == "ok") & behind["x"].between(left, right)]["loss"]
-    low, high = min(float(ok["val_loss"].min()), float(seen.min()) if len(seen) else np.inf), float(ok["val_loss"].max())
+    low = min(float(ok["val_loss"].min()), float(seen.min()) if len(seen) else np.inf)
+    high = float(ok["val_loss"].max())
     pad = 0.15 * (high - low if high > low else 1.0)
     ax.set_ylim(low - pad, high + pad)
 

@@ -14,8 +14,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from ..analysis.cells import format_interval
-from ..analysis.result import Law, Summary, point_key
-from ..schema import LR_KEY
+from ..analysis.result import Law, PointResult, SetupResult, Summary, point_key
+from ..schema import LR_KEY, axis_named
 from ..analysis.plots import key_label
 from ..table.constants import constant_keys
 from ..table.decay import DECAY_OFF_VALUES
@@ -23,9 +23,12 @@ from ..sweep.search import OFF_X
 
 if TYPE_CHECKING:  # the sweep runner imports optuna: only its types here
     from ..sweep.runner import FinishedTrial, Snapshot
+    from ..sweep.spec import SweepSpec
+    from .log_eta import LogEta
 
 __all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "summary_tables",
-           "verdict_notes", "provisional_line", "PROVISIONAL_MARK", "law_line", "answer_lines"]
+           "verdict_notes", "provisional_line", "PROVISIONAL_MARK", "law_line", "answer_lines", "flags_text",
+           "failure_fix"]
 
 PROVISIONAL_MARK = "provisional"
 """How a log line carrying the answer so far begins (the trial lines begin with their count)."""
@@ -67,28 +70,36 @@ class SweepDisplay:
         return Group(self.progress, running, table, *([self.answer] if self.answer else []))
 
 
-def progress_view(screen: Console) -> tuple[SweepDisplay | TrialLog, ContextManager[Optional[Live]]]:
+def progress_view(screen: Console, spec: Optional[SweepSpec] = None,
+                  workers: int = 1) -> tuple[SweepDisplay | TrialLog, ContextManager[Optional[Live]]]:
     """A sweep's progress on ``screen`` (its ``update`` takes each snapshot) and the context to run the sweep in:
-    a live display on a terminal, one line per finished trial otherwise."""
+    a live display on a terminal, one line per finished trial otherwise (with an ETA line when ``spec`` is given,
+    its trials trained by ``workers``)."""
     if screen.is_terminal:
         display = SweepDisplay()
         return display, Live(display, console=screen, refresh_per_second=2, transient=False)
-    return TrialLog(screen), nullcontext()
+    from .log_eta import LogEta, planned_widths
+
+    return TrialLog(screen, LogEta(planned_widths(spec), workers) if spec is not None else None), nullcontext()
 
 
 class TrialLog:
     """Progress off a terminal: one plain line per trial as it finishes (no live frames, no colour). The first
     snapshot, taken before any training, is the baseline: trials finished by earlier runs are not listed. The
     answer so far gets a line of its own (``provisional_line``) when what it rests on or says moves: a width or a
-    width's noise probes added, a verdict, or a slope at one decimal."""
+    width's noise probes added, a verdict, or a slope at one decimal. With ``eta``, an ETA line follows a finished
+    trial at most once a minute (``log_eta``)."""
 
-    def __init__(self, screen: Console) -> None:
+    def __init__(self, screen: Console, eta: Optional[LogEta] = None) -> None:
         self.screen = screen
+        self.eta = eta
         self.last: Optional[Snapshot] = None
         self.said: Optional[tuple[object, ...]] = None
 
     def update(self, snap: Snapshot) -> None:
         lines = trial_lines(self.last, snap) if self.last is not None else []
+        eta = self.eta.line(snap) if lines and self.eta is not None else None
+        lines += [eta] if eta else []
         if not lines and self.last is not None and snap.done == snap.total != self.last.total:
             lines = [f"{snap.done}/{snap.total} trials done (the policies needed fewer than their budget)"]
         if snap.provisional is not None and _milestone(snap.provisional.summary) != self.said:
@@ -188,7 +199,7 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
                           f"{opt.constant.verdict}" if opt.constant is not None else "",)
             table.add_row(setup if i == 0 else "", point_key(point), _number(opt.x_star, 2),
                           format_interval(opt.ci) + kind, _number(opt.best_loss, 4), *effect,
-                          ", ".join(opt.flags) or "-", slope_text if i == 0 else "",
+                          flags_text(opt), slope_text if i == 0 else "",
                           f"[{colors.get(verdict, 'white')}]{verdict}[/]" + (" (partial)" if partial else "")
                           if i == 0 else "")
         table.add_section()
@@ -213,43 +224,105 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
     return table
 
 
+def flags_text(point: PointResult) -> str:
+    """A point's flags and its failed trials: ``edge_of_grid:high, 3 failed``, ``all 5 failed``, or ``-``."""
+    flags = [flag for flag in point.flags if flag != "all_failed"]
+    if point.failed:
+        flags.append(f"all {point.failed} failed" if "all_failed" in point.flags else f"{point.failed} failed")
+    elif "all_failed" in point.flags:
+        flags.append("all_failed")
+    return ", ".join(flags) or "-"
+
+
 def summary_tables(summary: Summary, axes: Sequence[str]) -> list[Table]:
     """``summary_table`` along each of ``axes`` (an import's: any axis names)."""
     return [summary_table(summary, axis=axis) for axis in axes]
 
 
+def failure_fix(command: str = "") -> str:
+    """What to do about trials that failed (not the grid: a failed trial says nothing about its learning rate),
+    with the ``command`` that resumes the sweep when known."""
+    rerun = f"run `{command} --retry-failed`" if command else "rerun the sweep with --retry-failed"
+    return f"fix the failures (trials.csv's message, each trial's stderr.log under trials/), then {rerun}"
+
+
 def verdict_notes(summary: Summary, axis: str = "width") -> list[str]:
-    """One line per setup that is not decided on ``axis``: why, and what would decide it."""
+    """One line per setup that is not decided on ``axis``: why, and what would decide it (where every trial of
+    the points without a result failed: the failures, not the grid)."""
     where = "" if axis == "width" else f" across {axis}"
     entries = {setup: result.judged(axis) for setup, result in summary.setups().items() if axis in result.axes}
-    return [f"{setup}: inconclusive{where} — {info.reason}; {info.fix}"
-            for setup, info in entries.items() if info.verdict == "inconclusive" and info.reason]
+    notes = []
+    for setup, info in entries.items():
+        if info.verdict != "inconclusive" or not info.reason:
+            continue
+        missing = [point for point, opt in sorted(info.points.items()) if opt.x_star is None]
+        if missing and all("all_failed" in info.points[point].flags for point in missing):
+            names = ", ".join(point_key(point) for point in missing)
+            notes.append(f"{setup}: inconclusive{where} — every trial failed at {axis_named(axis).plural} {names}; "
+                         f"{failure_fix()}")
+        else:
+            notes.append(f"{setup}: inconclusive{where} — {info.reason}; {info.fix}")
+    return notes
 
 
-def law_line(label: str, law: Law) -> str:
+def law_line(label: str, law: Law, dof: Optional[int] = None) -> str:
     """One setup's law: each axis's slope with its 95 % interval and its verdict, the lack of fit, and the
-    censored points left out with how far the slopes move when their bounds enter."""
+    censored points left out with how far the slopes move when their bounds enter; a verdict kept inconclusive
+    because a table without seeds is uncalibrated says so, with the law's residual degrees of freedom ``dof``."""
+    def verdict(name: str) -> str:
+        judged = law.verdicts.get(name)
+        return "" if judged is None else judged.verdict + (" (UNCALIBRATED)" if _uncalibrated(judged.reason) else "")
+
     slopes = "; ".join(f"{name} {law.coefficients[name]:+.3f} [{law.slope_ci[name][0]:+.3f}, "
-                       f"{law.slope_ci[name][1]:+.3f}] {law.verdicts[name].verdict if name in law.verdicts else ''}"
-                       .rstrip() for name in law.axes)
+                       f"{law.slope_ci[name][1]:+.3f}] {verdict(name)}".rstrip() for name in law.axes)
     line = (f"{label}: law log2 η* = {law.coefficients['intercept']:.2f} + Σ slope·log2(axis) over "
             f"{law.points_used} points; {slopes}" + (f"; {law.lack_of_fit_line}" if law.lack_of_fit_line else ""))
     if law.censored:
         moved = ", ".join(f"{name} {shift:+.3f}" for name, shift in law.censored_shift.items())
         line += (f"; {law.censored} censored point(s) left out (with their bounds the slopes move {moved})"
                  + (f", {len(law.contradicted)} contradicting it" if law.contradicted else ""))
+    if any(_uncalibrated(judged.reason) for judged in law.verdicts.values()):
+        line += f"; {_uncalibrated_reason(dof)}"
     return line
 
 
+def _uncalibrated(reason: str) -> bool:
+    """Whether a verdict is inconclusive only because a table without seeds has uncalibrated intervals."""
+    from ..analysis.no_seeds import UNCALIBRATED
+
+    return reason == UNCALIBRATED.reason
+
+
+def _uncalibrated_reason(dof: Optional[int]) -> str:
+    """Why an uncalibrated verdict stays inconclusive, in a few words, and what would calibrate it."""
+    from ..analysis.no_seeds import MIN_RESIDUAL_DOF, UNCALIBRATED
+
+    rests = f"σ_b rests on {dof} residual degrees of freedom" if dof is not None else "too few residual dof"
+    return f"UNCALIBRATED: no seeds, and {rests} ({MIN_RESIDUAL_DOF} calibrate the intervals); {UNCALIBRATED.fix}"
+
+
+def _uncalibrated_lines(label: str, setup: SetupResult, dof: int) -> list[str]:
+    """A line per axis of a setup without a law whose verdict stays inconclusive for uncalibrated intervals: its
+    slope with its 95 % interval and the reason."""
+    return [f"{label}: {name} slope {fit.slope:+.2f} {format_interval(fit.slope_ci)} {fit.verdict} — "
+            f"{_uncalibrated_reason(dof)}" for name, fit in setup.axes.items()
+            if _uncalibrated(fit.reason) and fit.slope is not None]
+
+
 def answer_lines(summary: Summary) -> list[str]:
-    """Per setup: its points' fates, its law with each axis's verdict, its backtest; then each setup that could
-    not be fitted, with why and what would fix it."""
+    """Per setup: its points' fates, its law with each axis's verdict (a setup without a law: each axis kept
+    inconclusive by uncalibrated intervals, with why), its backtest; then each setup that could not be fitted,
+    with why and what would fix it."""
+    from ..analysis.no_seeds import residual_dof
+
     lines = []
     for label, setup in summary.setups().items():
         if setup.fates is not None:
             lines.append(f"{label}: {setup.fates.line()}")
         if setup.law is not None:
-            lines.append(law_line(label, setup.law))
+            lines.append(law_line(label, setup.law, residual_dof(setup)))
+        else:
+            lines += _uncalibrated_lines(label, setup, residual_dof(setup))
         if setup.backtest is not None and setup.backtest.points:
             lines.append(f"{label}: backtest (refitted without each axis's largest value): {setup.backtest.line()}")
     for label, unfitted in summary.unfitted().items():

@@ -1,26 +1,102 @@
 """``mutransfer sweep --dry-run``: the corpus, studies, trials (grid, probes, expected extension), tokens and FLOPs
-per trial, and a time estimate measured on this machine with its range (``sweep.estimate``)."""
+per trial, and a time estimate measured on this machine with its range (``sweep.estimate``); once the run
+directory holds finished trials (a resume), the trials left priced by their recorded seconds instead, which
+``verify --dry-run`` uses too. The measured estimate imports torch; the one from finished trials does not."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Mapping, Optional
 
 from rich.console import Group
 from rich.table import Table
 
-from ..train.flops import training_flops
-from ..schema import LR_KEY, Config
-from ..sweep.estimate import SWEEP_OVERHEAD_S, PointEstimate, SweepEstimate
+from ..schema import LR_KEY
+from ..sweep.estimate import SWEEP_OVERHEAD_S, TRIAL_OVERHEAD_S, MeasuredEstimate, MeasuredPoint, SweepEstimate
+from ..sweep.finished import FinishedTrials, read_finished
+from ..sweep.measured_cost import duration_text
 from ..sweep.search import SearchSpec
 from ..sweep.spec import Point, SweepSpec
-from ..sweep.studies import StudyKey, study_keys
-from ..sweep.trial import trial_config, trials_per_batch
-from ..train.budget import tokens_read
-from ..train.data import Corpora
-from ..train.timing import measure_trial
-from ..train.trunk import trained_steps
+from ..sweep.keys import StudyKey, study_keys
+from ..sweep.trial import trial_config
 
-__all__ = ["dry_run_table", "trainer_dry_run_table", "estimate_sweep", "search_range", "stop_estimate", "STOP_SIMS"]
+if TYPE_CHECKING:
+    from ..schema import Config
+
+__all__ = ["dry_run_table", "trainer_dry_run_table", "sweep_dry_run", "measured_estimate", "measured_table",
+           "estimate_sweep", "search_range", "stop_estimate", "STOP_SIMS", "NO_ESTIMATE_YET"]
+
+NO_ESTIMATE_YET = ("no time estimate yet: the trials run your command, and only its own finished trials can say what "
+                   "one costs (timing the built-in GPT would not); once some have finished, this dry run on the same "
+                   "--out, transfer's next: line and verify --dry-run estimate from their seconds")
+
+
+def sweep_dry_run(spec: SweepSpec, workers: int, threads: int, run_dir: Path) -> Group:
+    """``sweep --dry-run``: the trials left priced by ``run_dir``'s finished trials when it holds any (a resume);
+    otherwise the plan measured on this machine, or for a trainer's command the plan without an estimate."""
+    finished = read_finished(run_dir)
+    estimate = measured_estimate(spec, finished, workers) if finished.timed() else None
+    if estimate is not None:
+        commands = _command_lines(spec) if spec.trainer is not None else []
+        return Group(measured_table(f"sweep {spec.name}: resuming {run_dir}", estimate, resumed=True),
+                     *_search_lines(spec), *commands)
+    if spec.trainer is None:
+        return dry_run_table(spec, workers, threads)
+    return trainer_dry_run_table(spec)
+
+
+def measured_estimate(spec: SweepSpec, finished: FinishedTrials, workers: int,
+                      horizons: Optional[Mapping[str, float]] = None,
+                      cost_label: Optional[Callable[[str], str]] = None) -> Optional[MeasuredEstimate]:
+    """Every (setup, width) of ``spec`` priced by ``finished``; ``cost_label`` maps a setup to the one whose
+    trials price it and marks a spec whose trials ``finished`` does not hold (a verify's); ``horizons``: each
+    setup's steps over the finished trials'. None when a setup has no trial to price it."""
+    groups: dict[tuple[str, int], list[StudyKey]] = {}
+    for key in study_keys(spec):
+        groups.setdefault((key.setup, key.width), []).append(key)
+    points = []
+    for (setup, _), keys in groups.items():
+        label = cost_label(setup) if cost_label is not None else setup
+        cost = finished.cost(label)
+        if cost is None:
+            return None
+        points.append(MeasuredPoint.of(keys, finished, cost, (horizons or {}).get(setup, 1.0),
+                                       label="" if cost_label is not None else setup))
+    return MeasuredEstimate(tuple(points), workers)
+
+
+def measured_table(title: str, estimate: MeasuredEstimate, resumed: bool) -> Group:
+    """The trials per (setup, width), those done and left when ``resumed``, the seconds a trial costs, the wall
+    time with its range; then per setup the finished trials its seconds come from."""
+    table = Table(title=f"{title} (time from finished trials)")
+    columns = ("setup", "width", "studies", "trials", "+ext.", *(("done", "left") if resumed else ()),
+               "est. s/trial")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "setup" else "right")
+    for p in estimate.points:
+        counts = (str(p.done), _count(p.left())) if resumed else ()
+        table.add_row(p.setup, str(p.width), str(p.studies), str(p.trials), f"{p.extension:.1f}", *counts,
+                      f"{p.seconds_per_trial():#.3g}".rstrip("."))
+    planned, extension = estimate.trials("low"), estimate.trials() - estimate.trials("low")
+    low, high = (duration_text(estimate.wall_seconds(case)) for case in ("low", "high"))
+    wall = (f"{duration_text(estimate.wall_seconds())}{'' if low == high else f' (range {low} – {high})'} with "
+            f"{estimate.workers} worker(s)")
+    if resumed:
+        table.caption = (f"{estimate.done()} trials done of {planned:.0f} (grid, noise probes, anchors) + "
+                         f"{extension:.1f} expected from grid extension; the {_count(estimate.left())} left take "
+                         f"about {wall}")
+    else:
+        table.caption = (f"{planned:.0f} trials (grid, noise probes, anchors) + {extension:.1f} expected from grid "
+                         f"extension; estimated wall time {wall}")
+    lines = [f"time per trial: {basis}; plus {TRIAL_OVERHEAD_S:g} s of bookkeeping" for basis in estimate.bases()]
+    lines += [f"{p.setup}: seconds × {p.horizon:.3g} for its horizon (its train.steps over the sweep's)"
+              for p in {p.setup: p for p in estimate.points if p.horizon != 1.0}.values()]
+    return Group(table, *lines)
+
+
+def _count(trials: float) -> str:
+    """A count of trials that may hold an expected fraction: ``5``, ``5.4``."""
+    return f"{trials:.1f}".removesuffix(".0")
 
 
 def _middle_config(spec: SweepSpec, key: StudyKey, threads: int) -> Config:
@@ -31,12 +107,19 @@ def _middle_config(spec: SweepSpec, key: StudyKey, threads: int) -> Config:
 def estimate_sweep(spec: SweepSpec, workers: int, threads: int) -> SweepEstimate:
     """Every (setup, point) of ``spec`` at its grid's middle value, each model shape measured once on this machine
     (points that differ only in their horizon share one measurement)."""
+    from dataclasses import replace
+
+    from ..sweep.estimate import PointEstimate
+    from ..sweep.trial import trials_per_batch
+    from ..train.timing import measure_trial
+    from ..train.trunk import trained_steps
+
     groups: dict[tuple[str, Point], list[StudyKey]] = {}
     for key in study_keys(spec):
         groups.setdefault((key.setup, key.point), []).append(key)
     points, costs = [], {}
     first = _middle_config(spec, next(iter(groups.values()))[0], threads)
-    measure_trial(first, min_steps=2, max_steps=2, budget_seconds=0.0)  # the process's first model pays torch's start-up
+    measure_trial(first, min_steps=2, max_steps=2, budget_seconds=0.0)  # the first model pays torch's start-up
     for keys in groups.values():
         cfg = _middle_config(spec, keys[0], threads)
         batch = trials_per_batch(spec.batch_trials, keys[0], cfg)
@@ -68,6 +151,10 @@ def _minutes(seconds: float) -> str:
 
 def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
     """The corpus line(s), the plan table and the time estimate with its range."""
+    from ..train.budget import tokens_read
+    from ..train.data import Corpora
+    from ..train.flops import training_flops
+
     estimate = estimate_sweep(spec, workers, threads)
     extra = spec.swept()[1:]
     table = Table(title=f"sweep {spec.name}: plan ({workers} worker(s) × {threads} thread(s))")
@@ -85,13 +172,13 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
                       f"{training_flops(cfg, tokens) / 1e9:,.1f}", str(point.batch), f"{point.cost.step:.3f}",
                       f"{point.seconds_per_trial():,.1f}")
     low, high = estimate.wall_seconds("low"), estimate.wall_seconds("high")
-    table.caption = (f"{estimate.trials('low'):.0f} trials (grid, noise probes, anchors) + {estimate.trials() - estimate.trials('low'):.1f} "
+    extension = estimate.trials() - estimate.trials("low")
+    table.caption = (f"{estimate.trials('low'):.0f} trials (grid, noise probes, anchors) + {extension:.1f} "
                      f"expected from grid extension; estimated wall time {_minutes(estimate.wall_seconds())} "
                      f"(range {_minutes(low)} – {_minutes(high)}) with {workers} worker(s), measured on this machine "
                      "now: a busy machine measures slow steps and runs slower")
-    ranges = {f"{point.key.setup}: searched {search_range(point.key.search)}": None for point in estimate.points}
     stopping = [stop_estimate(spec, estimate)] if spec.stop else []
-    return Group(*dict.fromkeys(headlines), table, *ranges, *stopping)
+    return Group(*dict.fromkeys(headlines), table, *_search_lines(spec), *stopping)
 
 
 STOP_SIMS = 100
@@ -127,12 +214,8 @@ def stop_estimate(spec: SweepSpec, estimate: SweepEstimate) -> str:
 
 
 def trainer_dry_run_table(spec: SweepSpec) -> Group:
-    """A trainer command's sweep: the studies and trials per point and each setup's command as its first trial
-    runs it (no time estimate: the command's cost is its own)."""
-    from pathlib import Path
-
-    from ..sweep.command_trainer import command_words, trial_values
-
+    """A trainer command's sweep before any trial: the studies and trials per point, the searched ranges, each
+    setup's command as its first trial runs it, and no time estimate (``NO_ESTIMATE_YET``)."""
     extra = spec.swept()[1:]
     table = Table(title=f"sweep {spec.name}: plan (trials run the trainer command)")
     for column in ("setup", "width", *extra, "studies", "trials", "steps"):
@@ -140,15 +223,31 @@ def trainer_dry_run_table(spec: SweepSpec) -> Group:
     groups: dict[tuple[str, Point], list[StudyKey]] = {}
     for key in study_keys(spec):
         groups.setdefault((key.setup, key.point), []).append(key)
-    commands: dict[str, str] = {}
     for (label, point), keys in groups.items():
         grid = keys[0].search.grid()
         cfg = trial_config(spec, keys[0], grid[len(grid) // 2])
         coordinates = [str(getattr(point, axis)) for axis in extra]
         table.add_row(label, str(point.width), *coordinates, str(len(keys)),
                       str(sum(k.policy().budget() for k in keys)), str(cfg.train.steps))
-        if label not in commands:
-            plan = Path("TRIAL_DIR/plan.yaml") if spec.model else None
-            words = command_words(spec.trainer_for(label), trial_values(cfg, label, Path("TRIAL_DIR"), plan, "", 0))
-            commands[label] = words if isinstance(words, str) else " ".join(words)
-    return Group(table, *(f"{label}: {command}" for label, command in commands.items()))
+    return Group(table, *_search_lines(spec), *_command_lines(spec), NO_ESTIMATE_YET)
+
+
+def _search_lines(spec: SweepSpec) -> list[str]:
+    """``mine: searched LR 2^-7 … 2^-3 = 0.00781 … 0.125``, once per setup and searched key."""
+    return list(dict.fromkeys(f"{key.setup}: searched {search_range(key.search)}" for key in study_keys(spec)))
+
+
+def _command_lines(spec: SweepSpec) -> list[str]:
+    """Each setup's trainer command as its first trial (the grid's middle point) runs it."""
+    from ..sweep.command_trainer import command_words, trial_values
+
+    lines: dict[str, str] = {}
+    for key in study_keys(spec):
+        if key.setup in lines:
+            continue
+        grid = key.search.grid()
+        cfg = trial_config(spec, key, grid[len(grid) // 2])
+        plan = Path("TRIAL_DIR/plan.yaml") if spec.model else None
+        words = command_words(spec.trainer_for(key.setup), trial_values(cfg, key.setup, Path("TRIAL_DIR"), plan, "", 0))
+        lines[key.setup] = f"{key.setup}: {words if isinstance(words, str) else ' '.join(words)}"
+    return list(lines.values())

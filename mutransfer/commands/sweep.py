@@ -135,8 +135,10 @@ def resume_command(spec_name: str, overrides: Sequence[str], run_dir: Path, stor
 
 def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], storage: Optional[str],
         study: Optional[str], workers_text: str, threads: int, dry_run: bool, heartbeat: int = 10,
-        tolerance_text: str = option_text(BATCH_TOLERANCE), margin_text: str = option_text(EFFECT_MARGIN)) -> int:
-    """The sweep command; returns the exit code (130 after Ctrl-C, with the tables written)."""
+        tolerance_text: str = option_text(BATCH_TOLERANCE), margin_text: str = option_text(EFFECT_MARGIN),
+        retry_failed: bool = False) -> int:
+    """The sweep command; returns the exit code (130 after Ctrl-C, with the tables written; 1 when the same failure
+    repeated or every trial failed). ``retry_failed``: train the failed trials' points again."""
     from ..files import SUMMARY_FILE
     from ..sweep.spec import load_spec
     from ..sweep.trial import setup_configs, sweep_record
@@ -152,15 +154,16 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
     screen = console()
     configs = setup_configs(spec)
     record = sweep_record(spec, configs)
-    if not dry_run and workers is not None and storage is None and study is None:
+    if not dry_run and not retry_failed and workers is not None and storage is None and study is None:
         summary = up_to_date_summary(run_dir, record["fingerprint"], th, spec.stop)
         if summary is not None:
             done = (summary.status or {})["done"]
             screen.print(f"sweep {spec.name}: {done}/{done} trials already done; the tables are up to date (delete "
                          f"{run_dir / SUMMARY_FILE} to rewrite them)", highlight=False, soft_wrap=True)
             return _report(screen, spec, summary, run_dir, 0)
-    check_trials(spec, compose_trials(spec))
-    how = _Execution(run_dir, storage, study, workers, threads, dry_run, heartbeat, th)
+    if spec.trainer is None:  # a trainer's command reads its own data: nothing here to load
+        check_trials(spec, compose_trials(spec))
+    how = _Execution(run_dir, storage, study, workers, threads, dry_run, heartbeat, th, retry_failed)
     return _start(screen, spec, name, overrides, configs, record, how)
 
 
@@ -176,15 +179,12 @@ class _Execution:
     dry_run: bool
     heartbeat: int
     th: Thresholds
+    retry_failed: bool = False
 
 
 def _start(screen: Console, spec: SweepSpec, name: str, overrides: list[str], configs: dict[str, dict[str, Any]],
            record: dict[str, Any], how: _Execution) -> int:
     """Print the dry run, or claim the run directory and train."""
-    from ..files import claim_run_dir, dump_yaml
-    from ..sweep.storage import open_storage
-    from ..sweep.worker import SweepOptions
-
     workers, threads = how.workers, how.threads
     if workers is None:
         from ..sweep.layout import choose_layout
@@ -192,15 +192,19 @@ def _start(screen: Console, spec: SweepSpec, name: str, overrides: list[str], co
         workers, threads, message = choose_layout(spec)
         screen.print(f"--workers auto: {message}")
     if how.dry_run:
-        from .dry_run import dry_run_table, trainer_dry_run_table
+        from .dry_run import sweep_dry_run
 
-        screen.print(dry_run_table(spec, workers, threads) if spec.trainer is None else trainer_dry_run_table(spec))
+        screen.print(sweep_dry_run(spec, workers, threads, how.run_dir))
         return 0
+    from ..files import claim_run_dir, dump_yaml  # torch (the worker's trials): after the dry run, which needs none
+    from ..sweep.storage import open_storage
+    from ..sweep.worker import SweepOptions
+
     run_dir = how.run_dir
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out {run_dir} is an existing file", "give a directory path")
     opts = SweepOptions(run_dir=run_dir, storage=how.storage, prefix=how.study or spec.name, workers=workers,
-                        threads=threads, heartbeat=how.heartbeat, record=record)
+                        threads=threads, heartbeat=how.heartbeat, record=record, retry_failed=how.retry_failed)
     if how.storage is not None:
         open_storage(how.storage, run_dir, how.heartbeat)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -263,32 +267,41 @@ class _Progress:
 
 def _execute(screen: Console, spec: SweepSpec, opts: SweepOptions, th: Thresholds, resume: str = "") -> int:
     """Run the workers under a live display on a terminal, one line per finished trial otherwise; then write
-    the outputs. Ctrl-C still writes them."""
+    the outputs. Ctrl-C, and the same failure repeated (``trainer.max_failures``), still write them."""
     from ..sweep.interrupts import Interrupts
+    from ..sweep.repeats import RepeatedFailure
     from ..sweep.runner import run_sweep
     from .display import progress_view
 
-    display, live = progress_view(screen)
+    display, live = progress_view(screen, spec, opts.workers)
     progress = _Progress(screen, display, opts.run_dir)
     interrupted = 0
+    stopped = ""
     try:
         with Interrupts().catching(), live:
             run_sweep(spec, opts, on_progress=progress)
     except KeyboardInterrupt as exc:
         interrupted = interrupt_code(exc)
         screen.print("[yellow]interrupted:[/] running trials are marked failed and re-run on resume")
-    if not interrupted and progress.nothing_new():
+    except RepeatedFailure as exc:
+        stopped = exc.message
+        screen.print(stopped, style="red", markup=False, highlight=False, soft_wrap=True)
+    if not interrupted and not stopped and progress.nothing_new():
         screen.print(f"sweep {spec.name}: {progress.last.done}/{progress.last.total} trials already done; "
                      "rewriting the tables")
     screen.print()
     return _report(screen, spec, finalize(spec, opts.run_dir, opts.storage, opts.prefix, th, resume), opts.run_dir,
-                   interrupted)
+                   interrupted, stopped)
 
 
-def _report(screen: Console, spec: SweepSpec, summary: Summary, run_dir: Path, interrupted: int) -> int:
+def _report(screen: Console, spec: SweepSpec, summary: Summary, run_dir: Path, interrupted: int,
+            stopped: str = "") -> int:
     """The sweep's status, its tables per swept axis (and per searched key), the files written and the next
-    command; returns the exit code."""
-    from .display import answer_lines, batch_table, summary_table, verdict_notes
+    command; returns the exit code: ``interrupted``'s, else 1 when the sweep ``stopped`` on a repeated failure
+    (its line) or every trial failed (then the failure is named, not the grid, and no transfer is offered)."""
+    from ..analysis.failures import all_failed
+    from ..files import TRIALS_FILE
+    from .display import answer_lines, batch_table, failure_fix, summary_table, verdict_notes
 
     status = summary.status or {}
     screen.print(f"sweep {spec.name}: {status['line']}" + ("" if status["complete"] else
@@ -314,6 +327,12 @@ def _report(screen: Console, spec: SweepSpec, summary: Summary, run_dir: Path, i
             screen.print(summary_table(summary, axis=axis, key=key))
     written = sorted(p.name for p in run_dir.iterdir() if p.is_file() and not p.name.startswith("."))
     screen.print(f"run directory: {run_dir} ({', '.join(written)})", soft_wrap=True)
+    failures = all_failed(run_dir / TRIALS_FILE)
+    failed = stopped or (failures.line() if failures is not None else "")
+    if failed and not interrupted:
+        screen.print(failed, style="red", markup=False, highlight=False, soft_wrap=True)
+        screen.print(f"next: {failure_fix(str(status.get('resume') or ''))}", highlight=False, soft_wrap=True)
+        return 1
     screen.print(next_step(spec, summary, run_dir, interrupted), highlight=False, soft_wrap=True)
     return interrupted
 

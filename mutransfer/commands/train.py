@@ -19,6 +19,7 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
     from .common import condition_changes, warn_conditions, warn_model
 
     if config is not None:
+        _refuse_trainer_transfer(config)
         cfg = load_config_file(config, overrides)
         saved = load_config_file(config)
         _refuse_edited_plan(config, saved)
@@ -47,6 +48,23 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
     write_json(run_dir / RESULT_FILE, {**result.summary(), "evals": result.evals, "corpus": corpus.describe(),
                                        "environment": env, "config": to_dict(cfg)})
     _report(result, run_dir)
+
+
+def _refuse_trainer_transfer(path: Path) -> None:
+    """A transfer file made from a sweep whose trials ran the user's own command describes that command at the
+    target, not a built-in model: refused in one line that gives the command to run instead."""
+    from ..errors import UserError
+    from ..files import load_yaml
+
+    if not path.is_file():
+        return
+    document = load_yaml(path, "config file")
+    trainer = document.get("trainer") if isinstance(document, dict) else None
+    if isinstance(trainer, dict):
+        command = trainer.get("at_target")
+        words = command if isinstance(command, str) else " ".join(map(str, command or []))
+        raise UserError(f"{path} is the transfer of a sweep that ran your own trainer, not a built-in model",
+                        f"run your trainer at the target instead: {words} (in {trainer.get('cwd', '.')})")
 
 
 def _refuse_edited_plan(path: Path, saved: Config) -> None:

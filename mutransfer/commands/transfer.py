@@ -46,14 +46,19 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
         correct_drift: bool, tolerance: str = "1", depth: Optional[str] = None, steps: Optional[str] = None,
         decay_rule: Optional[str] = None, batch_size: Optional[str] = None, tokens: Optional[str] = None,
         tolerance_text: str = option_text(BATCH_TOLERANCE), partial: bool = False, at: Sequence[str] = ()) -> None:
-    from ..analysis.run_files import declared_axes
     from ..errors import UserError
-    from ..files import latest_run, transfer_file
-    from ..transfer.target import make_transfer, write_transfer
-    from .common import batch_tolerance, console, positive_integer, positive_number, unfinished_run
+    from .common import batch_tolerance, positive_integer, positive_number
+    from .run_source import run_source
 
     octaves = positive_number("--tolerance", tolerance, "1")
-    run_dir = source or latest_run()
+    th = batch_tolerance(tolerance_text)
+    run_dir = run_source(source)
+
+    from ..analysis.run_files import declared_axes  # pandas: after the checks that need none
+    from ..files import transfer_file
+    from ..transfer.target import make_transfer, write_transfer
+    from .common import console, unfinished_run
+
     if declared_axes(run_dir):
         spelled = {"--width": None if width is None else str(width), "--depth": depth, "--steps": steps,
                    "--batch-size": batch_size, "--tokens": tokens}
@@ -68,7 +73,6 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
     horizon = positive_integer("--steps", steps, "100000") if steps is not None else None
     batch = positive_integer("--batch-size", batch_size, "256") if batch_size is not None else None
     budget = positive_integer("--tokens", tokens, "1000000000") if tokens is not None else None
-    th = batch_tolerance(tolerance_text)
     unfinished = unfinished_run(run_dir, partial, "transfer")
     result = make_transfer(run_dir, target_width, setup, correct_drift, octaves, blocks, horizon, decay_rule, batch, budget,
                            th)
@@ -76,6 +80,10 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
         result.document = {"partial": unfinished.as_dict(), **result.document}
     path = out or run_dir / transfer_file(target_width, fmt, partial=unfinished is not None)
     write_transfer(result, path, fmt)
+    if out is None:
+        from ..analysis.draw import redraw_drift
+
+        redraw_drift(run_dir)
     screen = console()
     screen.print(f"transfer from {run_dir}" + (" (the latest sweep in runs/; --from RUN_DIR for another)"
                                                if source is None else ""), highlight=False)
@@ -86,7 +94,13 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
         screen.print(decay_line(result.document["decay"]), highlight=False)
     for constant in result.constants:
         screen.print(f"tuned constant {constant.line()}", highlight=False, markup=False, soft_wrap=True)
-    screen.print(_table(result.document, target_width))
+    if "param_groups" in result.document:
+        screen.print(_table(result.document, target_width))
+    if result.trainer is not None:
+        from ..transfer.trainer_target import trainer_text
+
+        screen.print(trainer_text(result.document["trainer"], result.document["lr"], result.document["log2_lr"],
+                                  target_width), highlight=False, markup=False, soft_wrap=True)
     if result.document.get("depth_alpha"):
         doc = result.document
         screen.print(f"depth {doc['depth']} (base {doc['base_depth']}, depth_alpha {doc['depth_alpha']:g}): every "

@@ -11,7 +11,7 @@ from ..analysis.result import measured_point
 
 if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --help` loads no pandas or torch)
     import pandas as pd
-    from rich.console import Console
+    from rich.console import Console, RenderableType
     from rich.table import Table
 
     from ..sweep.completion import SweepStatus
@@ -29,13 +29,11 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
         workers_text: str, threads: int, dry_run: bool, overrides: Sequence[str], depth_text: Optional[str] = None,
         steps_text: Optional[str] = None, batch_text: Optional[str] = None, tokens_text: Optional[str] = None,
         partial: bool = False) -> int:
-    from ..analysis.run_files import declared_axes
     from ..errors import UserError
-    from ..files import latest_run
-    from ..transfer.verify import Verification, VerifyRequest, parse_factors, parse_setups, parse_widths
-    from .common import console, positive_integer, positive_number, unfinished_run
+    from ..transfer.verify import parse_factors, parse_widths
+    from .common import positive_integer, positive_number
+    from .run_source import run_source
     from .sweep import resolve_workers
-    from .sweep_checks import validate_trials
 
     widths = parse_widths(width_text)
     span = positive_number("--span", span_text, "1.5")
@@ -50,7 +48,13 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     bad = next((o for o in overrides if "=" not in o or o.startswith("-")), None)
     if bad is not None:
         raise UserError(f"override '{bad}' is not key=value", "e.g. mutransfer verify --width 512 train.device=cpu")
-    run_dir = source or latest_run()
+    run_dir = run_source(source)
+
+    from ..analysis.run_files import declared_axes
+    from ..transfer.verify import Verification, VerifyRequest, parse_setups
+    from .common import console, unfinished_run
+    from .sweep_checks import validate_trials
+
     if declared_axes(run_dir):
         raise UserError(f"{run_dir} is an imported table: verify needs a trainer to run the target, and an import "
                         "holds no model or training", "train the target with your own trainer at the η* that "
@@ -62,7 +66,8 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     verification = Verification(run_dir, request)
     specs = verification.specs()
     warned: set[str] = set()
-    _warn_conditions(verification, [validate_trials(spec, warned) for spec in specs])
+    configs = [_composed(spec) if dry_run else validate_trials(spec, warned) for spec in specs]
+    _warn_conditions(verification, configs)
     screen = console()
     if workers is None:
         from ..sweep.layout import choose_layout
@@ -72,16 +77,49 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     screen.print(_targets_table(verification))
     screen.print(_outputs_line(verification, dry_run), markup=False, highlight=False, soft_wrap=True)
     if dry_run:
-        from .dry_run import dry_run_table
-
-        for spec in specs:
-            screen.print(dry_run_table(spec, workers, threads))
+        for spec, trees in zip(specs, configs):
+            screen.print(_dry_run_estimate(verification, spec, trees, workers, threads))
         return 0
     rows, interrupted = _execute(screen, verification, specs, storage, workers, threads)
     document = _finish(screen, verification, rows, unfinished)
     if interrupted:
         return interrupted
     return EXIT_MISSED if strict and not document["passed"] else 0
+
+
+def _composed(spec: SweepSpec) -> dict[str, Any]:
+    """Each setup's config at the target (a bad override fails here); the dry run leaves composing every trial and
+    the corpus checks, which read the data and import torch, to the run."""
+    from ..sweep.trial import setup_configs
+
+    return setup_configs(spec)
+
+
+def _dry_run_estimate(verification: Verification, spec: SweepSpec, trees: dict[str, Any], workers: int,
+                      threads: int) -> RenderableType:
+    """The trials at one target width, priced by the sweep's finished trials (``trials.csv``; a setup's seconds
+    scaled by its steps here over the sweep's); a built-in sweep whose trials recorded no time is measured on this
+    machine instead."""
+    from ..sweep.finished import read_finished
+    from ..transfer.target import read_sweep_record
+    from ..transfer.verify import SHIPPED
+    from .dry_run import dry_run_table, measured_estimate, measured_table
+
+    swept = read_sweep_record(verification.run_dir)["setups"]
+
+    def sweep_label(label: str) -> str:
+        return label[:-len(SHIPPED)] if label.endswith(SHIPPED) else label
+
+    steps = {label: (tree["train"].get("steps"), swept.get(sweep_label(label), {}).get("train", {}).get("steps"))
+             for label, tree in trees.items()}
+    horizons = {label: here / there for label, (here, there) in steps.items() if here and there}
+    estimate = measured_estimate(spec, read_finished(verification.run_dir), workers, horizons, sweep_label)
+    if estimate is not None:
+        return measured_table(f"verify at width {spec.widths[0]}", estimate, resumed=False)
+    if spec.trainer is None:
+        return dry_run_table(spec, workers, threads)
+    return (f"no time estimate: {verification.run_dir}'s trials.csv records no trained trial's seconds for your "
+            "command's setups")
 
 
 def _warn_conditions(verification: Verification, configs: Sequence[dict[str, Any]]) -> None:
@@ -132,7 +170,7 @@ def _execute(screen: Console, verification: Verification, specs: Sequence[SweepS
     try:
         with Interrupts().catching():
             for spec in specs:
-                display, live = progress_view(screen)
+                display, live = progress_view(screen, spec, workers)
                 with live:
                     run_sweep(spec, opts, on_progress=display.update)
     except KeyboardInterrupt as exc:

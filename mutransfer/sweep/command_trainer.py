@@ -10,18 +10,20 @@ import os
 import shlex
 import shutil
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..files import PLAN_FILE, STDERR_LOG, STDOUT_LOG, TRIAL_DIR_ENV, TRIALS_DIR
 from ..schema import TRANSFER_AXES, Config
 from ..train.budget import tokens_read
 from ..train.result import TrainResult
 from ..trial_io import ResultProblem, TrialResult, read_progress, read_result, write_trial_values
-from .child_process import ChildExit, run_child
+from .child_process import BoundedLog, ChildExit, run_child
 from .outcomes import TrialFailed
 from .spec import SweepSpec
-from .trainer import OnEval, TrialRun
 from .trainer_spec import TrainerSpec, fill
+
+if TYPE_CHECKING:  # the built-in trainer's module imports torch; a dry run that prints a command needs none
+    from .trainer import OnEval, TrialRun
 
 __all__ = ["CommandTrainer", "TrialFailed", "trial_values", "command_words", "child_environment", "SECRET_ENV"]
 
@@ -102,7 +104,7 @@ class CommandTrainer:
         return [self._run(run, lambda step, val, i=i: on_eval(i, step, val)) for i, run in enumerate(runs)]
 
     def _trial_dir(self, run: TrialRun) -> Path:
-        folder = self.run_dir / TRIALS_DIR / run.key.name(self.prefix) / f"trial-{run.number}"
+        folder = (self.run_dir / TRIALS_DIR / run.key.name(self.prefix) / f"trial-{run.number}").absolute()
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
@@ -127,7 +129,7 @@ class CommandTrainer:
         write_trial_values(folder, values)
         command = command_words(trainer, values)
         env = child_environment(trainer, folder, self.threads, self.devices, self.storage)
-        reason = ""
+        failure = TrialFailed("")
         for _ in range(trainer.retries + 1):
             for stale in (folder / "result.json", folder / "progress.jsonl"):
                 stale.unlink(missing_ok=True)
@@ -138,8 +140,8 @@ class CommandTrainer:
             try:
                 return _train_result(folder, ended, watcher)
             except ResultProblem as exc:
-                reason = _reason(ended, trainer, str(exc), errors.last_lines())
-        raise TrialFailed(reason)
+                failure = _failure(ended, trainer, str(exc), errors)
+        raise failure
 
 
 class _ProgressWatcher:
@@ -161,14 +163,18 @@ class _ProgressWatcher:
         return self.pruned
 
 
-def _reason(ended: ChildExit, trainer: TrainerSpec, problem: str, stderr: str) -> str:
+def _failure(ended: ChildExit, trainer: TrainerSpec, problem: str, errors: BoundedLog) -> TrialFailed:
+    """Why the command's run is unusable: its reason (the exit and the last stderr lines, a timeout, or what the
+    result lacks) and its line (a failed exit's last stderr line; else the reason), which repeats when the same
+    failure does (``trainer.max_failures``)."""
     tries = f" (after {trainer.retries + 1} tries)" if trainer.retries else ""
     if ended.timed_out:
-        return f"timed out after {trainer.timeout:g} s{tries}"
+        return TrialFailed(f"timed out after {trainer.timeout:g} s{tries}")
     if ended.code != 0:
         how = f"killed by signal {-ended.code}" if ended.code < 0 else f"exited with code {ended.code}"
-        return f"the command {how}{tries}" + (f": {stderr}" if stderr else "")
-    return f"{problem}{tries}"
+        stderr = errors.last_lines()
+        return TrialFailed(f"the command {how}{tries}" + (f": {stderr}" if stderr else ""), errors.last_lines(1))
+    return TrialFailed(f"{problem}{tries}")
 
 
 def _train_result(folder: Path, ended: ChildExit, watcher: _ProgressWatcher) -> TrainResult:

@@ -1,7 +1,8 @@
 """What a sweep will cost before it runs: the trials each study will hold (grid, noise probes, anchors and the
-grid extension a result may add) times the seconds a trial costs on this machine (``train.timing``), with a range.
+grid extension a result may add) times the seconds a trial costs, with a range.
 
-The model, with its assumptions (checked against measured sweeps in docs/performance.md):
+Before any trial has finished (``SweepEstimate``), a trial's seconds are measured on this machine now
+(``train.timing``):
 - trials: the policy's budget, plus the extension. An optimum equally likely at any of a grid's n points sits on
   an edge with probability 2/n, and then adds ``EXTENSION_GIVEN_EDGE`` points on average;
 - seconds per trial: build + steps × the median step + evaluations × one evaluation (``TrialCost``), divided
@@ -10,19 +11,26 @@ The model, with its assumptions (checked against measured sweeps in docs/perform
   seconds divided among the workers;
 - the range: low = no extension at the step time's lower quartile; high = one extension point per extending
   study at the upper quartile.
+
+Once trials have finished (``MeasuredEstimate``: a resumed sweep, ``verify`` after its sweep), a trial's seconds
+are those its setup's finished trials recorded (``sweep.measured_cost``: the median at a measured width, the
+fitted law elsewhere) plus ``TRIAL_OVERHEAD_S``; the trials left are the budget and extension less those done;
+the range is the extension's alone.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, Sequence
 
-from ..train.timing import TrialCost, evaluations
-from .policy import SearchPolicy
-from .studies import StudyKey
+if TYPE_CHECKING:  # train.timing imports torch, sweep.policy optuna: an estimate from finished trials needs neither
+    from ..train.timing import TrialCost
+    from .finished import FinishedTrials, SetupCost
+    from .keys import StudyKey
+    from .policy import SearchPolicy
 
 __all__ = ["EXTENSION_GIVEN_EDGE", "TRIAL_OVERHEAD_S", "SWEEP_OVERHEAD_S", "PointEstimate", "SweepEstimate",
-           "extension_trials"]
+           "MeasuredPoint", "MeasuredEstimate", "extension_trials"]
 
 EXTENSION_GIVEN_EDGE = 1.5
 """Extension points a study adds once its best grid point sits on an edge: one brackets an optimum on the edge,
@@ -77,6 +85,8 @@ class PointEstimate:
     @classmethod
     def of(cls, keys: list[StudyKey], batch: int, steps: int, eval_every: int, cost: TrialCost) -> "PointEstimate":
         """The estimate of the studies in ``keys`` (one point: its seeds and searched keys)."""
+        from ..train.timing import evaluations
+
         policies = [k.policy() for k in keys]
         extension = [extension_trials(p) for p in policies]
         return cls(key=keys[0], studies=len(keys), trials=sum(p.budget() for p in policies),
@@ -94,3 +104,64 @@ class SweepEstimate:
 
     def wall_seconds(self, case: Case = "median") -> float:
         return SWEEP_OVERHEAD_S + sum(p.seconds(case) for p in self.points) / self.workers
+
+
+@dataclass(frozen=True)
+class MeasuredPoint:
+    """One (setup, width) of a sweep priced by its finished trials: the studies' trials, those done, and the
+    seconds one more costs (``horizon``: the target's steps over the swept ones, when they differ)."""
+
+    setup: str
+    width: int
+    studies: int
+    trials: int
+    extension: float
+    extension_high: int
+    done: int
+    cost: SetupCost
+    horizon: float = 1.0
+
+    def trial_count(self, case: Case = "median") -> float:
+        return self.trials + {"low": 0.0, "median": self.extension, "high": float(self.extension_high)}[case]
+
+    def left(self, case: Case = "median") -> float:
+        return max(0.0, self.trial_count(case) - self.done)
+
+    def seconds_per_trial(self) -> float:
+        return self.cost.seconds(self.width) * self.horizon + TRIAL_OVERHEAD_S
+
+    @classmethod
+    def of(cls, keys: Sequence[StudyKey], finished: FinishedTrials, cost: SetupCost, horizon: float = 1.0,
+           label: str = "") -> "MeasuredPoint":
+        """The studies in ``keys`` (one setup at one width); ``label``: the setup whose trials in ``finished``
+        count as done (none when empty: a verify's studies are not in the sweep's table)."""
+        policies = [k.policy() for k in keys]
+        extension = [extension_trials(p) for p in policies]
+        return cls(setup=keys[0].setup, width=keys[0].width, studies=len(keys),
+                   trials=sum(p.budget() for p in policies), extension=sum(e for e, _ in extension),
+                   extension_high=sum(h for _, h in extension),
+                   done=finished.done(label, keys[0].width) if label else 0, cost=cost, horizon=horizon)
+
+
+@dataclass(frozen=True)
+class MeasuredEstimate:
+    """The trials a sweep has left and their wall time, each priced by its setup's finished trials."""
+
+    points: tuple[MeasuredPoint, ...]
+    workers: int
+
+    def trials(self, case: Case = "median") -> float:
+        return sum(p.trial_count(case) for p in self.points)
+
+    def done(self) -> int:
+        return sum(p.done for p in self.points)
+
+    def left(self, case: Case = "median") -> float:
+        return sum(p.left(case) for p in self.points)
+
+    def wall_seconds(self, case: Case = "median") -> float:
+        return SWEEP_OVERHEAD_S + sum(p.left(case) * p.seconds_per_trial() for p in self.points) / self.workers
+
+    def bases(self) -> list[str]:
+        """One line per setup: the finished trials its seconds come from."""
+        return list(dict.fromkeys(p.cost.basis() for p in self.points))

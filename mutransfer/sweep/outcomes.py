@@ -9,18 +9,24 @@ import optuna
 from optuna.trial import TrialState
 
 from ..schema import Config
-from ..train.data import vocab_size
 from ..train.result import TrainResult
 
-__all__ = ["record_result", "record_failure", "record_interrupted", "TrialFailed", "CURVE_POINTS"]
+__all__ = ["record_result", "record_failure", "record_interrupted", "TrialFailed", "CURVE_POINTS", "FAILURE_ATTR"]
 
 CURVE_POINTS = 200
 """The most (step, train loss) points a trial's stored curve keeps."""
 MESSAGE_CHARS = 500
+FAILURE_ATTR = "failure"
+"""The user attribute holding a failed trial's failure in one line: what ``trainer.max_failures`` compares."""
 
 
 class TrialFailed(RuntimeError):
-    """A trial that could not train, with a reason that says what happened in full (recorded as it is)."""
+    """A trial that could not train, with a reason that says what happened in full (recorded as it is) and its
+    ``line``: the failure in one line that a repeat of it repeats (the last stderr line; the reason without one)."""
+
+    def __init__(self, reason: str, line: str = "") -> None:
+        super().__init__(reason)
+        self.line = line or reason
 
 
 def _finite(value: float) -> Optional[float]:
@@ -46,6 +52,8 @@ def record_result(study: optuna.Study, trial: optuna.Trial, cfg: Config, result:
     if status == "pruned":
         _tell_running(study, trial, state=TrialState.PRUNED)
     elif status == "diverged":
+        from ..train.data import vocab_size  # torch: only a diverged trial needs the corpus's vocabulary
+
         fallback = cfg.train.diverge_factor * math.log(vocab_size(cfg.data))  # a loss of NaN from step 1
         last = result.train_loss if result.train_loss is not None else fallback
         _tell_running(study, trial, max(last, result.initial_loss if math.isfinite(result.initial_loss) else 0.0))
@@ -68,12 +76,15 @@ def _tell_running(study: optuna.Study, trial: optuna.Trial, value: Optional[floa
 
 
 def record_failure(study: optuna.Study, trial: optuna.Trial, exc: BaseException) -> None:
-    """Fail a trial whose training raised, keeping the error's type and message (its first 500 characters); a
-    trial another worker declared dead meanwhile is left as it is (its point is trained again)."""
+    """Fail a trial whose training raised, keeping the error's type and message (its first 500 characters) and
+    its failure in one line (``FAILURE_ATTR``); a trial another worker declared dead meanwhile is left as it is
+    (its point is trained again)."""
     message = str(exc) if isinstance(exc, TrialFailed) else f"{type(exc).__name__}: {exc}"
+    line = exc.line if isinstance(exc, TrialFailed) else message
     try:
         trial.set_user_attr("status", "failed")
         trial.set_user_attr("message", message[:MESSAGE_CHARS])
+        trial.set_user_attr(FAILURE_ATTR, line[:MESSAGE_CHARS])
     except optuna.exceptions.UpdateFinishedTrialError:
         return
     study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)

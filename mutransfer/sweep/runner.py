@@ -1,6 +1,7 @@
 """A sweep's processes: prepare the studies, run local workers (in this process when there is one), keep
-a progress snapshot, and stop cleanly on Ctrl-C. Running the same command again resumes: finished trials
-are kept, trials of dead local workers are re-run, live workers' trials are left alone."""
+a progress snapshot, and stop cleanly on Ctrl-C or when the same failure repeats (``repeats``). Running the same
+command again resumes: finished trials are kept, trials of dead local workers are re-run, live workers' trials are
+left alone, failed trials are trained again only when asked (``SweepOptions.retry_failed``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..analysis.drift import PointTrials, best_losses
 from ..errors import EXIT_USAGE, UserError
 from .interrupts import Interrupts
 from .provisional import Provisional, ProvisionalAnswer
+from .repeats import EXIT_REPEATED, FailureWatch, RepeatedFailure
 from .search import SearchSpec
 from .spec import SweepSpec
 from .constant_gate import ConstantGate
@@ -31,7 +33,7 @@ from .studies import (RECORD_ATTR, RERUN, StudyKey, enqueue_missing, live_trials
                       seed_of, study_keys)
 from .worker import SweepOptions, run_worker
 
-__all__ = ["Snapshot", "FinishedTrial", "prepare", "snapshot", "is_finished", "run_sweep"]
+__all__ = ["Snapshot", "FinishedTrial", "prepare", "failed_points", "snapshot", "is_finished", "run_sweep"]
 
 
 @dataclass(frozen=True)
@@ -73,15 +75,28 @@ class Snapshot:
 
 
 def prepare(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseStorage) -> None:
-    """Create every study, reap dead local workers' trials and queue the policies' first points."""
+    """Create every study, reap dead local workers' trials and queue the policies' first points: those a failed
+    trial holds only with ``opts.retry_failed``, which queues every failed point again (a sampler study replaces
+    its failed trials within its budget anyway)."""
     for key in study_keys(spec):
         study = load_study(storage, key, opts.prefix)
         if opts.record is not None and RECORD_ATTR not in study.user_attrs:
             study.set_user_attr(RECORD_ATTR, opts.record)
         reap_abandoned(study)
         policy = key.policy()
-        if policy.queued:
-            enqueue_missing(study, key, policy.initial_points())
+        if not policy.queued:
+            continue
+        failed = {(round(x, 9), seed): (x, seed) for x, seed in failed_points(study, key)}
+        points = {(round(x, 9), seed): (x, seed) for x, seed in policy.initial_points()}
+        wanted = {**points, **failed} if opts.retry_failed else {p: xs for p, xs in points.items() if p not in failed}
+        enqueue_missing(study, key, list(wanted.values()))
+
+
+def failed_points(study: optuna.Study, key: StudyKey) -> list[tuple[float, int]]:
+    """The (x, seed) points of the study's failed trials (failed for good: not interrupted or abandoned)."""
+    return [(t.params[key.search.column], seed_of(t, key)) for t in study.get_trials(deepcopy=False,
+                                                                                     states=(TrialState.FAIL,))
+            if t.user_attrs.get("status") == "failed" and key.search.column in t.params]
 
 
 def is_finished(trial: FrozenTrial) -> bool:
@@ -178,9 +193,25 @@ def _worker_entry(spec: SweepSpec, opts: SweepOptions) -> None:
             run_worker(spec, opts)
     except KeyboardInterrupt:
         os._exit(130)
+    except RepeatedFailure:
+        os._exit(EXIT_REPEATED)  # the parent stops the other workers and says why
     except UserError as exc:
         print(f"error: {exc.one_line()}", file=sys.stderr, flush=True)
         os._exit(EXIT_USAGE)
+
+
+def _stop_workers(procs: list[multiprocessing.process.BaseProcess], grace: float = 30.0) -> None:
+    """SIGINT to every live worker (each marks its running trials for a re-run and stops its child's process
+    group), then SIGKILL to any still alive after ``grace`` seconds (its child dies with it)."""
+    for proc in procs:
+        if proc.is_alive() and proc.pid:
+            os.kill(proc.pid, signal.SIGINT)
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
 
 
 def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callable[[Snapshot], None]] = None,
@@ -208,7 +239,11 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callabl
 
     report()
     if opts.workers == 1:
-        run_worker(spec, opts, on_event=lambda *_: report())
+        try:
+            run_worker(spec, opts, on_event=lambda *_: report())
+        except RepeatedFailure:
+            report()  # the trial that repeated the failure, logged before the stop
+            raise
         report(complete=True)
         return
     context = multiprocessing.get_context("spawn")
@@ -217,16 +252,18 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callabl
     for proc in procs:
         proc.start()
     try:
-        while any(proc.is_alive() for proc in procs):
+        while any(proc.is_alive() for proc in procs) and EXIT_REPEATED not in [proc.exitcode for proc in procs]:
             time.sleep(poll_seconds)
             report()
     except KeyboardInterrupt:
-        for proc in procs:
-            if proc.is_alive() and proc.pid:
-                os.kill(proc.pid, signal.SIGINT)
-        for proc in procs:
-            proc.join(timeout=30)
+        _stop_workers(procs)
         raise
+    if EXIT_REPEATED in [proc.exitcode for proc in procs]:
+        _stop_workers(procs)
+        report()
+        stopped = FailureWatch(spec, storage, opts.prefix).latest()
+        if stopped is not None:
+            raise stopped
     failed = [proc.exitcode for proc in procs if proc.exitcode not in (0, None)]
     report(complete=not failed)
     if failed:

@@ -4,8 +4,8 @@ The command is an argv list (run without a shell; ``shell: true`` opts in for a 
 are the trial's values (``PLACEHOLDERS``, every transfer axis, any config key by its dotted name). A setup may
 carry its own ``trainer`` fields over the spec's: ``args`` replace the spec's extra arguments, ``env`` adds to
 its environment, the others replace. ``command``, ``args`` and ``shell`` say what a trial computes and enter the
-sweep's fingerprint; ``timeout``, ``env``, ``devices_per_trial`` and ``retries`` say how it runs and do not.
-Plain data: no Optuna, no torch."""
+sweep's fingerprint; ``timeout``, ``env``, ``devices_per_trial``, ``retries`` and ``max_failures`` say how it runs
+and do not. Plain data: no Optuna, no torch."""
 
 from __future__ import annotations
 
@@ -19,14 +19,22 @@ from ..config import is_config_key
 from ..errors import UserError, check_keys, did_you_mean
 from ..schema import TRANSFER_AXES
 
-__all__ = ["TrainerSpec", "parse_trainer", "TRAINER_KEYS", "PLACEHOLDERS",
+__all__ = ["TrainerSpec", "parse_trainer", "TRAINER_KEYS", "PLACEHOLDERS", "MAX_FAILURES", "SCRIPT_SUFFIXES",
+           "script_words", "check_scripts",
            "placeholders_in", "fill", "known_placeholder", "check_placeholders", "check_command", "trainer_from_dict",
            "check_trainer_spec"]
 
-TRAINER_KEYS = ("command", "args", "shell", "cwd", "timeout", "env", "devices_per_trial", "retries", "progress")
+TRAINER_KEYS = ("command", "args", "shell", "cwd", "timeout", "env", "devices_per_trial", "retries", "max_failures",
+                "progress")
 PLACEHOLDERS = ("lr", "log2_lr", "setup", "seed", "trial_dir", "plan", "devices", "trial")
 """Placeholders besides the transfer axes and the config keys: the base learning rate and its log2, the setup's
 label, the seed, the trial's folder, its plan file (``model.factory`` specs), its GPU ids and its number."""
+MAX_FAILURES = 3
+"""``trainer.max_failures``'s default."""
+SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".zsh", ".pl", ".rb", ".jl", ".r", ".lua", ".js")
+"""What a command's word ends with when it names a script the command runs (checked before any trial)."""
+NOT_A_PATH_AFTER = ("-m", "-c")
+"""Options whose next word is a module or inline code, not a file."""
 _FIELD = re.compile(r"\{([^{}]*)\}")
 
 
@@ -47,6 +55,9 @@ class TrainerSpec:
     """GPUs per trial: each worker gets its own group (``CUDA_VISIBLE_DEVICES``)."""
     retries: int = 0
     """Times a failed trial is run again before it counts as failed."""
+    max_failures: int = MAX_FAILURES
+    """Trials in a row (in finish order, across every worker) failing with the same last stderr line that stop the
+    sweep (the spec's only: a setup cannot set it)."""
     progress: bool = False
     """Whether the trainer reports intermediate losses (``mutransfer.report``): what a pruner needs."""
 
@@ -62,7 +73,8 @@ class TrainerSpec:
         return {"command": self.command if isinstance(self.command, str) else list(self.command),
                 "args": list(self.args), "shell": self.shell, "cwd": self.cwd, "timeout": self.timeout,
                 "env": dict(self.env),
-                "devices_per_trial": self.devices_per_trial, "retries": self.retries, "progress": self.progress}
+                "devices_per_trial": self.devices_per_trial, "retries": self.retries,
+                "max_failures": self.max_failures, "progress": self.progress}
 
 
 def _words(where: str, value: Any) -> tuple[str, ...]:
@@ -124,6 +136,11 @@ def parse_trainer(raw: Any, folder: Path, where: str = "trainer", base: Optional
         fields["devices_per_trial"] = _count(f"{where}.devices_per_trial", raw["devices_per_trial"], 0)
     if "retries" in raw:
         fields["retries"] = _count(f"{where}.retries", raw["retries"], 0)
+    if "max_failures" in raw:
+        if base is not None:
+            raise UserError(f"{where}.max_failures: the limit is the sweep's, not a setup's",
+                            "set trainer.max_failures at the spec's top level")
+        fields["max_failures"] = _count(f"{where}.max_failures", raw["max_failures"], 1)
     if "progress" in raw:
         if not isinstance(raw["progress"], bool):
             raise UserError(f"{where}.progress={raw['progress']!r} is not true or false",
@@ -166,7 +183,8 @@ def check_placeholders(trainer: TrainerSpec, where: str, has_plan: bool) -> None
 
 def check_command(trainer: TrainerSpec, where: str, folder: Path) -> None:
     """Refuse a command that cannot start: its program is not found (on PATH or beside the spec) or not
-    executable. A shell command is the shell's to resolve."""
+    executable, or a script it names is not found (``check_scripts``). A shell command is the shell's to
+    resolve."""
     if trainer.shell:
         return
     program = str(trainer.command[0])
@@ -179,9 +197,38 @@ def check_command(trainer: TrainerSpec, where: str, folder: Path) -> None:
         if not shutil.which(str(path)):
             raise UserError(f"{where}.command: {program} is not executable", f"chmod +x {path}, or run it through "
                             "its interpreter, e.g. [bash, ...]")
-        return
-    if shutil.which(program) is None:
+    elif shutil.which(program) is None:
         raise UserError(f"{where}.command: '{program}' is not found on PATH", "install it, or give its path")
+    check_scripts(trainer, where, folder)
+
+
+def script_words(words: Sequence[str]) -> list[int]:
+    """The indices of the words after the program that name a script (``SCRIPT_SUFFIXES``): not an option, not an
+    option's ``=`` value, not a word with a placeholder, and not the word after ``-m`` or ``-c``."""
+    found = []
+    for i, word in enumerate(words[1:], start=1):
+        if word.startswith("-") or "=" in word or placeholders_in(word) or words[i - 1] in NOT_A_PATH_AFTER:
+            continue
+        if word.lower().endswith(SCRIPT_SUFFIXES):
+            found.append(i)
+    return found
+
+
+def check_scripts(trainer: TrainerSpec, where: str, folder: Path) -> None:
+    """Refuse a script the command names (``script_words``) that is not a file, resolved against ``folder`` (the
+    trainer's ``cwd``): one line naming the word and the path looked for, with the closest file's name there."""
+    words = trainer.templates()
+    head = 1 if isinstance(trainer.command, str) else len(trainer.command)
+    for i in script_words(words):
+        word = words[i]
+        path = Path(word) if Path(word).is_absolute() else folder / word
+        if path.is_file():
+            continue
+        part = "command" if i < head else "args"
+        siblings = sorted(p.name for p in path.parent.iterdir()) if path.parent.is_dir() else []
+        raise UserError(f"{where}.{part}: {word} is not found (looked for {path})",
+                        f"{did_you_mean(path.name, siblings)}fix the name; a relative path starts at trainer.cwd "
+                        f"({folder})")
 
 
 def trainer_from_dict(data: Optional[Mapping[str, Any]]) -> Optional[TrainerSpec]:
@@ -195,6 +242,7 @@ def trainer_from_dict(data: Optional[Mapping[str, Any]]) -> Optional[TrainerSpec
                        cwd=str(data.get("cwd", "")),
                        timeout=data.get("timeout"), env=tuple(sorted(dict(env).items())),
                        devices_per_trial=int(data.get("devices_per_trial", 1)), retries=int(data.get("retries", 0)),
+                       max_failures=int(data.get("max_failures", MAX_FAILURES)),
                        progress=bool(data.get("progress", False)))
 
 

@@ -4,8 +4,9 @@ them (up to ``batch_trials`` learning rates stacked as one model) and tell Optun
 
 The worker's loop only claims, trains and tells; each other job is an object of its own: ``Claimer`` (which
 value a trial trains, one trial per point), ``StageGate`` (a search at the learning-rate optimum waits for it),
-``Reaper`` (dead workers' trials), ``StopRule`` (a setup decided at a look), ``Heartbeat`` (database storages), a ``TrialTrainer`` (what trains) and
-``record_result``/``record_failure`` (what Optuna is told)."""
+``Reaper`` (dead workers' trials), ``StopRule`` (a setup decided at a look), ``Heartbeat`` (database storages),
+a ``TrialTrainer`` (what trains), ``record_result``/``record_failure`` (what Optuna is told) and ``FailureWatch``
+(the same failure repeated stops the sweep)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from .outcomes import CURVE_POINTS, record_failure, record_interrupted, record_r
 from .policy import SearchPolicy
 from .order import COARSE, PHASES, Tier
 from .reaper import Reaper
+from .repeats import FailureWatch, RepeatedFailure
+from .setup_labels import setup_names
 from .spec import SweepSpec
 from .stage_gate import STAGE_POLL, StageGate
 from .constant_gate import ConstantGate
@@ -70,6 +73,8 @@ class SweepOptions:
     record: Optional[dict[str, Any]] = None
     devices: Optional[str] = None
     """A trainer command's GPUs (``CUDA_VISIBLE_DEVICES``), one group per worker; None: as the machine has them."""
+    retry_failed: bool = False
+    """Queue the failed trials' points again when the sweep starts (``--retry-failed``)."""
 
 
 class Worker:
@@ -86,6 +91,7 @@ class Worker:
         self.reaper = Reaper(self.storage)
         self.stops = StopRule(spec, self.storage, opts.prefix)
         self.constants = ConstantGate(spec, self.storage, opts.prefix)
+        self.repeats = FailureWatch(spec, self.storage, opts.prefix)
         self.trainer = trainer or _trainer_for(spec, opts)
 
     def run(self) -> None:
@@ -192,8 +198,8 @@ class Worker:
                 self._process(study, key, claimed)
 
     def _process(self, study: optuna.Study, key: StudyKey, claimed: Claimed) -> None:
-        """Train the claimed trials, those of one seed stacked together; on Ctrl-C mark the unfinished ones for a
-        re-run and stop."""
+        """Train the claimed trials, those of one seed stacked together; on Ctrl-C, or when the same failure
+        repeats, mark the unfinished ones for a re-run and stop."""
         for _, x in claimed:
             self._event("start", key, x)
         pending = {trial.number: trial for trial, _ in claimed}
@@ -203,7 +209,7 @@ class Worker:
         try:
             for group in by_seed.values():
                 self._train_group(study, key, group, pending)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, RepeatedFailure):
             record_interrupted(study, pending.values())
             raise
         for _, x in claimed:
@@ -215,7 +221,8 @@ class Worker:
 
     def _train_group(self, study: optuna.Study, key: StudyKey, claimed: Claimed,
                      pending: dict[int, optuna.Trial]) -> None:
-        """Train trials of one seed (one ordinary model, or several stacked) and tell each its result."""
+        """Train trials of one seed (one ordinary model, or several stacked) and tell each its result; after a
+        failure, raise ``RepeatedFailure`` when the sweep's last trials all failed the same way."""
         trials = [trial for trial, _ in claimed]
         fixed = self.constants.overrides(key)
         constant = self.spec.constants is not None and key.search.key in self.spec.constants.keys
@@ -223,7 +230,7 @@ class Worker:
                              self.constants.value(key.setup, key.search.key, x) if constant else None)
                 for trial, x in claimed]
         for trial, cfg in zip(trials, cfgs):
-            for name, value in (("parametrization", cfg.parametrization.name), ("optimizer", cfg.optimizer.name),
+            for name, value in (*setup_names(self.spec, key.setup, cfg),
                                 ("lr", cfg.optimizer.lr), ("batch_trials", len(trials))):
                 trial.set_user_attr(name, value)
         prune = key.search.pruner != "none"
@@ -243,6 +250,7 @@ class Worker:
             for trial in trials:
                 record_failure(study, trial, exc)
                 pending.pop(trial.number)
+            self.repeats.check()
             return
         for trial, cfg, result in zip(trials, cfgs, results):
             try:

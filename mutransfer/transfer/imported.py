@@ -19,6 +19,7 @@ from ..analysis.result import SetupResult, Summary
 from ..analysis.run_files import run_record
 from ..analysis.summary import refuse_unfitted, summarize_run
 from ..errors import UserError, did_you_mean
+from ..precision import lr_digits, written
 from ..schema import LR_KEY
 
 __all__ = ["ImportTarget", "ImportPrediction", "predict_import", "import_transfer_file"]
@@ -57,16 +58,20 @@ class ImportPrediction:
         return max(self.log2_lr - self.interval[0], self.interval[1] - self.log2_lr)
 
     def as_dict(self, run_dir: Path) -> dict[str, Any]:
+        """The transfer file: each number at the precision it carries (``precision.written``: log2 values and
+        octaves to the thousandth, learning rates to 4 significant digits, a held axis's centre to 4 too)."""
         lo, hi = self.interval if self.interval else (None, None)
-        return {"mutransfer_transfer": "import", "source": {"run_dir": str(run_dir), "setup": self.setup},
-                "target": self.target, "held_at_centre": self.held, "log2_lr": self.log2_lr, "lr": 2.0**self.log2_lr,
-                "interval_log2": [lo, hi] if self.interval else None,
-                "lr_range": [2.0**lo, 2.0**hi] if lo is not None and hi is not None else None,
-                "half_width": self.half_width, "tolerance": self.tolerance,
-                "within_tolerance": self.half_width is not None and self.half_width <= self.tolerance,
-                "extrapolated_octaves": self.extrapolation, "slopes": self.slopes,
-                "noise": {"method": self.noise, "calibrated": self.calibrated},
-                "config": None, "warnings": self.warnings, **({"backtest": self.backtest} if self.backtest else {})}
+        target = {name: lr_digits(value) if name in self.held else value for name, value in self.target.items()}
+        return written({
+            "mutransfer_transfer": "import", "source": {"run_dir": str(run_dir), "setup": self.setup},
+            "target": target, "held_at_centre": self.held, "log2_lr": self.log2_lr, "lr": 2.0**self.log2_lr,
+            "interval_log2": [lo, hi] if self.interval else None,
+            "lr_range": [2.0**lo, 2.0**hi] if lo is not None and hi is not None else None,
+            "half_width": self.half_width, "tolerance": self.tolerance,
+            "within_tolerance": self.half_width is not None and self.half_width <= self.tolerance,
+            "extrapolated_octaves": self.extrapolation, "slopes": self.slopes,
+            "noise": {"method": self.noise, "calibrated": self.calibrated},
+            "config": None, "warnings": self.warnings, **({"backtest": self.backtest} if self.backtest else {})})
 
 
 def import_transfer_file(target: Mapping[str, float], fmt: str) -> str:

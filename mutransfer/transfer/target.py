@@ -18,16 +18,16 @@ from ..defaults import TRANSFER_TOLERANCE
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
 from ..files import CONFIG_FILE, YAML_DIGITS, at_statistic_precision, atomic_write_text, dump_yaml, load_yaml
-from ..models import model_plan
+from ..precision import lr_digits, octaves, written
 from ..schema import Config, axis_named, family_of
 from ..table.rules import depth_exponents
-from ..train.data import vocab_size
 from ..analysis.prediction import Prediction, carried_law, predict_setup
 from ..train.budget import tokens_read
 from .batch import batch_warnings, target_horizon
 from .constants import TunedConstant, constant_warnings, tuned_constants, with_constants
 from .decay import (DecayTransfer, decay_rule_name, decay_setups, decay_verdicts, decay_warnings, predict_decay,
                     with_decay)
+from .trainer_target import TrainerTarget, builtin_plan, trainer_target
 
 __all__ = ["Transfer", "make_transfer", "write_transfer", "read_sweep_record", "derived_sections",
            "check_derived_sections", "FAR_FACTOR", "FORMATS", "DEFAULT_TOLERANCE"]
@@ -38,17 +38,24 @@ DEFAULT_TOLERANCE = TRANSFER_TOLERANCE
 
 
 class Transfer:
-    """The transfer document plus the Config it spells out."""
+    """The transfer document plus the Config it spells out (for a trainer command without ``model.factory``, the
+    config its trials would get: the document leaves it out), the warning on the setup's drift among
+    ``warnings`` (``drift``, '' when it does not drift) and the trainer's target where a trainer ran the sweep."""
 
     def __init__(self, document: dict[str, Any], config: Config, warnings: list[str], prediction: Prediction,
-                 decay: Optional[DecayTransfer] = None, constants: Sequence[TunedConstant] = ()) -> None:
+                 decay: Optional[DecayTransfer] = None, constants: Sequence[TunedConstant] = (), drift: str = "",
+                 trainer: Optional[TrainerTarget] = None) -> None:
         self.document, self.config, self.warnings, self.prediction = document, config, warnings, prediction
         self.decay = decay
         self.constants = list(constants)
+        self.drift, self.trainer = drift, trainer
 
 
 def read_sweep_record(run_dir: Path) -> dict[str, Any]:
     """A sweep run directory's config.yaml (its spec and every setup's resolved config)."""
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such directory" if not run_dir.exists() else f"{run_dir} is not a directory",
+                        "pass --from RUN_DIR of a sweep (ls runs/ lists them)")
     path = run_dir / CONFIG_FILE
     record = load_yaml(path, "sweep config") if path.is_file() else None
     if not isinstance(record, dict) or record.get("kind") != "sweep" or not isinstance(record.get("spec"), dict):
@@ -89,46 +96,72 @@ def _choose(summary: Summary, setup: Optional[str],
 def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correct_drift: bool = False,
                   tolerance: float = DEFAULT_TOLERANCE, depth: Optional[int] = None,
                   steps: Optional[int] = None, decay_rule: Optional[str] = None, batch_size: Optional[int] = None,
-                  tokens: Optional[int] = None, th: Thresholds = Thresholds()) -> Transfer:
+                  tokens: Optional[int] = None, th: Thresholds = Thresholds(), sections: bool = True) -> Transfer:
     """The transfer to ``width`` (and ``depth``, ``batch_size`` and the horizon, ``steps`` or a budget of
     ``tokens``: the swept base point's when None); a sweep that searched the decay carries its prediction too,
-    under the setup's rule (``decay_rule`` chooses among them); ``th`` carries the critical batch's tolerance."""
+    under the setup's rule (``decay_rule`` chooses among them); ``th`` carries the critical batch's tolerance;
+    ``sections=False`` leaves out the per-parameter plan and the trainer's command (``verify`` needs neither, and
+    both import torch)."""
     _check_request(width, depth, tolerance)
     record = read_sweep_record(run_dir)
     summary = summarize_run(run_dir, th)
     allowed = _decay_rule_setups(record, decay_rule, run_dir) if decay_rule is not None else None
     label, info, warnings = _choose(summary, setup, allowed)
     base = _swept_config(record, label, run_dir)
-    _check_target_shape(base, label, width, depth)
+    builtin = builtin_plan(record)
+    _check_target_shape(base, label, width, depth, builtin)
     horizon = target_horizon(base, batch_size, tokens, steps)
     target = {"width": width, "depth": base.model.depth if depth is None else depth,
               **horizon.point(base.train.seq_len)}
-    prediction = predict_setup(info, target, correct_drift, tolerance)
+    prediction = _as_written(predict_setup(info, target, correct_drift, tolerance))
     cfg = replace(base, model=replace(base.model, width=width, depth=target["depth"]),
                   train=replace(base.train, steps=horizon.steps, batch_size=horizon.batch, tokens=horizon.tokens),
-                  optimizer=replace(base.optimizer, lr=2.0**prediction.log2_lr))
+                  optimizer=replace(base.optimizer, lr=lr_digits(2.0**prediction.log2_lr)))
     decay = predict_decay(summary, record, label, target, tolerance)
     if decay is not None:
+        decay = replace(decay, value=lr_digits(decay.value),
+                        prediction=_as_written(decay.prediction) if decay.log2 else decay.prediction)
         cfg = with_decay(cfg, decay)
         warnings += decay_warnings(label, decay)
     constants = tuned_constants(summary, record, label, base)
     cfg = with_constants(cfg, constants)
     warnings += constant_warnings(label, constants)
-    warnings += _target_warnings(label, info, base, cfg, target, prediction, correct_drift)
+    drift = _drift_warning(label, info, prediction, correct_drift)
+    warnings += _target_warnings(label, info, base, cfg, target, prediction, drift, builtin)
+    trainer = trainer_target(record, label, cfg, prediction.log2_lr) if sections else None
     document = {
         "mutransfer_transfer": 1,
-        "prediction": prediction.as_dict(),
-        "source": _source(run_dir, label, info, base),
+        "prediction": written(prediction.as_dict()),
+        "source": _source(run_dir, label, info, base, builtin),
         **({"backtest": info.backtest.brief()} if info.backtest is not None and info.backtest.points else {}),
-        **({"decay": {**decay.as_dict(), "rule": decay_rule_name(base)}} if decay is not None else {}),
+        **({"decay": {**_decay_section(decay), "rule": decay_rule_name(base)}} if decay is not None else {}),
         **({"constants": {c.key: c.as_dict() for c in constants}} if constants else {}),
         "correct_drift": correct_drift,
-        "implied_error_octaves": at_statistic_precision(_implied_error(info, prediction)),
-        **_with_digest(derived_sections(cfg)),
+        "implied_error_octaves": octaves(_implied_error(info, prediction)),
+        **(_with_digest(derived_sections(cfg)) if builtin and sections else
+           {"lr": cfg.optimizer.lr, "log2_lr": prediction.log2_lr}),
+        **({"trainer": trainer.as_dict()} if trainer is not None else {}),
         "warnings": warnings,
-        "config": to_dict(cfg),
+        **({"config": to_dict(cfg)} if builtin else {}),
     }
-    return Transfer(document, cfg, warnings, prediction, decay, constants)
+    return Transfer(document, cfg, warnings, prediction, decay, constants, drift, trainer)
+
+
+def _as_written(prediction: Prediction) -> Prediction:
+    """``prediction`` as the transfer file writes it (``precision``: log2 η* and its range to the octave's
+    thousandth), so that the η* trained, verified and read is the one number."""
+    interval = None if prediction.interval is None else (octaves(prediction.interval[0]),
+                                                         octaves(prediction.interval[1]))
+    log2_lr = octaves(prediction.log2_lr)
+    half = None if interval is None else octaves(max(log2_lr - interval[0], interval[1] - log2_lr))
+    return replace(prediction, log2_lr=log2_lr, interval=interval,
+                   half_width=half if half is not None else prediction.half_width)
+
+
+def _decay_section(decay: DecayTransfer) -> dict[str, Any]:
+    """The decay as the file writes it: its value and range at ``LR_DIGITS``, a log2 prediction in octaves."""
+    return written(decay.as_dict(), lr_keys={"value", "range"},
+                   octave_keys={"prediction"} if decay.log2 else ())
 
 
 def _check_request(width: int, depth: Optional[int], tolerance: float) -> None:
@@ -149,9 +182,10 @@ def _swept_config(record: dict[str, Any], label: str, run_dir: Path) -> Config:
     return config_from_dict(resolved[label], where=f"{run_dir}/{CONFIG_FILE}")
 
 
-def _check_target_shape(base: Config, label: str, width: int, depth: Optional[int]) -> None:
-    """The built-in GPT's target width must be a multiple of its head dimension; a factory model keeps its depth."""
-    if base.model.factory is None:
+def _check_target_shape(base: Config, label: str, width: int, depth: Optional[int], builtin: bool) -> None:
+    """The built-in GPT's target width must be a multiple of its head dimension; a factory model keeps its depth;
+    a trainer command's own model is the trainer's to check."""
+    if base.model.factory is None and builtin:
         check_width(f"width={width}", width, base.model.head_dim)
     if depth is not None and base.model.factory is not None and depth != base.model.depth:
         raise UserError(f"depth={depth}: setup '{label}' is a model.factory model, which is built at one depth",
@@ -165,35 +199,42 @@ def _implied_error(info: SetupResult, prediction: Prediction) -> float:
 
 
 def _target_warnings(label: str, info: SetupResult, base: Config, cfg: Config, target: dict[str, int],
-                     prediction: Prediction, correct_drift: bool) -> list[str]:
-    """What to know before training at ``target``: the width's drift, and each other axis moved from the swept
-    point — measured by the sweep (its verdict) or assumed (the rule carried without a measurement)."""
+                     prediction: Prediction, drift: str, builtin: bool) -> list[str]:
+    """What to know before training at ``target``: the width's drift (``drift``), and each other axis moved from
+    the swept point — measured by the sweep (its verdict) or assumed (the built-in model's rule carried without a
+    measurement; for a trainer command's own model, the LR kept)."""
     swept = {"depth": base.model.depth, "steps": base.train.steps, "batch": base.train.batch_size,
              "tokens": tokens_read(base.train)}
     law = carried_law(info)
     measured = law.axes if law is not None else []
-    warnings = _warnings(label, info, prediction, _implied_error(info, prediction), correct_drift)
+    warnings = _warnings(label, info, prediction, drift)
     for name in ("depth", "tokens" if base.train.tokens is not None else "steps", "batch"):
         if target[name] == swept[name]:
             continue
         if name in measured:
             warnings += _axis_warnings(label, info, name, target[name], swept[name], name in prediction.applied)
         elif name != "batch":
-            warnings.append(_assumed_depth_rule(cfg, swept["depth"]) if name == "depth" else
+            warnings.append(_assumed_depth_rule(cfg, swept["depth"]) if name == "depth" and builtin else
                             _assumed_horizon(name, target[name], swept[name]))
     return warnings + batch_warnings(label, info, target["batch"], swept["batch"], target["tokens"], "batch" in measured)
 
 
-def _source(run_dir: Path, label: str, info: SetupResult, base: Config) -> dict[str, Any]:
-    """The transfer file's ``source``: the sweep, the setup and what its analysis found across the swept axes."""
+def _source(run_dir: Path, label: str, info: SetupResult, base: Config, builtin: bool) -> dict[str, Any]:
+    """The transfer file's ``source``: the sweep, the setup and what its analysis found across the swept axes
+    (the base depth where the tool knows the model: not a trainer command's own). Statistics at their
+    significant digits, slopes and optima in octaves (``precision``)."""
     law = carried_law(info)
-    return {"run_dir": str(run_dir), "setup": label, "verdict": info.verdict, **at_statistic_precision({
-            "reason": info.reason, "slope": info.line.slope,
-            "slope_ci": list(info.line.slope_ci) if info.line.slope_ci else None,
-            "asymmetry": info.line.asymmetry, "asymmetry_se_log": info.line.asymmetry_se_log,
-            "swept_widths": sorted(int(w) for w in info.line.points), "swept_depth": base.model.depth,
-            **_swept_axes(info), "log2_lr_star": {str(w): o.x_star for w, o in info.line.points.items()},
-            **({"law": law.to_json()} if law is not None else {})})}
+    found = at_statistic_precision({
+        "reason": info.reason, "slope": info.line.slope,
+        "slope_ci": list(info.line.slope_ci) if info.line.slope_ci else None,
+        "asymmetry": info.line.asymmetry, "asymmetry_se_log": info.line.asymmetry_se_log,
+        "swept_widths": sorted(int(w) for w in info.line.points),
+        **({"swept_depth": base.model.depth} if builtin else {}),
+        **_swept_axes(info), "log2_lr_star": {str(w): o.x_star for w, o in info.line.points.items()},
+        **({"law": law.to_json()} if law is not None else {})})
+    in_octaves = {key for key in found if key.endswith(("slope", "slope_ci")) or key == "log2_lr_star"}
+    return {"run_dir": str(run_dir), "setup": label, "verdict": info.verdict,
+            **written(found, octave_keys=in_octaves, lr_keys=())}
 
 
 def _with_digest(sections: dict[str, Any]) -> dict[str, Any]:
@@ -221,14 +262,18 @@ def _swept_axes(info: SetupResult) -> dict[str, Any]:
 def derived_sections(cfg: Config) -> dict[str, Any]:
     """The parts of a transfer file computed from its ``config``: the plan (η, optimizer, one entry per
     parameter in ``param_groups``) and copies of the model, parametrization and train keys for reading; as
-    plain JSON types."""
-    return json.loads(json.dumps({
+    plain JSON types, as the file writes them (``precision.written``: ``log2_lr`` to the octave's thousandth,
+    float noise dropped)."""
+    from ..models import model_plan  # torch: imported here, so that transfer's errors come without it
+    from ..train.data import vocab_size
+
+    return written(json.loads(json.dumps({
         **model_plan(cfg, vocab_size(cfg.data)).to_document(), "model": to_dict(cfg)["model"],
         "parametrization": {"name": cfg.parametrization.name, "base_width": cfg.parametrization.base_width,
                             **({"base_depth": cfg.parametrization.base_depth,
                                 "depth_alpha": cfg.parametrization.depth_alpha}
                                if cfg.parametrization.depth_alpha else {})},
-        "train": to_dict(cfg)["train"]}))
+        "train": to_dict(cfg)["train"]})), octave_keys={"log2_lr"}, lr_keys=())
 
 
 def _digest(sections: dict[str, Any], rounded: bool = True) -> str:
@@ -284,20 +329,31 @@ def _first_difference(found: Any, wanted: Any, key: str) -> Optional[tuple[str, 
     return None if found == wanted else (key, found, wanted)
 
 
-def _warnings(label: str, info: SetupResult, prediction: Prediction, implied: float,
-              correct_drift: bool) -> list[str]:
+def _drift_warning(label: str, info: SetupResult, prediction: Prediction, correct_drift: bool) -> str:
+    """The warning on a setup that drifts ('' for one that does not): how far the plain η* is expected off at the
+    target, or, with ``--correct-drift``, how far the fitted slope moved it there."""
+    if info.verdict != "drifts" or info.line.slope is None:
+        return ""
+    head = f"setup '{label}' drifts ({info.line.slope:+.2f} octaves of LR per width doubling)"
+    shift = info.line.slope * prediction.doublings
+    if correct_drift:
+        return (f"{head}: --correct-drift moved η* {shift:+.2f} octaves along the fitted line to width "
+                f"{prediction.width}; verify measures how far it is off there")
+    return (f"{head}: expect the optimum at width {prediction.width} to be off by about {abs(shift):.1f} octaves; "
+            "--correct-drift applies the fitted slope")
+
+
+def _warnings(label: str, info: SetupResult, prediction: Prediction, drift: str) -> list[str]:
     """What a user should know before trusting the transferred η* at the target width."""
     warnings = []
-    width, slope, largest = prediction.width, info.line.slope, max(int(w) for w in info.line.points)
+    width, largest = prediction.width, max(int(w) for w in info.line.points)
     if not prediction.within_tolerance:
         span = f"reaches {prediction.half_width:.2f} octaves from η*" if prediction.half_width is not None else \
             "is unknown"
         warnings.append(f"the predicted range at width {width} {span}, wider than transfer's --tolerance "
                         f"{prediction.tolerance:g}: {prediction.narrow}")
-    if info.verdict == "drifts":
-        warnings.append(f"setup '{label}' drifts ({slope:+.2f} octaves of LR per width doubling): expect the optimum "
-                        f"at width {width} to be off by about {implied:.1f} octaves" +
-                        ("" if correct_drift else "; --correct-drift applies the fitted slope"))
+    if drift:
+        warnings.append(drift)
     if info.verdict == "inconclusive" and info.reason:
         warnings.append(f"setup '{label}' is inconclusive: {info.reason}; {info.fix}")
     if width > FAR_FACTOR * largest:

@@ -37,7 +37,8 @@ from .decay import DecayTransfer
 from .target import make_transfer, read_sweep_record
 
 __all__ = ["VerifyRequest", "Target", "Verification", "parse_widths", "parse_factors", "parse_setups",
-           "verify_search", "write_outputs", "DEFAULT_SPAN", "DEFAULT_STEP", "ERROR_TOLERANCE", "ALL_SETUPS"]
+           "verify_search", "write_outputs", "drift_advice", "DEFAULT_SPAN", "DEFAULT_STEP", "ERROR_TOLERANCE",
+           "ALL_SETUPS"]
 
 DEFAULT_SPAN = VERIFY_SPAN
 DEFAULT_STEP = VERIFY_STEP
@@ -82,6 +83,11 @@ class Target:
     constants: tuple[str, ...] = ()
     """The tuned constants ``transfer`` carries (``key=value`` overrides); with any, the same grid also trains with
     the shipped constants (setup ``<label>_shipped``) and the report gives what tuning bought."""
+    drift: str = ""
+    """``transfer``'s warning on the setup's drift ('' when it does not drift): the report replaces it with what
+    the target's measurement says (``drift_advice``)."""
+    slope: Optional[float] = None
+    """The setup's slope across width, octaves of LR per doubling."""
 
 
 SHIPPED = "_shipped"
@@ -168,7 +174,7 @@ class Verification:
     def _target(self, width: int, setup: Optional[str]) -> Target:
         r = self.request
         transfer = make_transfer(self.run_dir, width, setup, r.correct_drift, depth=r.depth, steps=r.steps,
-                                 batch_size=r.batch_size, tokens=r.tokens)
+                                 batch_size=r.batch_size, tokens=r.tokens, sections=False)
         label = transfer.document["source"]["setup"]
         base = next((s for s in self._setup(label).search if s.key == LR_KEY), SearchSpec())
         search = verify_search(base, transfer.prediction.log2_lr, self.request)
@@ -181,7 +187,8 @@ class Verification:
             decay_search = verify_decay_search(sweep_decay, decay.prediction.log2_lr)
         constants = tuple(f"{c.key}={c.value}" for c in transfer.constants if c.applied)
         return Target(label, width, transfer.prediction, search, tuple(transfer.warnings), transfer.config, swept,
-                      decay if decay_search is not None else None, decay_search, constants)
+                      decay if decay_search is not None else None, decay_search, constants, transfer.drift,
+                      source.get("slope"))
 
     def _setup(self, label: str) -> SetupSpec:
         return next(s for s in self.sweep.setups if s.label == label)
@@ -250,10 +257,11 @@ class Verification:
         passed = fidelity.within(self.request.tolerance)
         decay = {"decay": self._decay_fidelity(target, rows)} if target.decay is not None else {}
         constants = {"constants": self._constants(target, rows, fidelity)} if target.constants else {}
+        warnings = [drift_advice(target, fidelity, self.request) if w == target.drift else w
+                    for w in target.warnings]
         return {"setup": target.setup, "width": target.width, "prediction": target.prediction.as_dict(),
                 **fidelity.as_dict(), "passed": passed, "covered": covered, "trials": len(part),
-                "grid": [target.search.min, target.search.max], **decay, **constants,
-                "warnings": list(target.warnings)}
+                "grid": [target.search.min, target.search.max], **decay, **constants, "warnings": warnings}
 
     def _constants(self, target: Target, rows: pd.DataFrame, tuned: Fidelity) -> dict[str, Any]:
         """What the tuned constants bought at the target: the best loss with the shipped constants (its own optimum
@@ -321,6 +329,26 @@ class Verification:
         return {"setup": target.setup, "width": target.width, "prediction": target.prediction.as_dict(),
                 "predicted_log2_lr": p, "factors": points, "middle": middle["factor"], "margin": margin,
                 "passed": bool(margin > 0), "warnings": list(target.warnings)}
+
+
+def drift_advice(target: Target, fidelity: Fidelity, request: VerifyRequest) -> str:
+    """What a drifting setup's measurement at the target says: how far the verified η* (plain, or moved along the
+    fitted slope by ``--correct-drift``) measured off, against verify's ``--tolerance``; the fix where it missed."""
+    kind = "drift-corrected" if request.correct_drift else "plain"
+    slope = f" ({target.slope:+.2f} octaves of LR per width doubling)" if target.slope is not None else ""
+    head = f"setup '{target.setup}' drifts{slope}"
+    if fidelity.measured is None or not math.isfinite(fidelity.error):
+        return (f"{head}; the optimum at width {target.width} was not measured ({fidelity.note or 'no estimate'}), so "
+                f"how far the {kind} η* is off there is unknown")
+    ci = fidelity.error_ci
+    found = (f"{head}; measured at width {target.width}, the {kind} η* is off by {fidelity.error:+.2f} octaves"
+             + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+             + (" (a bound: the optimum is at the grid's edge)" if fidelity.measured.censored else ""))
+    if abs(fidelity.error) <= request.tolerance:
+        return f"{found}, within verify's --tolerance {request.tolerance:g}"
+    fix = ("--correct-drift applies the fitted slope" if not request.correct_drift else
+           "the fitted slope does not carry this far: sweep widths nearer the target")
+    return f"{found}, more than verify's --tolerance {request.tolerance:g}; {fix}"
 
 
 def write_outputs(run_dir: Path, rows: pd.DataFrame, document: dict[str, Any]) -> pd.DataFrame:

@@ -12,7 +12,7 @@ __all__ = ["parametrize", "Config", "Plan", "ParamPlan", "GPT", "SteepestDescent
            "build_optimizer", "initialize", "train_model", "train_trials", "attach_multipliers", "UserError",
            "trial", "report", "Trial", "__version__"]
 
-__version__ = "0.7.0"
+__version__ = "0.8.0"
 
 _EXPORTS = {
     "parametrize": "api",

@@ -43,6 +43,20 @@ STORAGE_ENV = "MUTRANSFER_STORAGE"
 T = TypeVar("T")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"mutransfer {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print mutransfer's version and exit.")) -> None:
+    """Tune a GPT's learning rate at small widths and transfer it to large ones (muP, Muon, Optuna)."""
+
+
 def _guarded(fn: Callable[[], T]) -> T:
     """Run a command body; a UserError (or a write that found the disk full) becomes one line on stderr and exit
     code 2, a non-zero int the exit."""

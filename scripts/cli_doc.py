@@ -24,12 +24,22 @@ Every command and option of `mutransfer`, rendered from the program by `python s
 that this page is what it renders). `mutransfer COMMAND --help` prints the same. The words `overrides` take are
 config keys ([configuration](configuration.md)) or, for `sweep`, spec keys ([sweeps](sweeps.md#specs)). Bad input
 gets one line naming the key and the fix, exit code 2, and nothing on disk changes
-([bad input and faults](robustness.md)).
+([bad input and faults](robustness.md)). `mutransfer --version` prints the version.
 """
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    """Help text as one table cell: ``|`` escaped for the table, ``<`` and ``>`` for the browser (``runs/<spec
+    name>`` would otherwise be read as a tag and vanish)."""
+    return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _spec_help() -> str:
+    """``sweep``'s spec argument as ``--help`` shows it: with the shipped specs' names, read from ``sweeps/``."""
+    from mutransfer.sweep.spec import shipped_specs
+
+    names = ", ".join(f"`{name}`" for name in shipped_specs())
+    return f"Sweep spec: a YAML path or a shipped name: {names} ([shipped specs](sweeps.md#shipped-specs))."
 
 
 def _is_argument(param: Any) -> bool:
@@ -54,6 +64,9 @@ def command_section(name: str, command: Any) -> list[str]:
         if _is_argument(param):
             label = f"`{param.name}`" + (" (any number)" if param.nargs == -1 else "")
             help_text = getattr(param, "help", None) or ""
+            if name == "sweep" and param.name == "spec":
+                lines.append(f"| {label} | {_default(param)} | {_spec_help()} |")
+                continue
         else:
             label = ", ".join(f"`{opt}`" for opt in param.opts) + (" (required)" if param.required else "")
             help_text = param.help or ""

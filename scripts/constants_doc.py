@@ -111,25 +111,29 @@ def lr_table(run_dir: Path, summary: Summary) -> list[str]:
 
 
 def verify_table(run_dir: Path) -> list[str]:
+    """``verify``'s two tables at the target: the learning rate with the constants carried (the prediction, the
+    measured optimum, the error and the regret), then what tuning paid (each grid's best loss and the gain); two
+    narrow tables, so that every column fits a page's width."""
     path = run_dir / "verify.json"
     if not path.is_file():
         return []
     report: dict[str, Any] = json.loads(path.read_text())
-    lines = ["| setup | width | constants carried | predicted log2 η* [95 % range] | measured [95 %] | error (octaves) "
-             "| regret (nats) [95 %] | best loss, tuned | best loss, shipped | gain (nats) [95 %] | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lr = ["| setup | width | constants carried | predicted log2 η* [95 % range] | measured [95 %] | error (octaves) "
+          "| regret (nats) [95 %] |", "|---|---|---|---|---|---|---|"]
+    paid = ["| setup | width | best loss, tuned | best loss, shipped | gain (nats) [95 %] | verdict |",
+            "|---|---|---|---|---|---|"]
     for t in report["targets"]:
         p, c = t["prediction"], t.get("constants") or {}
         measured, regret = measured_point(t["width"], t.get("measured")), t.get("regret") or {}
         carried = ", ".join(f"`{o.removeprefix('optimizer.')}`" for o in c.get("overrides", [])) or "none"
-        lines.append(f"| {t['setup']} | {t['width']} | {carried} | {interval_cell(p['log2_lr'], p['interval'])} | "
-                     f"{interval_cell(measured.x_star, measured.ci) if measured else '—'} | "
-                     f"{interval_cell(t.get('error'), t.get('error_ci'))} | "
-                     f"{interval_cell(regret.get('nats'), regret.get('nats_ci'), '+.4f')} | "
-                     f"{interval_cell(c.get('tuned_best_loss'), fmt='.4f')} | "
-                     f"{interval_cell(c.get('shipped_best_loss'), fmt='.4f')} | "
-                     f"{interval_cell(c.get('gain'), c.get('gain_ci'), '+.4f')} | {c.get('verdict', '—')} |")
-    return lines
+        lr.append(f"| {t['setup']} | {t['width']} | {carried} | {interval_cell(p['log2_lr'], p['interval'])} | "
+                  f"{interval_cell(measured.x_star, measured.ci) if measured else '—'} | "
+                  f"{interval_cell(t.get('error'), t.get('error_ci'))} | "
+                  f"{interval_cell(regret.get('nats'), regret.get('nats_ci'), '+.4f')} |")
+        paid.append(f"| {t['setup']} | {t['width']} | {interval_cell(c.get('tuned_best_loss'), fmt='.4f')} | "
+                    f"{interval_cell(c.get('shipped_best_loss'), fmt='.4f')} | "
+                    f"{interval_cell(c.get('gain'), c.get('gain_ci'), '+.4f')} | {c.get('verdict', '—')} |")
+    return [*lr, "", *paid]
 
 
 def tables(run_dir: Path) -> str:

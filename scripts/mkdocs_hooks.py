@@ -1,5 +1,7 @@
 """MkDocs hooks: the site's home page is the README and its changelog page is CHANGELOG.md, each kept once at the
-repository's top level and given to the site with its links rewritten from the repository's root to docs/."""
+repository's top level and given to the site with its links rewritten from the repository's root to docs/; and
+every figure links to its full size (the content column scales a wide one down until its labels cannot be read,
+and a phone more so)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from mkdocs.structure.files import File, Files
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {"index.md": "README.md", "changelog.md": "CHANGELOG.md"}
 """Site page → the top-level file it is made from."""
+FIGURE = re.compile(r'(<a [^>]*>\s*)?(<img [^>]*src="([^"]+\.png)"[^>]*>)')
+CELL_CODE = re.compile(r"(<t[dh][^>]*>)(.*?)(</t[dh]>)", re.S)
 
 
 def site_text(text: str) -> str:
@@ -23,3 +27,28 @@ def on_files(files: Files, config: Any) -> Files:
     for page, source in PAGES.items():
         files.append(File.generated(config, page, content=site_text((ROOT / source).read_text())))
     return files
+
+
+def linked_figures(html: str) -> str:
+    """Each ``<img>`` of a PNG not already inside a link wrapped in a link to the PNG itself."""
+    def wrap(match: re.Match[str]) -> str:
+        if match.group(1):
+            return match.group(0)
+        return f'<a href="{match.group(3)}" title="full size">{match.group(2)}</a>'
+
+    return FIGURE.sub(wrap, html)
+
+
+def breakable_cells(html: str) -> str:
+    """Code in a table cell may break after ``.``, ``_``, ``=``, ``/`` and ``,`` (a ``<wbr>``) and nowhere else: a
+    narrow column wraps ``optimizer.lr_mult.embedding=8.0`` at its dots, not mid-word."""
+    def cell(match: re.Match[str]) -> str:
+        body = re.sub(r"<code>(.*?)</code>", lambda c: "<code>" + re.sub(r"([._=/,])", r"\1<wbr>", c.group(1))
+                      + "</code>", match.group(2), flags=re.S)
+        return match.group(1) + body + match.group(3)
+
+    return CELL_CODE.sub(cell, html)
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
+    return breakable_cells(linked_figures(html))

@@ -97,3 +97,16 @@ def test_the_command_line_shows_the_defaults_the_library_takes() -> None:
                      ("verify", "--tolerance"): ERROR_TOLERANCE, ("verify", "--span"): DEFAULT_SPAN,
                      ("verify", "--step"): DEFAULT_STEP, **{(name, "--batch-tolerance"): Thresholds().batch_tolerance
                                                             for name in ("sweep", "plot", "transfer")}}
+
+
+def test_version_is_the_package_s_one_version(runner: CliRunner) -> None:
+    """``mutransfer --version`` prints ``mutransfer.__version__``, which the installed package's metadata carries
+    (pyproject.toml reads it from there: one place)."""
+    from importlib.metadata import version
+
+    import mutransfer
+
+    result = invoke(runner, "--version")
+    assert result.exit_code == 0 and result.output.strip() == f"mutransfer {mutransfer.__version__}"
+    assert version("mutransfer") == mutransfer.__version__
+    assert 'dynamic = ["version"]' in (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()

@@ -182,6 +182,17 @@ def test_the_readme_s_compare_pair_decides_as_the_kept_runs_do() -> None:
     assert "(`seeds=[1]`) it says `same`" in readme
 
 
+def test_the_provisional_line_sweeps_md_shows_is_one_the_kept_run_printed() -> None:
+    """docs/sweeps.md's example of the answer so far is a line of the default sweep's kept log, the one
+    docs/performance.md times (``scripts/bench_first_answer.py``)."""
+    import pandas as pd
+
+    log = set(pd.read_csv(ROOT / "docs" / "data" / "first_answer" / "log.csv", keep_default_na=False)["line"])
+    shown = [line for block in FENCE.findall((ROOT / "docs" / "sweeps.md").read_text())
+             for line in block.splitlines() if line.startswith("provisional (")]
+    assert shown and all(line in log for line in shown), shown
+
+
 def test_every_duration_the_readme_gives_is_the_measured_one() -> None:
     """Each README command ``scripts/bench_readme.py`` times carries the duration it measured (as ``says`` writes it), the
     page docs/performance.md holds that script's table, and no other README command line gives a duration."""

@@ -176,3 +176,21 @@ def test_the_command_line_page_lists_the_shipped_specs() -> None:
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     assert all(f"`{name}`" in text for name in shipped_specs()), "python scripts/cli_doc.py"
     assert text == load_script("cli_doc").render()
+
+
+def test_the_404_page_s_links_reach_built_pages(site: Path) -> None:
+    """Without a ``site_url`` (``MUTRANSFER_SITE_URL`` sets one) the 404 page's links start at the site's root,
+    and each reaches a file of the built site."""
+    links = re.findall(r'(?:href|src)="(/[^"#?]*)"', (site / "404.html").read_text(encoding="utf-8"))
+    assert len(links) > 20
+    missing = [link for link in links if not ((site / link.lstrip("/")).is_file()
+                                              or (site / link.lstrip("/") / "index.html").is_file())]
+    assert not missing, missing
+
+
+def test_no_page_loads_anything_from_outside(site: Path) -> None:
+    """No font, script or style from another host: the site reads the same offline."""
+    for html in [site / "index.html", *site.glob("*/index.html")]:
+        text = html.read_text(encoding="utf-8")
+        outside = re.findall(r'<(?:link|script)[^>]*(?:href|src)="(https?://[^"]+)"', text)
+        assert not outside, (html.parent.name, outside)

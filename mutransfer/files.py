@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
+from . import __version__
 from .errors import UserError, write_failure
 
 __all__ = [
@@ -58,6 +59,8 @@ __all__ = [
     "write_csv",
     "new_run_dir",
     "claim_run_dir",
+    "VERSION_KEY",
+    "versioned",
     "first_difference",
     "latest_run",
     "TRIALS_DIR",
@@ -294,13 +297,26 @@ def load_yaml(path: Path, what: str) -> Any:
                         "mutransfer") from None
 
 
-def claim_run_dir(run_dir: Path, fingerprint: str, text: str) -> None:
-    """Write the sweep's config.yaml, or refuse when the directory already holds a different sweep."""
+VERSION_KEY = "mutransfer_version"
+"""The key of a run directory's record (config.yaml, train's result.json) that names the mutransfer version that
+wrote it; never part of a fingerprint, so a newer version resumes a run an older one started."""
+
+
+def versioned(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` with ``VERSION_KEY`` first: the version of mutransfer writing it (``mutransfer.__version__``)."""
+    return {VERSION_KEY: __version__, **{key: value for key, value in record.items() if key != VERSION_KEY}}
+
+
+def claim_run_dir(run_dir: Path, record: Mapping[str, Any]) -> None:
+    """Write the sweep's ``record`` (``versioned``) as the run directory's config.yaml, or refuse when the directory
+    already holds a different sweep. A directory that holds the same sweep (its ``fingerprint``) is resumed and its
+    config.yaml kept as written: it names the version that started the run (none when an earlier mutransfer, one
+    that did not record it, started it), and a newer version resumes it."""
     import yaml
 
     from .yamldoc import parse_yaml
 
-    path = run_dir / CONFIG_FILE
+    path, text = run_dir / CONFIG_FILE, dump_yaml(versioned(record))
     if path.exists():
         try:
             existing = parse_yaml(path.read_text(encoding="utf-8")) or {}
@@ -309,7 +325,7 @@ def claim_run_dir(run_dir: Path, fingerprint: str, text: str) -> None:
         if not isinstance(existing, dict) or existing.get("kind") != "sweep":
             raise UserError(f"{run_dir} holds a run that is not a sweep (its config.yaml has no sweep record)",
                             "use a new --out directory")
-        if existing.get("fingerprint") != fingerprint:
+        if existing.get("fingerprint") != record["fingerprint"]:
             change = first_difference(existing, parse_yaml(text))
             raise UserError(f"{run_dir} holds a different sweep: {change or 'its config.yaml differs'}",
                             "use a new --out directory, or rerun with the same spec and overrides to resume")
@@ -324,11 +340,11 @@ ABSENT = "(absent)"
 def first_difference(old: Any, new: Any, where: str = "") -> Optional[str]:
     """The first field (in ``new``'s order, then ``old``'s) whose value differs, as ``spec.widths: [32, 64] →
     [32, 64, 128]``: short lists whole, long ones element by element; None when equal. The top-level fingerprint
-    is skipped (it differs whenever anything does)."""
+    is skipped (it differs whenever anything does), and so is the version that wrote a record (``VERSION_KEY``)."""
     if old == new:
         return None
     if isinstance(old, dict) and isinstance(new, dict):
-        keys = [k for k in [*new, *(k for k in old if k not in new)] if where or k != "fingerprint"]
+        keys = [k for k in [*new, *(k for k in old if k not in new)] if where or k not in ("fingerprint", VERSION_KEY)]
         pairs = [(f"{where}.{k}" if where else str(k), old.get(k, ABSENT), new.get(k, ABSENT)) for k in keys]
     elif isinstance(old, list) and isinstance(new, list) and len(_shown(old, None) + _shown(new, None)) > 80:
         pairs = [(f"{where}[{i}]", old[i] if i < len(old) else ABSENT, new[i] if i < len(new) else ABSENT)

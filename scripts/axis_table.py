@@ -1,20 +1,27 @@
 """Print one axis of a sweep as the Markdown table the docs show: per setup the optimum at each swept value
 with its interval, the slope per doubling with its 95 % interval and verdict, the law's coefficient for the
-axis, and the best loss at the largest value. Reads the run directory's trials.csv afresh.
+axis, and the best loss at the largest value. Reads the run directory's trials.csv afresh. With ``--numbers
+SECTION`` it also writes what the run cost (its trials and training seconds) to that section of
+docs/data/numbers.yaml.
 
     python scripts/axis_table.py runs/depth --axis depth
-    python scripts/axis_table.py runs/horizon --axis steps
+    python scripts/axis_table.py docs/data/horizon --axis steps --numbers horizon
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
 from mutransfer.analysis.cells import format_interval
 from mutransfer.analysis.summary import summarize_run
 from mutransfer.schema import TRANSFER_AXES, axis_named
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from doc_numbers import kept_run_numbers, write_numbers  # noqa: E402
 
 
 def _interval(values: Optional[Sequence[float]]) -> str:
@@ -61,8 +68,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--axis", choices=[a.name for a in TRANSFER_AXES], default="width")
+    parser.add_argument("--numbers", default=None, help="the section of docs/data/numbers.yaml to write the run's cost to")
     args = parser.parse_args()
     print(table(args.run_dir, args.axis))
+    if args.numbers is not None:
+        write_numbers(args.numbers, "scripts/axis_table.py", kept_run_numbers(args.run_dir))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,10 @@ from mutransfer.analysis.plots import save
 from mutransfer.analysis.result import Summary, measured_point
 from mutransfer.analysis.run_files import read_tables, search_settings
 from mutransfer.analysis.summary import summarize, summarize_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from doc_numbers import kept_run_numbers, write_numbers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DPI = 70
@@ -190,6 +195,7 @@ def main() -> None:
     parser.add_argument("--figures", type=Path, default=ROOT / "docs")
     args = parser.parse_args()
     print(tables(args.run_dir))
+    write_numbers("batch", "scripts/batch_doc.py", kept_run_numbers(args.run_dir))
     summary = summarize_run(args.run_dir)
     save(batch_figure(batch_frame(summary), batch_marks(summary), DEFAULT_BATCH_TOLERANCE), args.figures / "batch.png",
          dpi=DPI)

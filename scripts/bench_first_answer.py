@@ -6,7 +6,9 @@ directory, each line of its plain log stamped with the seconds since the start, 
     python scripts/bench_first_answer.py --stop --out docs/data/first_answer     # stop on, then the rest
 
 writes ``log.csv`` (seconds, part, line) and ``run/`` (the run directory's tables) under ``--out`` and prints the
-figures docs/performance.md quotes (``--report DIR`` prints them again from a kept log):
+figures docs/performance.md quotes (``--report DIR`` prints them again from a kept log), and writes the
+``first_answer`` section of docs/data/numbers.yaml (the kept run's trials and training seconds, and the trials
+and seconds of its first answer with a slope for every setup):
 - the first provisional answer with a slope for every setup, and the first whose every verdict is the final one,
   each in seconds and as a fraction of the full design's time;
 - with ``--stop``: the stopped run's time, the setups it stopped, and the full design's (both parts).
@@ -27,7 +29,12 @@ from pathlib import Path
 
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from doc_numbers import duration_text, kept_run_numbers, write_numbers  # noqa: E402
+
 VERDICT = re.compile(r"(\w+) (transfers|drifts|inconclusive), slope")
+PROGRESS = re.compile(r"; (\d+)/\d+ trials")
 
 
 def run_part(command: list[str], part: str, rows: list[dict[str, object]], start: float) -> float:
@@ -57,6 +64,11 @@ def report(folder: Path) -> None:
             first = (seconds, line)
         if provisional is None and verdicts == final:
             provisional = (seconds, line)
+    numbers = kept_run_numbers(folder / "run")
+    if first is not None:
+        numbers |= {"first_seconds": duration_text(first[0]),
+                    "first_trials": f"{PROGRESS.search(first[1]).group(1)} trials"}
+    write_numbers("first_answer", "scripts/bench_first_answer.py", numbers)
     parts = log.groupby("part")["seconds"].agg(["min", "max"])
     print(f"full design: {full:.0f} s ({full / 60:.1f} min), {len(pd.read_csv(folder / 'run' / 'trials.csv'))} trials; "
           f"final verdicts {final}")

@@ -8,8 +8,10 @@ one-minute load average to fall to ``--max-load`` and records it (``load``).
     python scripts/bench_readme.py --parts tests --out docs/data/readme/durations.csv   # the test suite
     python scripts/bench_readme.py --table docs/data/readme/durations.csv               # the table docs quote
 
-Each run replaces its parts' rows in ``--out`` and prints the table docs/performance.md quotes; the README gives
-each command's duration as ``says`` writes it (``tests/test_docs.py`` checks that it does). Run it on an otherwise idle machine: it
+Each run replaces its parts' rows in ``--out``, writes the ``readme`` section of docs/data/numbers.yaml from the
+whole CSV (each part's duration as ``duration_text`` writes it, and the trials of the sweeps it ran), and prints the
+table docs/performance.md quotes. The README gives those numbers as literals (``tests/test_docs.py`` checks them
+against the numbers file). Run it on an otherwise idle machine: it
 refuses to start while the load stays above ``--max-load``."""
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from typing import Optional
 
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from doc_numbers import duration_text, write_numbers  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 KEPT_DEFAULT_RUN = ROOT / "docs" / "data" / "first_answer" / "run"
@@ -44,7 +50,9 @@ PARTS = {
 """Each timed part: the README command line it is (a regular expression over the line, its comment cut)."""
 QUICK = ("smoke", "smoke_transfer", "transfer", "verify_dry_run", "before_after", "compare")
 FENCE = re.compile(r"```bash\n(.*?)```", re.S)
-COLUMNS = ["part", "command", "seconds", "load", "date", "commit"]
+COLUMNS = ["part", "command", "seconds", "trials", "load", "date", "commit"]
+SWEEP_RUNS = {"smoke": ("runs/smoke",), "before_after": ("runs/before", "runs/after")}
+"""The run directories a part's sweeps write (its trials are theirs, counted from their ``trials.csv``)."""
 
 
 def readme_lines() -> list[str]:
@@ -59,17 +67,6 @@ def command_of(part: str, lines: list[str]) -> str:
     if len(found) != 1:
         raise SystemExit(f"part {part}: the README has {len(found)} lines matching {PARTS[part]!r}, not one")
     return found[0]
-
-
-def says(seconds: float) -> str:
-    """How the README writes a duration: whole seconds under 10 s, to 5 s under 90 s, else minutes (to a half
-    under 10 min)."""
-    if seconds < 10:
-        return f"{max(1, round(seconds)):.0f} s"
-    if seconds < 90:
-        return f"{5 * round(seconds / 5):.0f} s"
-    minutes = seconds / 60
-    return f"{round(minutes * 2) / 2:g} min" if minutes < 10 else f"{round(minutes):.0f} min"
 
 
 def load() -> float:
@@ -117,8 +114,11 @@ def measure(parts: list[str], max_load: float) -> pd.DataFrame:
         for part in [p for p in PARTS if p in parts]:
             line = command_of(part, lines)
             seconds = time_line(line, ROOT if part == "tests" else workdir)
+            trials = sum(len(pd.read_csv(workdir / run / "trials.csv")) for run in SWEEP_RUNS.get(part, ()))
             print(f"{part}: {seconds:.1f} s: {line}", flush=True)
-            rows.append({"part": part, "command": line, "seconds": round(seconds, 1), "load": round(before, 2), "date": date.today().isoformat(), "commit": commit()})
+            rows.append({"part": part, "command": line, "seconds": round(seconds, 1),
+                         "trials": trials if part in SWEEP_RUNS else None, "load": round(before, 2),
+                         "date": date.today().isoformat(), "commit": commit()})
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -129,15 +129,27 @@ def table(durations: pd.DataFrame) -> str:
     measured at stay in the CSV)."""
     out = ["| README command | seconds | the README says | load at the start |", "|---|---:|---|---:|"]
     for row in durations.itertuples():
-        out.append(f"| `{row.command}` | {row.seconds:.1f} | {says(row.seconds)} | {row.load:.2f} |")
+        out.append(f"| `{row.command}` | {row.seconds:.1f} | {duration_text(row.seconds)} | {row.load:.2f} |")
     return "\n".join(out)
+
+
+def numbers(durations: pd.DataFrame) -> dict[str, str]:
+    """The ``readme`` section of the numbers file: ``<part>`` is the part's duration as the README writes it,
+    ``<part>_trials`` the trials of the sweeps it ran."""
+    out = {}
+    for row in durations.itertuples():
+        out[row.part] = duration_text(row.seconds)
+        if pd.notna(row.trials):
+            out[f"{row.part}_trials"] = f"{int(row.trials)} trials"
+    return out
 
 
 def merged(old: Optional[pd.DataFrame], new: pd.DataFrame) -> pd.DataFrame:
     """``old`` with ``new``'s parts replaced, in ``PARTS``' order."""
     rows = new if old is None else pd.concat([old[~old["part"].isin(new["part"])], new])
     order = {part: i for i, part in enumerate(PARTS)}
-    return rows.sort_values("part", key=lambda s: s.map(order)).reset_index(drop=True)
+    rows = rows.sort_values("part", key=lambda s: s.map(order)).reset_index(drop=True)
+    return rows.reindex(columns=COLUMNS).astype({"trials": "Int64"})
 
 
 def main() -> None:
@@ -160,6 +172,7 @@ def main() -> None:
         durations = merged(old, durations)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         durations.to_csv(args.out, index=False)
+        write_numbers("readme", "scripts/bench_readme.py", numbers(durations))
     print(table(durations))
 
 

@@ -6,7 +6,8 @@ Runs a one-worker sweep whose trainer writes result.json and exits at once (a sh
 file, and prints per trial: the command's own wall time (start to exit, as the trial records it), the overhead
 from claim to tell beyond it (launch, trial.json, reading the result, recording; the median and the 90th
 percentile over the trials), and the sweep's wall time per trial (everything, Optuna's bookkeeping between
-trials included). Run it on an otherwise idle machine.
+trials included). Run it on an otherwise idle machine. ``--numbers`` writes the figures docs/your-trainer.md shows
+to the ``trainer_cost`` section of docs/data/numbers.yaml.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from mutransfer.sweep.storage import open_storage
 from mutransfer.sweep.studies import prefixed_studies
 from mutransfer.sweep.worker import SweepOptions
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from doc_numbers import write_numbers  # noqa: E402
+
 EXIT_AT_ONCE = "echo '{{\"val_loss\": 1.0}}' > \"$MUTRANSFER_TRIAL_DIR/result.json\""
 
 
@@ -43,6 +48,7 @@ def spec_file(folder: Path, trials: int) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--numbers", action="store_true", help="write the figures to docs/data/numbers.yaml")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-trainer-"))
     spec = load_spec(str(spec_file(folder, args.trials)))
@@ -62,6 +68,12 @@ def main() -> int:
     print(f"  overhead beyond it, claim to tell: median {statistics.median(overhead):.3f} s, "
           f"90th percentile {overhead[int(0.9 * (len(overhead) - 1))]:.3f} s")
     print(f"  the sweep's wall time per trial, everything included: {wall / len(trials):.3f} s")
+    if args.numbers:
+        write_numbers("trainer_cost", "scripts/bench_trainer.py", {
+            "trials": f"{len(trials)} trials", "command": f"{statistics.median(own):.3f} s",
+            "overhead": f"{statistics.median(overhead):.3f} s",
+            "overhead_p90": f"{overhead[int(0.9 * (len(overhead) - 1))]:.3f} s",
+            "wall_per_trial": f"{wall / len(trials):.3f} s"})
     return 0
 
 

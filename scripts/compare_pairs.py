@@ -7,7 +7,8 @@ README's change ``train.steps=160`` (B, four times the horizon) and with other s
 
 keeps each run's ``config.yaml``, ``trials.csv`` and ``summary.json`` under ``--out`` (what
 ``compare`` reads) and prints one row per pair: the change, the verdict, the pooled shift with its 95 % and 90 %
-intervals, and each width's shift."""
+intervals, and each width's shift. Both write the ``compare`` section of docs/data/numbers.yaml: the trials of
+one sweep of the spec (run A's)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from doc_numbers import kept_run_numbers, write_numbers  # noqa: E402
 
 RUNS = {"before": [], "after": ["train.steps=160"], "seeds1": ["seeds=[1]"]}
 """Each kept run: its overrides of sweeps/compare.yaml."""
@@ -66,7 +71,9 @@ def main() -> None:
         parser.error("give --out DIR (sweep) or --table DIR (print)")
     if args.out is not None:
         sweep(args.out)
-    print(table(args.table or args.out))
+    kept = args.table or args.out
+    print(table(kept))
+    write_numbers("compare", "scripts/compare_pairs.py", {"trials": kept_run_numbers(kept / "before")["trials"]})
 
 
 if __name__ == "__main__":

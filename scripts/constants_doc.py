@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,10 @@ from mutransfer.analysis.summary import axis_table, final_stages, summarize, sum
 from mutransfer.config import config_from_dict
 from mutransfer.schema import LR_KEY, axis_named
 from mutransfer.transfer.target import read_sweep_record
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from doc_numbers import kept_run_numbers, write_numbers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DPI = 70
@@ -167,6 +172,7 @@ def main() -> None:
     parser.add_argument("--figures", type=Path, default=ROOT / "docs")
     args = parser.parse_args()
     print(tables(args.run_dir))
+    write_numbers("constants", "scripts/constants_doc.py", kept_run_numbers(args.run_dir))
     path = figure(args.run_dir, args.figures)
     print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
 

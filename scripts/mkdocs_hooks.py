@@ -1,15 +1,22 @@
 """MkDocs hooks: the site's home page is the README and its changelog page is CHANGELOG.md, each kept once at the
 repository's top level and given to the site with its links rewritten from the repository's root to docs/; and
-every figure links to its full size (the content column scales a wide one down until its labels cannot be read,
-and a phone more so)."""
+every measured number a page refers to as ``{{ section.key }}`` is shown from docs/data/numbers.yaml (its one owner,
+written by the script that measures it; see ``scripts/doc_numbers.py``); every figure links to its full size (the
+content column scales a wide one down until its labels cannot be read, and a phone more so)."""
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from doc_numbers import read_numbers, shown  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {"index.md": "README.md", "changelog.md": "CHANGELOG.md"}
@@ -27,6 +34,13 @@ def on_files(files: Files, config: Any) -> Files:
     for page, source in PAGES.items():
         files.append(File.generated(config, page, content=site_text((ROOT / source).read_text())))
     return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    try:
+        return shown(markdown, read_numbers())
+    except KeyError as error:
+        raise PluginError(f"{page.file.src_path}: {error.args[0]}") from None
 
 
 def linked_figures(html: str) -> str:

@@ -14,6 +14,7 @@ It also draws weight_decay.png and weight_decay_drift.png, small enough to commi
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -25,6 +26,10 @@ from mutransfer.config import config_from_dict
 from mutransfer.schema import Config, axis_named, family_of
 from mutransfer.transfer.decay import decay_rule_name
 from mutransfer.transfer.target import read_sweep_record
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from doc_numbers import kept_run_numbers, write_numbers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "optimizer.weight_decay"
@@ -108,6 +113,7 @@ def main() -> None:
     parser.add_argument("--figures", type=Path, default=ROOT / "docs")
     args = parser.parse_args()
     print(tables(args.run_dir))
+    write_numbers("weight_decay", "scripts/weight_decay_doc.py", kept_run_numbers(args.run_dir))
     for path in figures(args.run_dir, args.figures):
         print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
 

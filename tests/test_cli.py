@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
+import mutransfer
 from conftest import invoke
 
 
@@ -58,6 +59,7 @@ def test_train_writes_the_run_directory(runner: CliRunner, tiny: list[str], tmp_
     assert len(res["corpus"]["sha256"]) == 64 and res["corpus"]["size_bytes"] > 100_000
     assert res["environment"]["packages"]["torch"] and res["environment"]["threads"] >= 1
     assert [e["step"] for e in res["evals"]] == [3, 6]
+    assert next(iter(res)) == "mutransfer_version" and res["mutransfer_version"] == mutransfer.__version__
 
 
 def test_train_from_saved_config_reproduces_bit_for_bit(runner: CliRunner, tiny: list[str], tmp_path: Path) -> None:

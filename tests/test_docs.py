@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
+import yaml
 import typer.main
 from typer.testing import CliRunner
 
@@ -178,7 +179,7 @@ def test_the_readme_s_compare_pair_decides_as_the_kept_runs_do() -> None:
     verdicts = [row.split("|")[2].strip() for row in table.splitlines()[2:]]
     assert verdicts == ["`moved`", "`same`"]
     readme = " ".join(README.read_text().split())
-    assert "train.steps=160 --out runs/after" in readme and "compare runs/before runs/after # 2 s: moved" in readme
+    assert "train.steps=160 --out runs/after" in readme and "compare runs/before runs/after # 3 s: moved" in readme
     assert "(`seeds=[1]`) it says `same`" in readme
 
 
@@ -194,24 +195,99 @@ def test_the_provisional_line_sweeps_md_shows_is_one_the_kept_run_printed() -> N
 
 
 def test_every_duration_the_readme_gives_is_the_measured_one() -> None:
-    """Each README command ``scripts/bench_readme.py`` times carries the duration it measured (as ``says`` writes it), the
-    page docs/performance.md holds that script's table, and no other README command line gives a duration."""
+    """Each README command ``scripts/bench_readme.py`` times carries the duration it measured, as the numbers file
+    holds it (``readme.<part>``), and the trials its sweeps ran; the default sweep's comment carries its trial
+    count and the range of its kept wall times (``default_sweep``); docs/performance.md holds the script's table;
+    no other README command line gives a duration."""
     import pandas as pd
 
     script = load_script("bench_readme")
+    numbers = load_script("doc_numbers").read_numbers()
     durations = pd.read_csv(ROOT / "docs" / "data" / "readme" / "durations.csv")
     assert set(durations["part"]) == set(script.PARTS), "every part measured"
     lines = {line.split("#", 1)[0].strip(): line for block in FENCE.findall(README.read_text())
              for line in block.splitlines()}
     for row in durations.itertuples():
         assert row.command == script.command_of(row.part, script.readme_lines()), f"{row.part}: the README changed"
-        said = script.says(row.seconds)
+        assert numbers["readme"] == script.numbers(durations), "run python scripts/bench_readme.py --out … again"
+        said = numbers["readme"][row.part]
         assert re.search(rf"#.*\b{re.escape(said)}\b", lines[row.command]), (said, lines[row.command])
+        if f"{row.part}_trials" in numbers["readme"]:
+            assert numbers["readme"][f"{row.part}_trials"] in lines[row.command]
+    default = next(line for command, line in lines.items() if command.endswith("mutransfer sweep"))
+    assert f"{numbers['default_sweep']['trials']}, {numbers['default_sweep']['wall_range']} on 2 cores" in default
     timed = set(durations["command"])
     unit = re.compile(r"#.*\d\s*(s|min)\b")
     assert not [line for command, line in lines.items() if command not in timed and unit.search(line)
-                and "default sweep" not in line]
+                and line != default]
     assert script.table(durations) in (ROOT / "docs" / "performance.md").read_text()
+
+
+def not_measured() -> dict[str, tuple[str, ...]]:
+    """Per page, the phrases whose durations, trial counts and slopes are settings (of the code, a benchmark or a
+    simulated truth), not measurements: the check of measured literals skips them. The estimate's constants are
+    spelt from the code, so a changed constant fails the check until its page says the new one."""
+    from mutransfer.sweep.estimate import SWEEP_OVERHEAD_S, TRIAL_OVERHEAD_S
+
+    trial, sweep = f"{TRIAL_OVERHEAD_S:g} s", f"{SWEEP_OVERHEAD_S:g} s"
+    return {
+        "sweeps.md": ("up to 1.5 s of them", f"plus {trial} of storage bookkeeping",
+                      f"**a sweep**: {sweep} (start, configs, tables, summary, figures)",
+                      f"plus {trial} of bookkeeping per trial and {sweep} per sweep",
+                      "(0.5 s doubling to 8 s) for up to 10 minutes"),
+        "transfer.md": (f"plus {trial} of bookkeeping a trial",),
+        "your-trainer.md": ("SIGKILL 10 s later", "14 trials of 1 s each", "3 s after each kill"),
+    }
+
+
+OWNED_ELSEWHERE = ("archive.md",)
+"""Pages whose measured literals are not the current figures: the archive keeps past results as they were."""
+
+
+def test_every_measured_number_in_the_docs_prose_comes_from_the_numbers_file() -> None:
+    """A duration, trial count or slope in a page's prose (and its shell comments) is a ``{{ section.key }}`` the
+    build fills from docs/data/numbers.yaml, a figure of a table on the same page, or a setting; never a literal
+    typed by hand."""
+    numbers = load_script("doc_numbers")
+    settings = not_measured()
+    found = [f"{page.name}:{line}: {literal}" for page in sorted((ROOT / "docs").glob("*.md"))
+             if page.name not in OWNED_ELSEWHERE
+             for line, literal in numbers.unowned_literals(page.read_text(), settings.get(page.name, ()))]
+    assert not found, "write these through docs/data/numbers.yaml (scripts/doc_numbers.py):\n" + "\n".join(found)
+
+
+def test_every_number_a_page_refers_to_is_in_the_numbers_file_and_every_number_is_shown() -> None:
+    """Each ``{{ section.key }}`` resolves, each section names a script that exists, and each number the file holds
+    is shown somewhere (a page refers to it, or the README's test above compares it)."""
+    numbers = load_script("doc_numbers")
+    kept = numbers.read_numbers()
+    pages = {page.name: page.read_text() for page in (ROOT / "docs").glob("*.md")}
+    used = {reference for text in pages.values() for reference in numbers.references(text)}
+    for name, text in pages.items():
+        numbers.shown(text, kept)
+    raw = yaml.safe_load(numbers.NUMBERS.read_text())
+    assert all((ROOT / body["script"]).exists() for body in raw.values())
+    unshown = {(section, key) for section, values in kept.items() for key in values} - used
+    assert not {(s, k) for s, k in unshown if s not in ("readme", "default_sweep")}, sorted(unshown)
+
+
+def test_the_measured_literal_check_finds_what_it_should() -> None:
+    """The check flags durations, trial counts and slopes written in prose and in shell comments, and leaves
+    references, table figures, inline code, printed output and settings alone."""
+    numbers = load_script("doc_numbers")
+    page = "\n".join([
+        "The sweep took 12 min 3 s for 67 trials; its slope is −0.06 and the law's +0.40 [+0.24, +0.56].",
+        "It took {{ readme.smoke }}, `eta: about 12 min`, and the table's -0.74 [-1.14, -0.35] again;",
+        "a timeout kills after 30 s.",
+        "| depth | -0.74 [-1.14, -0.35] |",
+        "```bash", "mutransfer sweep   # 40 trials", "```",
+        "```", "done in 9.9 s", "```",
+    ])
+    found = [literal for _, literal in numbers.unowned_literals(page, ("after 30 s",))]
+    assert found == ["12 min", "3 s", "67 trials", "slope is −0.06", "+0.40 [+0.24, +0.56]", "40 trials"]
+    with pytest.raises(KeyError, match="readme.nothing"):
+        numbers.shown("{{ readme.nothing }}", {"readme": {}})
+    assert numbers.shown("`{{ a.b }}` took {{ a.b }}", {"a": {"b": "3 s"}}) == "`{{ a.b }}` took 3 s"
 
 
 @pytest.mark.parametrize(("page", "data", "axis"), [("depth.md", "depth", "depth"), ("axes.md", "horizon", "steps"),

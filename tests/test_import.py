@@ -14,6 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import mutransfer
 from mutransfer.analysis.compare import law_point_label
 from mutransfer.analysis.no_seeds import RESIDUALS, SEEDS
 from mutransfer.analysis.result import Summary
@@ -91,6 +92,7 @@ def test_a_known_law_over_three_axes_is_recovered_inside_its_intervals(imported:
     its 95 % interval; width, which moves with params, is named and left out."""
     record = yaml.safe_load((imported / "config.yaml").read_text())
     assert record["axes"] == ["params", "tokens", "batch"] and record["dropped_axes"] == {"width": "moves with params"}
+    assert record["mutransfer_version"] == mutransfer.__version__
     summary = summary_of(imported)
     law = summary.setups()["imported"].law
     assert law is not None and law.axes == ["params", "tokens", "batch"]

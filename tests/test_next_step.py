@@ -11,13 +11,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 import mutransfer.sweep.spec as spec_module
 from conftest import invoke, write_edge_spec
 from mutransfer.analysis.result import AxisFit, KeyResult, SetupResult, Summary
 from mutransfer.commands.sweep import next_step
-from mutransfer.files import first_difference
+from mutransfer.files import VERSION_KEY, first_difference
 from mutransfer.schema import LR_KEY
 from mutransfer.sweep.spec import load_spec
 
@@ -85,6 +86,25 @@ def test_first_difference_walks_mappings_and_long_lists() -> None:
     long = {**old, "setups": {"s": {"lr": 0.1, "tags": ["x" * 50, "z"]}}}
     assert first_difference(old, long) == 'setups.s.tags[1]: "y" → "z"'
     assert first_difference(old, {**old, "extra": 1}) == "extra: (absent) → 1"
+    assert first_difference({**old, VERSION_KEY: "0.7.0"}, {**old, VERSION_KEY: "0.8.0"}) is None
+    assert first_difference(old, {VERSION_KEY: "0.8.0", **wider}) == "spec.widths: [32, 64] → [32, 64, 128]"
+
+
+def test_a_run_an_earlier_mutransfer_recorded_without_its_version_resumes(runner: CliRunner, tmp_path: Path,
+                                                                         finished: tuple[Path, Path, str]) -> None:
+    """A run directory whose config.yaml has no ``mutransfer_version`` (written before it was recorded) is the same
+    sweep: the rerun rewrites the tables and leaves the record as it was."""
+    spec, kept, _ = finished
+    run = tmp_path / "run"
+    shutil.copytree(kept, run)
+    record = yaml.safe_load((run / "config.yaml").read_text())
+    text = yaml.safe_dump({key: value for key, value in record.items() if key != VERSION_KEY}, sort_keys=False)
+    (run / "config.yaml").write_text(text)
+    (run / "summary.json").unlink()
+    result = invoke(runner, "sweep", str(spec), "--out", str(run), "--workers", "1", "--threads", "1")
+    assert result.exit_code == 0, result.output
+    assert "5/5 trials already done; rewriting the tables" in result.output
+    assert (run / "config.yaml").read_text() == text and (run / "summary.json").is_file()
 
 
 def test_transfer_names_the_run_it_reads_first(runner: CliRunner, finished: tuple[Path, Path, str], tmp_path: Path,

@@ -120,6 +120,19 @@ def test_every_star_of_eta_survives_the_markdown(page: Path, site: Path) -> None
     assert not shown.emphasis_after_eta, f"{page.name}: the star of an η* opened emphasis; write η\\* in prose"
 
 
+@pytest.mark.parametrize("page", [page for page in PAGES
+                                  if load_script("doc_numbers").references(page.read_text(encoding="utf-8"))],
+                         ids=lambda p: p.name)
+def test_every_number_a_page_refers_to_shows_as_its_measured_text(page: Path, site: Path) -> None:
+    """Each ``{{ section.key }}`` outside inline code shows as the numbers file's text, in prose and in code."""
+    numbers = load_script("doc_numbers")
+    refs = numbers.references(page.read_text(encoding="utf-8"))
+    html = html_of(page, site).read_text(encoding="utf-8")
+    assert refs and not re.search(r"\{\{\s*[a-z0-9_]+\.[a-z0-9_]+\s*\}\}", "".join(visible(html_of(page, site)).text))
+    kept = numbers.read_numbers()
+    assert all(kept[section][key] in html for section, key in refs), page.name
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_placeholder_shows(page: Path, site: Path) -> None:
     """A ``<word>`` in prose (``runs/train-<time>``) shows as written, not swallowed as an HTML tag."""

@@ -20,12 +20,14 @@ import yaml
 from optuna.trial import TrialState
 from typer.testing import CliRunner
 
+import mutransfer
 import mutransfer.sweep.trainer as sweep_module
 import mutransfer.sweep.worker as worker_module
 from mutransfer.cli import app
 from conftest import invoke
 from mutransfer.analysis.optimum import local_optimum
 from mutransfer.analysis.result import SUMMARY_VERSION, Summary
+from mutransfer.files import VERSION_KEY
 from mutransfer.sweep.claims import Claimer
 from mutransfer.sweep.interrupts import Interrupts, Terminated
 from mutransfer.sweep.reaper import Reaper
@@ -111,6 +113,25 @@ def test_interrupted_sweep_resumes_without_retraining(runner: CliRunner, spec_fi
     assert len(ok) == 12 and not ok.duplicated(["setup", "width", "log2_lr"]).any()
     kept = ok.merge(finished, on=["setup", "width", "log2_lr"], suffixes=("", "_before"))
     assert len(kept) == 4 and (kept["val_loss"] == kept["val_loss_before"]).all()
+
+
+def test_a_run_an_older_version_started_resumes_and_keeps_its_record(runner: CliRunner, spec_file: Path,
+                                                                      tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """config.yaml names the version that started the run (``mutransfer_version``), outside the fingerprint: this
+    version resumes a run an older one started, training only what is missing, and keeps its record as written."""
+    out = tmp_path / "run"
+    Counter(monkeypatch, interrupt_at=5)
+    assert invoke(runner, "sweep", str(spec_file), "--out", str(out)).exit_code == 130
+    record = yaml.safe_load((out / "config.yaml").read_text())
+    assert next(iter(record)) == VERSION_KEY and record[VERSION_KEY] == mutransfer.__version__
+    older = yaml.safe_dump({**record, VERSION_KEY: "0.7.0"}, sort_keys=False)
+    (out / "config.yaml").write_text(older)
+    resumed = Counter(monkeypatch)
+    result = invoke(runner, "sweep", str(spec_file), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert len(resumed.calls) == 12 - 4 and "holds a different sweep" not in result.output
+    assert (out / "config.yaml").read_text() == older
 
 
 def test_huge_lr_is_recorded_as_diverged(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:

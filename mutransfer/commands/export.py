@@ -13,7 +13,7 @@ def export_run(storage_url: str, prefix: str, out: Path) -> Summary:
     """Rebuild the run directory ``out`` from the studies named ``<prefix>.*``; returns the summary."""
     import optuna
 
-    from ..files import claim_run_dir, dump_yaml
+    from ..files import claim_run_dir
     from ..sweep.spec import spec_from_dict
     from ..sweep.storage import open_storage
     from ..sweep.studies import RECORD_ATTR, prefixed_studies
@@ -30,7 +30,7 @@ def export_run(storage_url: str, prefix: str, out: Path) -> Summary:
         raise UserError(f"study {names[0]} was not written by `mutransfer sweep`", "export a mutransfer sweep")
     spec = spec_from_dict(record["spec"])
     out.mkdir(parents=True, exist_ok=True)
-    claim_run_dir(out, record["fingerprint"], dump_yaml(record))
+    claim_run_dir(out, record)
     return finalize(spec, out, storage_url, prefix, resume=f"mutransfer sweep {spec.name} --storage "
                     f"$MUTRANSFER_STORAGE --study {prefix}, then mutransfer export again")
 

@@ -196,7 +196,7 @@ def _start(screen: Console, spec: SweepSpec, name: str, overrides: list[str], co
 
         screen.print(sweep_dry_run(spec, workers, threads, how.run_dir))
         return 0
-    from ..files import claim_run_dir, dump_yaml  # torch (the worker's trials): after the dry run, which needs none
+    from ..files import claim_run_dir  # torch (the worker's trials): after the dry run, which needs none
     from ..sweep.storage import open_storage
     from ..sweep.worker import SweepOptions
 
@@ -208,7 +208,7 @@ def _start(screen: Console, spec: SweepSpec, name: str, overrides: list[str], co
     if how.storage is not None:
         open_storage(how.storage, run_dir, how.heartbeat)
     run_dir.mkdir(parents=True, exist_ok=True)
-    claim_run_dir(run_dir, record["fingerprint"], dump_yaml(record))
+    claim_run_dir(run_dir, record)
     if spec.coord_check:
         report_precheck(screen, spec)
     sizes = [(len(spec.setups), "setups"), (len(spec.widths), "widths"), (len(spec.depths), "depths"),

@@ -27,7 +27,7 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
     else:
         cfg = compose(overrides)
     from ..files import CONFIG_FILE, METRICS_COLUMNS, METRICS_FILE, RESULT_FILE, atomic_write_text, new_run_dir, \
-        write_csv, write_json
+        versioned, write_csv, write_json
     from ..models import build_model  # torch: after the config is known to be good, so a bad key fails fast
     from ..train.data import check_validation_split, epochs_warning, load_corpus
     from ..train.noise import NOISE_FIELDS
@@ -45,8 +45,8 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
     result, env = _train_with_progress(cfg, corpus)
     write_csv(run_dir / METRICS_FILE, result.curve,
               (*METRICS_COLUMNS, *NOISE_FIELDS) if cfg.train.noise_scale else METRICS_COLUMNS)
-    write_json(run_dir / RESULT_FILE, {**result.summary(), "evals": result.evals, "corpus": corpus.describe(),
-                                       "environment": env, "config": to_dict(cfg)})
+    write_json(run_dir / RESULT_FILE, versioned({**result.summary(), "evals": result.evals, "corpus": corpus.describe(),
+                                                 "environment": env, "config": to_dict(cfg)}))
     _report(result, run_dir)
 
 

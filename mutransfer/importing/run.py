@@ -16,7 +16,8 @@ from ..analysis.result import Summary
 from ..analysis.run_files import spec_settings
 from ..analysis.summary import refuse_unfitted, summarize
 from ..analysis.thresholds import Thresholds
-from ..files import CONFIG_FILE, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, dump_yaml, write_json
+from ..files import CONFIG_FILE, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, dump_yaml, versioned, \
+    write_json
 from .convert import Imported, to_trials
 from .mapping import ImportMapping
 from .record import PENDING, existing_import, import_record
@@ -50,7 +51,7 @@ def import_runs(path: Optional[Path], storage: Optional[str], study: Optional[st
                         not imported.seeds, Counter(str(p["setup"]) for p in imported.skipped_points))
     refuse_unfitted(summary)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / CONFIG_FILE, dump_yaml({**record, "fingerprint": PENDING}))
+    atomic_write_text(out / CONFIG_FILE, dump_yaml(versioned({**record, "fingerprint": PENDING})))
     (out / CURVES_FILE).unlink(missing_ok=True)
     atomic_write_text(out / TRIALS_FILE, text)
     write_json(out / SUMMARY_FILE, summary.to_json())
@@ -59,5 +60,5 @@ def import_runs(path: Optional[Path], storage: Optional[str], study: Optional[st
         from ..analysis.draw import draw as draw_figures
 
         figures = draw_figures([out], th=th, summary=summary)
-    atomic_write_text(out / CONFIG_FILE, dump_yaml(record))
+    atomic_write_text(out / CONFIG_FILE, dump_yaml(versioned(record)))
     return ImportResult(source, imported, summary, False, figures)

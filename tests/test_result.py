@@ -22,16 +22,27 @@ def normalised(document: dict[str, Any]) -> Any:
     return json.loads(json.dumps(document))
 
 
+def differences(a: Any, b: Any, rel_tol: float = 1e-9, path: str = "") -> list[str]:
+    """Where two documents differ: keys present in one only, or floats further apart than ``rel_tol`` (numpy and
+    BLAS builds differ in the last bits of a regression's sums, so exact equality would test the build)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        found = [f"{path}/{k}: only in one" for k in sorted(a.keys() ^ b.keys(), key=str)]
+        shared = sorted(a.keys() & b.keys(), key=str)
+        return found + [d for k in shared for d in differences(a[k], b[k], rel_tol, f"{path}/{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} items != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, rel_tol, f"{path}[{i}]")]
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        same = a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=rel_tol, abs_tol=1e-12)
+        return [] if same else [f"{path}: {a!r} != {b!r}"]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
 def close(a: Any, b: Any) -> bool:
     """Equal documents, floats within a relative 1e-6: the regression computes its residuals directly now, where the
     first layout subtracted two near-equal quadratic forms (its lack-of-fit F lost digits near 0)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and isinstance(b, (int, float)):
-        return a == b or math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
-    return a == b
+    return not differences(a, b, rel_tol=1e-6)
 
 
 ADDED_IN_3 = {"setup": ("primary", "fates", "backtest"),
@@ -108,7 +119,7 @@ def test_every_kept_sweep_summarises_as_it_did_before_layout_3(run_dir: Path) ->
     before = _baseline(run_dir)
     now = summarize_run(run_dir).to_json()
     assert now["version"] == SUMMARY_VERSION
-    assert without_added(now) == without_added(before)
+    assert differences(without_added(now), without_added(before)) == []
     assert Summary.from_json(before).to_json()["version"] == SUMMARY_VERSION
 
 
@@ -120,7 +131,7 @@ def test_a_sweep_kept_since_layout_3_summarises_as_its_own_summary(run_dir: Path
     kept = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     now = summarize_run(run_dir).to_json()
     assert kept["version"] == SUMMARY_VERSION
-    assert {k: v for k, v in now.items() if k != "status"} == {k: v for k, v in kept.items() if k != "status"}
+    assert differences(*({k: v for k, v in doc.items() if k != "status"} for doc in (normalised(now), kept))) == []
 
 
 @pytest.mark.parametrize("run_dir", KEPT_IMPORTS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -132,11 +143,22 @@ def test_a_kept_import_changes_only_where_docs_import_md_lists(run_dir: Path) ->
     for label, setup in now["keys"]["optimizer.lr"]["setups"].items():
         old = before["keys"]["optimizer.lr"]["setups"][label]
         law, was = setup.pop("law"), old.pop("law")
-        assert setup == old
+        assert differences(setup, old) == []
         assert law["coefficients"] == pytest.approx(was["coefficients"], rel=1e-9)
         for name, (low, high) in law["slope_ci"].items():
             old_low, old_high = was["slope_ci"][name]
             assert old_low - 0.005 <= low <= old_low + 1e-9 and old_high - 1e-9 <= high <= old_high + 0.005
         assert law.get("beta") == pytest.approx(was.get("beta"), rel=1e-9)
         moved = ("slope_ci", "covariance", "coefficients", "beta", "beta_ci")
-        assert {k: v for k, v in law.items() if k not in moved} == {k: v for k, v in was.items() if k not in moved}
+        assert differences(*({k: v for k, v in doc.items() if k not in moved} for doc in (law, was))) == []
+
+
+def test_differences_finds_a_changed_verdict_and_a_moved_number_but_not_the_last_bits() -> None:
+    """The comparison the kept-run tests use: last-bit drift passes, a real change is named by its path."""
+    kept = {"keys": {"lr": {"verdict": "transfers", "slope": -0.04, "ci": [0.1, 0.2]}}}
+    assert differences(kept, {"keys": {"lr": {"verdict": "transfers", "slope": -0.04 * (1 + 1e-14),
+                                              "ci": [0.1, 0.2]}}}) == []
+    assert differences(kept, {"keys": {"lr": {"verdict": "drifts", "slope": -0.04, "ci": [0.1, 0.2]}}}) == [
+        "/keys/lr/verdict: 'transfers' != 'drifts'"]
+    assert sorted(differences(kept, {"keys": {"lr": {"verdict": "transfers", "slope": -0.0401, "ci": [0.1]}}})) == [
+        "/keys/lr/ci: 2 items != 1", "/keys/lr/slope: -0.04 != -0.0401"]

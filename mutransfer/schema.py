@@ -69,14 +69,18 @@ class Axis:
     """Whether the analysis takes log2 of the axis's value as its coordinate."""
     example: str = ""
     """Values a spec might list for the axis, for messages that show how to list them."""
+    counted: str = ""
+    """What a sweep's header calls the axis's values when it counts them (``3 horizons``); '' : its plural."""
 
 
 TRANSFER_AXES: tuple[Axis, ...] = (
     Axis("width", "model.width", "width", "widths", "w", "--width", example="[32, 64, 128]"),
     Axis("depth", "model.depth", "depth", "depths", "d", "--depth", example="[2, 4, 8]"),
-    Axis("steps", "train.steps", "horizon", "steps", "t", "--steps", example="[150, 300, 600]"),
-    Axis("batch", "train.batch_size", "batch_size", "batch_sizes", "b", "--batch-size", example="[4, 8, 16, 32]"),
-    Axis("tokens", "train.tokens", "tokens", "tokens", "tok", "--tokens", example="[65536, 262144]"),
+    Axis("steps", "train.steps", "horizon", "steps", "t", "--steps", example="[150, 300, 600]", counted="horizons"),
+    Axis("batch", "train.batch_size", "batch_size", "batch_sizes", "b", "--batch-size", example="[4, 8, 16, 32]",
+         counted="batch sizes"),
+    Axis("tokens", "train.tokens", "tokens", "tokens", "tok", "--tokens", example="[65536, 262144]",
+         counted="token budgets"),
 )
 """Width, depth (number of blocks), the training horizon in steps, the batch size (sequences per step) and the
 token budget (batch × steps × sequence length). The horizon's column is ``horizon`` because ``steps`` in

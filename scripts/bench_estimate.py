@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mutransfer.sweep.plan import SweepPlan
 from mutransfer.commands.dry_run import estimate_sweep
 from mutransfer.commands.sweep import resolve_workers
 from mutransfer.sweep.spec import load_spec
@@ -38,7 +39,7 @@ def main() -> None:
     rows = []
     for name in args.specs:
         spec = load_spec(name)
-        estimates = [estimate_sweep(spec, workers, threads) for _ in range(args.repeats)]
+        estimates = [estimate_sweep(SweepPlan.of(spec), workers, threads) for _ in range(args.repeats)]
         medians = [e.wall_seconds() for e in estimates]
         out = Path(tempfile.mkdtemp(prefix="bench-estimate-")) / name
         wall = run_cli("sweep", name, "--out", str(out), "--workers", str(workers), hide_output=True)

@@ -28,9 +28,10 @@ import optuna
 import yaml
 from optuna.trial import TrialState
 
+from mutransfer.sweep.plan import SweepPlan
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.storage import open_storage
-from mutransfer.sweep.studies import prefixed_studies, study_keys
+from mutransfer.sweep.studies import prefixed_studies
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -92,7 +93,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-resume-"))
     name = trainer_spec(root, args.trainer_sleep) if args.trainer_sleep is not None else args.spec
     spec = load_spec(name)
-    expected = sum(len(k.search.grid()) for k in study_keys(spec))
+    expected = sum(len(k.search.grid()) for k in SweepPlan.of(spec).studies)
     run = root / "killed"
     words = ["sweep", name, "--out", str(run), "--workers", "2"]
     seen: dict[tuple, int] = {}

@@ -23,6 +23,7 @@ import optuna
 import yaml
 from optuna.trial import TrialState
 
+from mutransfer.sweep.plan import SweepPlan
 from mutransfer.sweep.runner import run_sweep
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.storage import open_storage
@@ -56,7 +57,7 @@ def main() -> int:
     run_dir.mkdir()
     opts = SweepOptions(run_dir=run_dir, prefix=spec.name, workers=1, threads=1)
     started = time.perf_counter()
-    run_sweep(spec, opts)
+    run_sweep(SweepPlan.of(spec), opts)
     wall = time.perf_counter() - started
     storage = open_storage(None, run_dir)
     trials = [t for name in prefixed_studies(storage, spec.name)

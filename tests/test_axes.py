@@ -35,17 +35,17 @@ def axes_spec(tmp_path: Path, text_file: Path, **extra: object) -> Path:
 
 def test_a_spec_sweeps_horizons_through_the_base_point(tmp_path: Path, text_file: Path) -> None:
     from mutransfer.sweep.spec import Point, load_spec
-    from mutransfer.sweep.studies import study_keys
+    from mutransfer.sweep.plan import SweepPlan
     from mutransfer.sweep.trial import trial_config
 
     spec = load_spec(str(axes_spec(tmp_path, text_file, depths=[1, 2])))
     assert spec.swept() == ("width", "depth", "steps")
     assert spec.points() == [Point(32, 1, 8), Point(64, 1, 8), Point(32, 2, 8), Point(32, 1, 16)]
-    long = next(k for k in study_keys(spec) if k.steps == 16)
+    long = next(k for k in SweepPlan.of(spec).studies if k.point.steps == 16)
     assert long.name("p") == "p.mup_muon.log2_lr.w32.d1.t16.s0"
     cfg = trial_config(spec, long, -3.0)
     assert (cfg.train.steps, cfg.model.depth, cfg.train.warmup_frac) == (16, 1, trial_config(
-        spec, study_keys(spec)[0], -3.0).train.warmup_frac)
+        spec, SweepPlan.of(spec).studies[0], -3.0).train.warmup_frac)
     assert len(load_spec(str(axes_spec(tmp_path, text_file)), ["axes=product"]).points()) == 4
 
 
@@ -103,6 +103,7 @@ def test_a_law_needs_a_varying_axis_and_enough_points() -> None:
     assert fit_law(rows[rows["width"] == 32], ["width", "depth"], settings) is None
 
 
+@pytest.mark.slow
 def test_a_horizon_sweep_measures_beta_and_transfer_and_verify_take_steps(runner, tmp_path: Path,  # noqa: ANN001
                                                                           text_file: Path) -> None:
     run = tmp_path / "run"

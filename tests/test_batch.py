@@ -40,7 +40,7 @@ def batch_spec(tmp_path: Path, text_file: Path, **extra: object) -> Path:
 
 def test_a_spec_crosses_batches_with_budgets_and_names_its_studies(tmp_path: Path, text_file: Path) -> None:
     from mutransfer.sweep.spec import load_spec, spec_from_dict
-    from mutransfer.sweep.studies import study_keys
+    from mutransfer.sweep.plan import SweepPlan
     from mutransfer.sweep.trial import trial_config
 
     spec = load_spec(str(batch_spec(tmp_path, text_file)))
@@ -48,7 +48,7 @@ def test_a_spec_crosses_batches_with_budgets_and_names_its_studies(tmp_path: Pat
     assert [tuple(p) for p in spec.points()] == [(32, None, None, 2, 512), (32, None, None, 2, 1024),
                                                  (32, None, None, 4, 512), (32, None, None, 4, 1024),
                                                  (64, None, None, 2, 512)]
-    key = next(k for k in study_keys(spec) if k.batch == 4 and k.tokens == 1024)
+    key = next(k for k in SweepPlan.of(spec).studies if k.point.batch == 4 and k.point.tokens == 1024)
     assert key.name("p") == "p.mup_muon.log2_lr.w32.b4.tok1024.s0"
     cfg = trial_config(spec, key, -2.0)
     assert (cfg.train.batch_size, cfg.train.tokens, cfg.train.steps, cfg.train.eval_batch_size) == (4, 1024, 8, 4)
@@ -57,18 +57,18 @@ def test_a_spec_crosses_batches_with_budgets_and_names_its_studies(tmp_path: Pat
     assert len(load_spec(str(batch_spec(tmp_path, text_file)), ["axes=product"]).points()) == 8
     held = load_spec(str(batch_spec(tmp_path, text_file)), ["hold=steps", "tokens=null", "axes=one", "train.steps=12"])
     assert held.swept() == ("width", "batch") and held.tokens == ()
-    assert trial_config(held, study_keys(held)[1], -2.0).train.steps == 12
+    assert trial_config(held, SweepPlan.of(held).studies[1], -2.0).train.steps == 12
 
 
 def test_specs_without_a_batch_axis_keep_their_names_and_records() -> None:
     from mutransfer.sweep.spec import load_spec
-    from mutransfer.sweep.studies import study_keys
+    from mutransfer.sweep.plan import SweepPlan
 
     for name in ("default", "axes", "horizon", "weight_decay"):
         spec = load_spec(name)
         assert not {"batch_sizes", "hold", "tokens"} & set(spec.as_dict())
         assert all(".b" not in key.name("p").split("log2_lr")[-1] and ".tok" not in key.name("p")
-                   for key in study_keys(spec))
+                   for key in SweepPlan.of(spec).studies)
     data = to_dict(compose([]))["train"]
     assert not {"tokens", "eval_batch_size", "noise_scale", "warmup_steps", "cooldown_frac"} & set(data)
 
@@ -192,6 +192,7 @@ def test_a_batch_sweep_runs_and_transfer_and_verify_take_a_batch_and_a_budget(ru
     result = invoke(runner, "sweep", str(batch_spec(tmp_path, text_file)), "--out", str(run), "--workers", "1",
                     "--threads", "1")
     assert result.exit_code == 0, result.output
+    assert "1 setups × 2 widths × 2 batch sizes × 2 token budgets × 1 seeds (axes:" in " ".join(result.output.split())
     assert "the batch worth using at each token budget" in result.output
     assert "--batch-size 4 --tokens 4096" in " ".join(result.output.split())
     trials = pd.read_csv(run / "trials.csv")

@@ -20,7 +20,7 @@ from mutransfer.optim.steepest import SteepestDescent
 from mutransfer.train.stacking import clip_grad_norm_per_trial_, keep_trials
 from mutransfer.schema import ModelConfig
 from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.studies import study_keys
+from mutransfer.sweep.plan import SweepPlan
 from mutransfer.sweep.trial import auto_trials, trials_per_batch
 from mutransfer.train.loop import TrainResult, train_model, train_trials
 
@@ -204,6 +204,7 @@ def test_keep_trials_slices_parameters_state_lrs_and_decay() -> None:
     assert model.a.grad.shape == (2, 6, 4)
 
 
+@pytest.mark.slow
 def test_a_batched_sweep_finds_what_a_one_by_one_sweep_finds(runner: CliRunner, spec_file: Path,
                                                               tmp_path: Path) -> None:
     """Four LRs per study: one batch of three and a single trial, against every trial one by one."""
@@ -227,7 +228,7 @@ def test_a_batched_sweep_finds_what_a_one_by_one_sweep_finds(runner: CliRunner, 
 def test_auto_batches_only_lr_searches_and_only_on_a_gpu() -> None:
     assert [auto_trials("cuda", w) for w in (64, 256, 512, 1024, 2048, 4096)] == [8, 8, 4, 2, 1, 1]
     assert {auto_trials("cpu", w) for w in (32, 256)} == {1}
-    key = study_keys(load_spec("default"))[0]
+    key = SweepPlan.of(load_spec("default")).studies[0]
     cpu = compose(["train.device=cpu", "model.width=64"])
     assert trials_per_batch("auto", key, cpu) == 1 and trials_per_batch(4, key, cpu) == 4
     other = replace(key, search=replace(key.search, key="optimizer.weight_decay"))

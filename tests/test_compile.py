@@ -16,7 +16,7 @@ from mutransfer.models import build_model
 from mutransfer.schema import TrainConfig
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.trial import setup_configs, sweep_record, trial_config
-from mutransfer.sweep.studies import study_keys
+from mutransfer.sweep.plan import SweepPlan
 from mutransfer.train import compiled
 from mutransfer.train.compiled import AUTO_MIN_STEPS, AUTO_WIDTHS, TrainingForward, compile_wanted
 from mutransfer.train.data import load_corpus
@@ -41,11 +41,12 @@ def test_auto_compiles_only_where_it_was_measured_to_pay(mode: str, steps: int, 
 def test_the_smoke_and_default_sweeps_and_the_tests_train_eager() -> None:
     for name in ("smoke", "default"):
         spec = load_spec(name)
-        for key in study_keys(spec):
+        for key in SweepPlan.of(spec).studies:
             cfg = trial_config(spec, key, key.search.min)
             assert not compile_wanted(cfg.train, cfg.model.width, CPU), (name, key)
 
 
+@pytest.mark.slow
 def test_a_compiled_run_records_it_and_matches_the_eager_run(tiny: list[str]) -> None:
     """The one real compile in the default suite (about 20 s on 2 cores): same data, same start, losses equal
     to float32 rounding (the compiler fuses and reorders sums)."""

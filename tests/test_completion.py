@@ -26,7 +26,7 @@ from mutransfer.sweep.trainer import InProcessTrainer
 
 TRAINED_BEFORE_CTRL_C = 3
 """Trials the interrupted sweep trains before Ctrl-C: the first setup's grid at the first width (the setups take
-turns width by width, ``sweep.order``), so the other is not started."""
+turns width by width, ``sweep.plan``), so the other is not started."""
 
 
 @pytest.fixture(scope="module")

@@ -173,6 +173,7 @@ class SurfaceTrainer:
         return out
 
 
+@pytest.mark.slow
 def test_a_sweep_tunes_the_constants_then_sweeps_the_lr_with_them_and_rechecks_what_matters(
         tmp_path: Path, text_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json

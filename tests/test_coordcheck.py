@@ -23,7 +23,7 @@ def run(runner: CliRunner, tmp_path: Path, *args: str) -> tuple[int, str, dict]:
     return result.exit_code, result.output, report
 
 
-@pytest.mark.parametrize("optimizer", ["muon", "adamw"])
+@pytest.mark.parametrize("optimizer", ["muon", pytest.param("adamw", marks=pytest.mark.slow)])
 def test_mup_is_stable_everywhere(runner: CliRunner, tmp_path: Path, optimizer: str) -> None:
     code, output, report = run(runner, tmp_path, "parametrization=mup", f"optimizer={optimizer}")
     unstable = {m: e for m, e in report["modules"].items() if e["verdict"] != "stable"}

@@ -19,10 +19,11 @@ import yaml
 from typer.testing import CliRunner
 
 from conftest import invoke
+from mutransfer.sweep.plan import SweepPlan
 from mutransfer.sweep.runner import run_sweep
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.storage import JOURNAL_FILE, open_storage
-from mutransfer.sweep.studies import is_bookkeeping, load_study, seed_of, study_keys
+from mutransfer.sweep.studies import is_bookkeeping, load_study, seed_of
 from mutransfer.sweep.worker import SweepOptions
 
 POINT_ATTRS = ("setup", "width", "depth", "horizon", "seed")
@@ -40,15 +41,15 @@ def test_every_trial_names_its_setup_point_and_seed(spec_file: Path, tmp_path: P
     path = tmp_path / "horizon.yaml"
     path.write_text(yaml.safe_dump(data))
     spec = load_spec(str(path), ["widths=[32]"])
-    run_sweep(spec, SweepOptions(run_dir=tmp_path, prefix="p"))
+    run_sweep(SweepPlan.of(spec), SweepOptions(run_dir=tmp_path, prefix="p"))
     storage = open_storage(None, tmp_path)
     seen: set[tuple[str, int, int]] = set()
-    for key in study_keys(spec):
+    for key in SweepPlan.of(spec).studies:
         trials = [t for t in load_study(storage, key, "p").get_trials() if not is_bookkeeping(t)]
         assert trials, key.name("p")
         for t in trials:
             attrs = {name: t.user_attrs.get(name) for name in POINT_ATTRS}
-            assert attrs == {"setup": key.setup, "width": key.width, "depth": 1, "horizon": key.steps,
+            assert attrs == {"setup": key.setup, "width": key.width, "depth": 1, "horizon": key.point.steps,
                              "seed": seed_of(t, key)}, (key.name("p"), t.number, t.user_attrs)
             seen.add((key.setup, attrs["seed"], t.user_attrs["batch_trials"]))
     assert {seed for _, seed, _ in seen} == {0, 1}, "noise probes (seed 1) should have run"
@@ -89,7 +90,7 @@ def test_dashboard_on_a_sweep_journal_serves_the_trial_attributes(runner: CliRun
     journal = out / JOURNAL_FILE
     storage = open_storage(None, out)
     expected: dict[str, dict[int, dict[str, str]]] = {}
-    for key in study_keys(load_spec(str(spec_file), words)):
+    for key in SweepPlan.of(load_spec(str(spec_file), words)).studies:
         name = key.name("tiny")
         trials = [t for t in optuna.load_study(study_name=name, storage=storage).get_trials() if not is_bookkeeping(t)]
         expected[name] = {t.number: {"setup": key.setup, "width": str(key.width), "depth": "1", "horizon": "4",

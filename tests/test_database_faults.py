@@ -55,6 +55,7 @@ def trials_of(url: str, tmp_path: Path, study: str) -> list[optuna.trial.FrozenT
             for t in optuna.load_study(study_name=name, storage=storage).get_trials()]
 
 
+@pytest.mark.slow
 def test_a_restart_and_an_outage_mid_sweep_lose_and_duplicate_nothing(pg_url: str, pg_cluster: list[str],
                                                                       tmp_path: Path, text_file: Path,
                                                                       fault_tally: FaultTally) -> None:

@@ -138,6 +138,7 @@ def test_transfer_to_another_depth_applies_the_rule_and_says_it_is_assumed(runne
     assert len(deep["param_groups"]) > len(shallow["param_groups"]) and swept < 8
 
 
+@pytest.mark.slow
 def test_coord_check_across_depth_flags_the_unscaled_stream_and_passes_completep(runner, tiny: list[str],  # noqa: ANN001
                                                                                  tmp_path: Path) -> None:
     import json
@@ -182,7 +183,7 @@ def depth_spec(tmp_path: Path, text_file: Path, **extra: object) -> Path:
 
 def test_a_spec_names_its_depths_and_how_the_axes_combine(tmp_path: Path, text_file: Path) -> None:
     from mutransfer.sweep.spec import Point, load_spec
-    from mutransfer.sweep.studies import study_keys
+    from mutransfer.sweep.plan import SweepPlan
     from mutransfer.sweep.trial import trial_config
 
     one = load_spec(str(depth_spec(tmp_path, text_file)), ["depths=[4,1,2]", "widths=[32,64,128]"])
@@ -190,12 +191,12 @@ def test_a_spec_names_its_depths_and_how_the_axes_combine(tmp_path: Path, text_f
     assert one.points() == [Point(32, 1), Point(64, 1), Point(128, 1), Point(32, 2), Point(32, 4)]
     product = load_spec(str(depth_spec(tmp_path, text_file)), ["axes=product"])
     assert product.points() == [Point(32, 1), Point(32, 2), Point(64, 1), Point(64, 2)]
-    names = [k.name("p") for k in study_keys(one)]
+    names = [k.name("p") for k in SweepPlan.of(one).studies]
     assert names[:2] == ["p.mup_muon.log2_lr.w32.d1.s0", "p.mup_muon.log2_lr.w64.d1.s0"] and len(set(names)) == 5
-    deep = next(k for k in study_keys(one) if k.depth == 4)
+    deep = next(k for k in SweepPlan.of(one).studies if k.point.depth == 4)
     assert trial_config(one, deep, -3.0).model.depth == 4 and trial_config(one, deep, -3.0).model.width == 32
     assert "depths" in one.as_dict() and "depths" not in load_spec("smoke").as_dict()
-    assert [k.name("p") for k in study_keys(load_spec("smoke"))][0] == "p.sp_adamw.log2_lr.w32.s0"
+    assert [k.name("p") for k in SweepPlan.of(load_spec("smoke")).studies][0] == "p.sp_adamw.log2_lr.w32.s0"
 
 
 @pytest.mark.parametrize(("words", "says"), [

@@ -27,10 +27,9 @@ from mutransfer.analysis.sequential import boundaries, decided_at, looks, spent
 from mutransfer.simulation.calibration import real_truth
 from mutransfer.simulation.sequential import simulate_sequential
 from mutransfer.simulation.simulate import Design
-from mutransfer.sweep.order import FINE, Tier, information, tiers
 from mutransfer.sweep.runner import Snapshot, run_sweep
 from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.studies import study_keys
+from mutransfer.sweep.plan import FINE, SweepPlan, Tier
 from mutransfer.sweep.trainer import InProcessTrainer, OnEval, TrialRun
 from mutransfer.sweep.worker import SweepOptions
 from mutransfer.train.result import TrainResult
@@ -86,21 +85,21 @@ def bowl(monkeypatch: pytest.MonkeyPatch) -> BowlTrainer:
 
 
 def old_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The walk before the tiers: every study in ``study_keys`` order, each trained to the end at once."""
-    import mutransfer.sweep.stopping as stopping
+    """The walk before the tiers: every study in the plan's order, each trained to the end at once."""
+    import mutransfer.sweep.plan as plan_module
 
-    monkeypatch.setattr(stopping, "tiers", lambda spec: [Tier(tuple(study_keys(spec)), tuple(spec.points()))])
+    monkeypatch.setattr(plan_module, "_tiers", lambda spec, studies: [Tier(tuple(studies), tuple(spec.points()))])
     monkeypatch.setattr(worker_module, "PHASES", (FINE,))
 
 
 def test_the_default_sweep_trains_its_three_cheap_widths_first_and_the_setups_take_turns() -> None:
     spec = load_spec("default")
-    order = tiers(spec)
+    order = SweepPlan.of(spec).tiers
     assert [t.widths() for t in order] == [(32, 64, 128), (256,)]
     assert [(k.setup, k.width) for k in order[0].keys][:4] == [("sp_adamw", 32), ("mup_muon", 32),
                                                                ("sp_adamw", 64), ("mup_muon", 64)]
-    assert information(spec) == pytest.approx([0.4, 1.0])
-    assert len(tiers(load_spec("depth"))) == 1  # another axis: one tier, no interim look
+    assert SweepPlan.of(spec).information == pytest.approx([0.4, 1.0])
+    assert len(SweepPlan.of(load_spec("depth")).tiers) == 1  # another axis: one tier, no interim look
 
 
 def test_the_spending_boundaries_are_the_published_obrien_fleming_ones() -> None:
@@ -132,6 +131,7 @@ def _values(run: Path) -> pd.DataFrame:
                                                                         "val_loss"]].reset_index(drop=True)
 
 
+@pytest.mark.slow
 def test_the_order_changes_when_trials_train_not_what_they_are(runner: CliRunner, tmp_path: Path, text_file: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Trained in the new order, or begun in the old order and resumed in the new, a sweep holds the same trials
@@ -195,6 +195,7 @@ def test_a_running_sweep_writes_its_provisional_answer_and_transfer_marks_it(run
     assert "provisional" in written.read_text()
 
 
+@pytest.mark.slow
 def test_stop_skips_a_decided_setups_last_width_and_stop_false_trains_it(runner: CliRunner, tmp_path: Path,
                                                                         text_file: Path, bowl: BowlTrainer) -> None:
     spec_path = write_spec(tmp_path, text_file)
@@ -218,7 +219,7 @@ def test_a_snapshot_carries_each_changed_answer_and_the_stops(tmp_path: Path, te
                                                               bowl: BowlTrainer) -> None:
     spec = load_spec(str(write_spec(tmp_path, text_file)), ["stop=true"])
     snaps: list[Snapshot] = []
-    run_sweep(spec, SweepOptions(run_dir=tmp_path, prefix="p", threads=1), on_progress=snaps.append)
+    run_sweep(SweepPlan.of(spec), SweepOptions(run_dir=tmp_path, prefix="p", threads=1), on_progress=snaps.append)
     answers = [s.provisional for s in snaps if s.provisional is not None]
     assert len(answers) >= 4 and all(a.summary.provisional is not None for a in answers)
     widths = [a.summary.provisional.widths for a in answers if a.summary.provisional is not None]
@@ -244,6 +245,7 @@ def test_stopping_keeps_the_fixed_designs_error_rates_on_real_curves() -> None:
             assert all(o.sequential_trials < o.fixed_trials for o in outs if o.stopped_at is not None)
 
 
+@pytest.mark.slow
 def test_the_dry_run_bounds_a_stopping_sweep_by_the_full_design(runner: CliRunner, tmp_path: Path,
                                                                 text_file: Path) -> None:
     result = invoke(runner, "sweep", str(write_spec(tmp_path, text_file)), "stop=true", "--dry-run", "--threads", "1",

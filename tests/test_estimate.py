@@ -23,7 +23,7 @@ from mutransfer.sweep.estimate import EXTENSION_GIVEN_EDGE, SWEEP_OVERHEAD_S, TR
 from mutransfer.sweep.finished import read_finished
 from mutransfer.sweep.measured_cost import ASSUMED_POWER, TrialSeconds, duration_text, fit_width_law, measured_cost
 from mutransfer.sweep.spec import SearchSpec, load_spec
-from mutransfer.sweep.studies import study_keys
+from mutransfer.sweep.plan import SweepPlan
 from mutransfer.sweep.policy import GridPolicy
 from mutransfer.train.data import load_corpus
 from mutransfer.train.loop import train_model
@@ -36,7 +36,7 @@ COST = TrialCost(setup=0.5, step=0.01, step_low=0.008, step_high=0.02, evaluatio
 def _estimate(spec_name: str, overrides: tuple[str, ...] = (), workers: int = 1) -> SweepEstimate:
     spec = load_spec(spec_name, list(overrides))
     groups: dict[tuple[str, object], list] = {}
-    for key in study_keys(spec):
+    for key in SweepPlan.of(spec).studies:
         groups.setdefault((key.setup, key.point), []).append(key)
     return SweepEstimate(tuple(PointEstimate.of(keys, 1, 100, 50, COST) for keys in groups.values()), workers)
 

@@ -193,6 +193,7 @@ TABLE_DAMAGE = st.tuples(st.sampled_from(["trials.csv", "curves.csv", "summary.j
                                                            "3.5", '"x,y"', "ünï"]))
 
 
+@pytest.mark.slow
 @CASES
 @given(TABLE_DAMAGE)
 def test_run_directory_tables(tmp_path_factory: pytest.TempPathFactory, damage: tuple[str, str, float, str]) -> None:

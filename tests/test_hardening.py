@@ -46,6 +46,7 @@ def test_an_unreachable_database_error_never_shows_the_password(tmp_path: Path, 
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_a_database_sweep_writes_and_prints_no_password(tmp_path: Path, text_file: Path, pg_url: str) -> None:
     """A real sweep on PostgreSQL (URL from MUTRANSFER_STORAGE): no output, file or dry run holds the password."""
     password = pg_url.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
@@ -161,6 +162,7 @@ def tiny_spec(root: Path, text_file: Path, name: str = "hard") -> Path:
 POINTS = 4 * 2  # 4 learning rates × 2 widths
 
 
+@pytest.mark.slow
 def test_a_journal_cut_mid_record_is_repaired_and_the_rerun_finishes_every_point_once(
         tmp_path: Path, text_file: Path, fault_tally: FaultTally) -> None:
     spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
@@ -184,6 +186,7 @@ def test_a_journal_cut_mid_record_is_repaired_and_the_rerun_finishes_every_point
     assert fault_tally(POINTS, completed_points(journal), [rerun.stderr]) == no_loss(POINTS)
 
 
+@pytest.mark.slow
 def test_a_journal_damaged_before_its_end_is_refused_untouched(tmp_path: Path, text_file: Path) -> None:
     spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out)]
@@ -239,6 +242,7 @@ def completed_points(journal: Path) -> list[tuple[int, float]]:
             if t.state == optuna.trial.TrialState.COMPLETE]
 
 
+@pytest.mark.slow
 def test_two_sweeps_of_the_same_spec_on_one_directory_share_the_work(tmp_path: Path, text_file: Path,
                                                                      fault_tally: FaultTally) -> None:
     spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
@@ -252,6 +256,7 @@ def test_two_sweeps_of_the_same_spec_on_one_directory_share_the_work(tmp_path: P
     assert len(trials) == POINTS and (trials["status"] == "ok").all()
 
 
+@pytest.mark.slow
 def test_a_second_sweep_of_another_spec_on_a_running_directory_is_refused(tmp_path: Path, text_file: Path) -> None:
     spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
     first = subprocess.Popen([*CLI, "sweep", str(spec), "--out", str(out), "--threads", "1", "train.steps=30"],

@@ -255,6 +255,7 @@ def test_thin_points_are_skipped_and_counted() -> None:
                                                                                    "lrs": 2}]
 
 
+@pytest.mark.slow
 def test_no_seed_intervals_cover_the_truth_on_simulated_tables() -> None:
     """A small run of scripts/import_coverage.py's check (docs/import.md has the full one): on 40 tables of the
     3 sizes × 3 budgets × 3 batches design, every slope's and each point's 95 % interval holds the truth at

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 import mutransfer.commands.common as common
 from conftest import invoke
+from mutransfer.sweep.plan import SweepPlan
 from mutransfer.commands.display import trial_lines
 from mutransfer.sweep.estimate import TRIAL_OVERHEAD_S
 from mutransfer.sweep.measured_cost import duration_text
@@ -53,7 +54,7 @@ def test_trial_lines_number_the_new_trials_up_to_the_finished_count() -> None:
 def test_counts_come_from_the_study_and_the_total_grows_with_the_grid(edge_spec: Path, tmp_path: Path) -> None:
     spec = load_spec(str(edge_spec))
     snaps: list[Snapshot] = []
-    run_sweep(spec, SweepOptions(run_dir=tmp_path, prefix="p", threads=1), on_progress=snaps.append)
+    run_sweep(SweepPlan.of(spec), SweepOptions(run_dir=tmp_path, prefix="p", threads=1), on_progress=snaps.append)
     assert all(s.done <= s.total for s in snaps), [(s.done, s.total) for s in snaps]
     assert [s.done for s in snaps] == sorted(s.done for s in snaps)
     assert snaps[-1].done == snaps[-1].total == finished_in_storage(tmp_path) > snaps[0].total

@@ -63,6 +63,7 @@ def one_row_per_point(trials: pd.DataFrame) -> None:
     assert len(done) == GRID and not done.duplicated(["setup", "width", "log2_lr"]).any()
 
 
+@pytest.mark.slow
 def test_two_machines_share_postgres_and_train_each_point_once(pg_url: str, tmp_path: Path, text_file: Path,
                                                                fault_tally: FaultTally) -> None:
     spec = write_spec(tmp_path, text_file)
@@ -83,6 +84,7 @@ def test_two_machines_share_postgres_and_train_each_point_once(pg_url: str, tmp_
     assert transfer.returncode == 0, transfer.stderr
 
 
+@pytest.mark.slow
 def test_killed_worker_trial_is_finished_by_the_other(pg_url: str, tmp_path: Path, text_file: Path,
                                                       fault_tally: FaultTally) -> None:
     spec = write_spec(tmp_path, text_file, steps=150)
@@ -92,15 +94,15 @@ def test_killed_worker_trial_is_finished_by_the_other(pg_url: str, tmp_path: Pat
                               stderr=subprocess.DEVNULL)
     storage = open_storage(pg_url, tmp_path)
 
-    def victim_running() -> bool:
-        return any(t.state == TrialState.RUNNING and t.user_attrs.get("pid") == victim.pid
+    def claimed_by(pid: int, states: tuple[TrialState, ...]) -> bool:
+        return any(t.state in states and t.user_attrs.get("pid") == pid
                    for name in prefixed_studies(storage, study)
                    for t in optuna.load_study(study_name=name, storage=storage).get_trials())
 
-    wait_for(victim_running, 120, "the first worker to start a trial")
+    wait_for(lambda: claimed_by(victim.pid, (TrialState.RUNNING,)), 120, "the first worker to start a trial")
     survivor = subprocess.Popen([*command, "--out", str(tmp_path / "b")], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    wait_for(lambda: claimed_by(survivor.pid, tuple(TrialState)), 120, "the second worker to claim a trial")
     victim.kill()
     victim.wait()
     _, err = survivor.communicate(timeout=600)
@@ -139,8 +141,8 @@ def test_sigkill_then_resume_finishes_without_retraining(tmp_path: Path, text_fi
         assert by_point[point] == kept
 
 
-@pytest.mark.parametrize(("sent", "code"), [pytest.param(signal.SIGINT, 130, marks=pytest.mark.slow),
-                                            (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.slow
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_sweep_stops_cleanly_and_resumes(tmp_path: Path, text_file: Path, sent: int, code: int,
                                                      fault_tally: FaultTally) -> None:
     """Ctrl-C (130) and SIGTERM (143, e.g. a scheduler's kill) sent to the sweep process alone: the workers

@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 import mutransfer
 import mutransfer.sweep.trainer as sweep_module
 import mutransfer.sweep.worker as worker_module
+from mutransfer.sweep.plan import SweepPlan
 from mutransfer.cli import app
 from conftest import invoke
 from mutransfer.analysis.optimum import local_optimum
@@ -33,7 +34,7 @@ from mutransfer.sweep.interrupts import Interrupts, Terminated
 from mutransfer.sweep.reaper import Reaper
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.storage import JOURNAL_FILE, open_storage
-from mutransfer.sweep.studies import is_bookkeeping, load_study, study_keys
+from mutransfer.sweep.studies import is_bookkeeping, load_study
 from mutransfer.sweep.runner import run_sweep, snapshot
 from mutransfer.sweep.worker import SweepOptions, run_worker
 
@@ -84,7 +85,7 @@ def test_sweep_writes_tables_matching_the_storage(runner: CliRunner, spec_file: 
     for name in ("transfer.png", "lr_drift.png", "curves.png", "config.yaml", JOURNAL_FILE):
         assert (out / name).is_file()
     spec = load_spec(str(spec_file))
-    live = snapshot(spec, SweepOptions(run_dir=out, prefix=spec.name), open_storage(None, out), complete=True).best
+    live = snapshot(SweepPlan.of(spec), SweepOptions(run_dir=out, prefix=spec.name), open_storage(None, out), complete=True).best
     fitted = {(setup, f"w{width}"): opt.best_loss for setup, entry in summary.setups().items()
               for width, opt in entry.line.points.items()}
     assert live == pytest.approx(fitted), "the live table's best loss is summary.json's"
@@ -155,12 +156,12 @@ def test_duplicate_grid_points_from_two_machines_train_once(spec_file: Path, tmp
     spec = load_spec(str(spec_file), ["widths=[32]"])
     opts = SweepOptions(run_dir=tmp_path, prefix="p")
     storage = open_storage(None, tmp_path)
-    for key in study_keys(spec):
+    for key in SweepPlan.of(spec).studies:
         study = load_study(storage, key, "p")
         for x in key.search.grid() * 2:  # a second machine enqueued the same grid
             study.enqueue_trial({key.search.column: x}, user_attrs={"grid": True})
     counter = Counter(monkeypatch)
-    run_sweep(spec, opts)
+    run_sweep(SweepPlan.of(spec), opts)
     assert len(counter.calls) == 6
     trials = storage_trials(tmp_path)
     assert sum(1 for t in trials if t.user_attrs.get("duplicate")) == 6
@@ -173,7 +174,7 @@ def test_abandoned_trials_rerun_and_live_ones_are_left_alone(spec_file: Path, tm
     storage = open_storage(None, tmp_path)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    keys = study_keys(spec)
+    keys = SweepPlan.of(spec).studies
     for key, pid in ((keys[0], dead.pid), (keys[1], os.getppid())):
         study = load_study(storage, key, "p")
         study.enqueue_trial({key.search.column: key.search.grid()[0]}, user_attrs={"grid": True})
@@ -182,7 +183,7 @@ def test_abandoned_trials_rerun_and_live_ones_are_left_alone(spec_file: Path, tm
         trial.set_user_attr("host", socket.gethostname())
         trial.set_user_attr("pid", pid)
     counter = Counter(monkeypatch)
-    run_sweep(spec, SweepOptions(run_dir=tmp_path, prefix="p"))
+    run_sweep(SweepPlan.of(spec), SweepOptions(run_dir=tmp_path, prefix="p"))
     assert len(counter.calls) == 3 + 2
     first = load_study(storage, keys[0], "p").get_trials()
     assert first[0].state == TrialState.FAIL and first[0].user_attrs["status"] == "abandoned"
@@ -198,13 +199,13 @@ def test_a_trial_asked_but_never_claimed_is_failed_as_an_orphan_and_its_point_tr
     fails it and trains its point."""
     spec = load_spec(str(spec_file), ["widths=[32]"])
     storage = open_storage(None, tmp_path)
-    key = study_keys(spec)[0]
+    key = SweepPlan.of(spec).studies[0]
     study = load_study(storage, key, "p")
     study.enqueue_trial({key.search.column: key.search.grid()[0]}, user_attrs={"grid": True, "seed": key.seed})
     orphan = study.ask()
     monkeypatch.setattr(worker_module, "Reaper", functools.partial(Reaper, orphan_after=1.0))
     counter = Counter(monkeypatch)
-    run_sweep(spec, SweepOptions(run_dir=tmp_path, prefix="p", heartbeat=1))
+    run_sweep(SweepPlan.of(spec), SweepOptions(run_dir=tmp_path, prefix="p", heartbeat=1))
     assert len(counter.calls) == 6
     trials = storage_trials(tmp_path)
     assert not [t for t in trials if t.state == TrialState.RUNNING]
@@ -225,7 +226,7 @@ def test_a_signal_during_a_claim_leaves_the_trial_marked_for_a_rerun(spec_file: 
     monkeypatch.setattr(Claimer, "claim", signalled_claim)
     counter = Counter(monkeypatch)
     with pytest.raises(Terminated), Interrupts().catching():
-        run_worker(spec, SweepOptions(run_dir=tmp_path, prefix="p"))
+        run_worker(SweepPlan.of(spec), SweepOptions(run_dir=tmp_path, prefix="p"))
     asked = [t for t in storage_trials(tmp_path) if t.state != TrialState.WAITING]
     assert counter.calls == []
     assert [(t.state, t.user_attrs.get("status")) for t in asked] == [(TrialState.FAIL, "interrupted")]
@@ -356,6 +357,7 @@ def test_spec_can_ask_for_a_coord_check_first(runner: CliRunner, spec_file: Path
     assert "coord check of setup 'sp_adamw': not stable" in result.output
 
 
+@pytest.mark.slow
 def test_workers_auto_measures_the_layouts(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
     from mutransfer.sweep.layout import layouts
 

@@ -96,6 +96,7 @@ def test_the_shell_example_sweeps_transfers_and_verifies(runner: CliRunner, tmp_
     assert list((run / "trials").glob("verify-*"))  # the trainer ran at the target width
 
 
+@pytest.mark.slow
 def test_the_pytorch_example_applies_each_trials_plan(runner: CliRunner, tmp_path: Path) -> None:
     spec = yaml.safe_load((spec_dir() / "own_trainer.yaml").read_text())
     spec["trainer"].update(command=[sys.executable, "nanogpt_trainer.py"], cwd=str(TRAINERS))
@@ -121,6 +122,7 @@ def test_the_pytorch_example_applies_each_trials_plan(runner: CliRunner, tmp_pat
         assert {p.role for p in plan.params} == {"embedding", "readout", "gain", "hidden"}
 
 
+@pytest.mark.slow
 def test_failures_retries_timeouts_and_diverged_runs(runner: CliRunner, tmp_path: Path) -> None:
     modes = ("exit3", "none", "garbage", "noloss", "hang")
     setups = {mode: {"overrides": [], "trainer": {"args": ["--mode", mode]}} for mode in modes}
@@ -231,6 +233,7 @@ def test_a_childs_output_is_kept_bounded(tmp_path: Path) -> None:
     assert "bytes dropped" in text
 
 
+@pytest.mark.slow
 def test_ctrl_c_requeues_the_running_trial_and_a_rerun_finishes_without_duplicates(tmp_path: Path) -> None:
     spec = _spec(tmp_path, {"slow": {"overrides": [], "trainer": {"args": ["--mode", "slow", "--sleep", "1"]}}})
     run = tmp_path / "run"

@@ -23,7 +23,7 @@ from ..sweep.search import OFF_X
 
 if TYPE_CHECKING:  # the sweep runner imports optuna: only its types here
     from ..sweep.runner import FinishedTrial, Snapshot
-    from ..sweep.spec import SweepSpec
+    from ..sweep.plan import SweepPlan
     from .log_eta import LogEta
 
 __all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "summary_tables",
@@ -70,17 +70,17 @@ class SweepDisplay:
         return Group(self.progress, running, table, *([self.answer] if self.answer else []))
 
 
-def progress_view(screen: Console, spec: Optional[SweepSpec] = None,
+def progress_view(screen: Console, plan: Optional[SweepPlan] = None,
                   workers: int = 1) -> tuple[SweepDisplay | TrialLog, ContextManager[Optional[Live]]]:
     """A sweep's progress on ``screen`` (its ``update`` takes each snapshot) and the context to run the sweep in:
-    a live display on a terminal, one line per finished trial otherwise (with an ETA line when ``spec`` is given,
+    a live display on a terminal, one line per finished trial otherwise (with an ETA line when ``plan`` is given,
     its trials trained by ``workers``)."""
     if screen.is_terminal:
         display = SweepDisplay()
         return display, Live(display, console=screen, refresh_per_second=2, transient=False)
     from .log_eta import LogEta, planned_widths
 
-    return TrialLog(screen, LogEta(planned_widths(spec), workers) if spec is not None else None), nullcontext()
+    return TrialLog(screen, LogEta(planned_widths(plan), workers) if plan is not None else None), nullcontext()
 
 
 class TrialLog:

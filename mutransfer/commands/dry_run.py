@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Callable, Mapping, Optional
 from rich.console import Group
 from rich.table import Table
 
-from ..schema import LR_KEY
+from ..schema import LR_KEY, family_of
 from ..sweep.estimate import SWEEP_OVERHEAD_S, TRIAL_OVERHEAD_S, MeasuredEstimate, MeasuredPoint, SweepEstimate
 from ..sweep.finished import FinishedTrials, read_finished
 from ..sweep.measured_cost import duration_text
 from ..sweep.search import SearchSpec
-from ..sweep.spec import Point, SweepSpec
-from ..sweep.keys import StudyKey, study_keys
+from ..sweep.keys import StudyKey
+from ..sweep.plan import SweepPlan
+from ..sweep.spec import SweepSpec
 from ..sweep.trial import trial_config
 
 if TYPE_CHECKING:
@@ -31,28 +32,29 @@ NO_ESTIMATE_YET = ("no time estimate yet: the trials run your command, and only 
                    "--out, transfer's next: line and verify --dry-run estimate from their seconds")
 
 
-def sweep_dry_run(spec: SweepSpec, workers: int, threads: int, run_dir: Path) -> Group:
+def sweep_dry_run(plan: SweepPlan, workers: int, threads: int, run_dir: Path) -> Group:
     """``sweep --dry-run``: the trials left priced by ``run_dir``'s finished trials when it holds any (a resume);
     otherwise the plan measured on this machine, or for a trainer's command the plan without an estimate."""
+    spec = plan.spec
     finished = read_finished(run_dir)
-    estimate = measured_estimate(spec, finished, workers) if finished.timed() else None
+    estimate = measured_estimate(plan, finished, workers) if finished.timed() else None
     if estimate is not None:
-        commands = _command_lines(spec) if spec.trainer is not None else []
+        commands = _command_lines(plan) if spec.trainer is not None else []
         return Group(measured_table(f"sweep {spec.name}: resuming {run_dir}", estimate, resumed=True),
-                     *_search_lines(spec), *commands)
+                     *_search_lines(plan), *commands)
     if spec.trainer is None:
-        return dry_run_table(spec, workers, threads)
-    return trainer_dry_run_table(spec)
+        return dry_run_table(plan, workers, threads)
+    return trainer_dry_run_table(plan)
 
 
-def measured_estimate(spec: SweepSpec, finished: FinishedTrials, workers: int,
+def measured_estimate(plan: SweepPlan, finished: FinishedTrials, workers: int,
                       horizons: Optional[Mapping[str, float]] = None,
                       cost_label: Optional[Callable[[str], str]] = None) -> Optional[MeasuredEstimate]:
-    """Every (setup, width) of ``spec`` priced by ``finished``; ``cost_label`` maps a setup to the one whose
+    """Every (setup, width) of ``plan`` priced by ``finished``; ``cost_label`` maps a setup to the one whose
     trials price it and marks a spec whose trials ``finished`` does not hold (a verify's); ``horizons``: each
     setup's steps over the finished trials'. None when a setup has no trial to price it."""
     groups: dict[tuple[str, int], list[StudyKey]] = {}
-    for key in study_keys(spec):
+    for key in plan.studies:
         groups.setdefault((key.setup, key.width), []).append(key)
     points = []
     for (setup, _), keys in groups.items():
@@ -104,8 +106,8 @@ def _middle_config(spec: SweepSpec, key: StudyKey, threads: int) -> Config:
     return trial_config(spec, key, grid[len(grid) // 2], (f"train.threads={threads}",))
 
 
-def estimate_sweep(spec: SweepSpec, workers: int, threads: int) -> SweepEstimate:
-    """Every (setup, point) of ``spec`` at its grid's middle value, each model shape measured once on this machine
+def estimate_sweep(plan: SweepPlan, workers: int, threads: int) -> SweepEstimate:
+    """Every (setup, point) of ``plan`` at its grid's middle value, each model shape measured once on this machine
     (points that differ only in their horizon share one measurement)."""
     from dataclasses import replace
 
@@ -114,9 +116,8 @@ def estimate_sweep(spec: SweepSpec, workers: int, threads: int) -> SweepEstimate
     from ..train.timing import measure_trial
     from ..train.trunk import trained_steps
 
-    groups: dict[tuple[str, Point], list[StudyKey]] = {}
-    for key in study_keys(spec):
-        groups.setdefault((key.setup, key.point), []).append(key)
+    spec = plan.spec
+    groups = plan.by_point()
     points, costs = [], {}
     first = _middle_config(spec, next(iter(groups.values()))[0], threads)
     measure_trial(first, min_steps=2, max_steps=2, budget_seconds=0.0)  # the first model pays torch's start-up
@@ -149,13 +150,14 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:,.1f} min"
 
 
-def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
+def dry_run_table(plan: SweepPlan, workers: int, threads: int) -> Group:
     """The corpus line(s), the plan table and the time estimate with its range."""
     from ..train.budget import tokens_read
     from ..train.data import Corpora
     from ..train.flops import training_flops
 
-    estimate = estimate_sweep(spec, workers, threads)
+    spec = plan.spec
+    estimate = estimate_sweep(plan, workers, threads)
     extra = spec.swept()[1:]
     table = Table(title=f"sweep {spec.name}: plan ({workers} worker(s) × {threads} thread(s))")
     for column in ("setup", "width", *extra, "studies", "trials", "+ext.", "steps", "tokens/trial", "GFLOP/trial",
@@ -177,35 +179,36 @@ def dry_run_table(spec: SweepSpec, workers: int, threads: int) -> Group:
                      f"expected from grid extension; estimated wall time {_minutes(estimate.wall_seconds())} "
                      f"(range {_minutes(low)} – {_minutes(high)}) with {workers} worker(s), measured on this machine "
                      "now: a busy machine measures slow steps and runs slower")
-    stopping = [stop_estimate(spec, estimate)] if spec.stop else []
-    return Group(*dict.fromkeys(headlines), table, *_search_lines(spec), *stopping)
+    stopping = [stop_estimate(plan, estimate, threads)] if spec.stop else []
+    return Group(*dict.fromkeys(headlines), table, *_search_lines(plan), *stopping)
 
 
 STOP_SIMS = 100
 """Simulated sweeps per setup and truth behind the dry run's expected cost with ``stop: true``."""
 
 
-def stop_estimate(spec: SweepSpec, estimate: SweepEstimate) -> str:
+def stop_estimate(plan: SweepPlan, estimate: SweepEstimate, threads: int = 0) -> str:
     """``stop: true``: the full design's time as the upper bound, and the expected time when every setup's optimum
     stays put (slope 0) or drifts an octave per doubling (slope −1), from ``STOP_SIMS`` simulated sweeps per setup
-    (the real-curve simulator, AdamW's bowl for an AdamW setup, μP + Muon's otherwise)."""
+    (the real-curve simulator, AdamW's bowl for a setup whose optimizer is of the Adam family, μP + Muon's
+    otherwise)."""
     from ..simulation.calibration import real_truth
     from ..simulation.sequential import tier_odds
     from ..simulation.simulate import Design
-    from ..sweep.order import tiers
 
-    tier_of = {(k.setup, k.point): i for i, tier in enumerate(tiers(spec)) for k in tier.keys}
+    spec = plan.spec
     expected = []
     for slope in (0.0, -1.0):
         seconds = 0.0
         for setup in spec.setups:
             search = next(s for s in setup.search if s.key == LR_KEY)
-            bowl = "adamw" if any(o.endswith("=adamw") for o in setup.overrides) else "muon"
+            first = next(p.key for p in estimate.points if p.key.setup == setup.label)
+            bowl = "adamw" if family_of(_middle_config(spec, first, threads).optimizer.name) == "adam" else "muon"
             design = Design(widths=tuple(sorted(spec.widths)), low=search.min, high=search.max, step=search.step,
                             seeds=len(spec.seeds), noise_seeds=search.noise_seeds, extend=search.extend,
                             extend_max=search.extend_max)
             odds = tier_odds(real_truth(bowl, slope=slope, x0=(search.min + search.max) / 2), design, STOP_SIMS)
-            seconds += sum(odds[tier_of[(p.key.setup, p.key.point)]] * p.seconds("median")
+            seconds += sum(odds[plan.tier_of(p.key)] * p.seconds("median")
                            for p in estimate.points if p.key.setup == setup.label)
         expected.append(SWEEP_OVERHEAD_S + seconds / estimate.workers)
     return (f"stop=true: at most {_minutes(estimate.wall_seconds())} (the full design); expected "
@@ -213,41 +216,41 @@ def stop_estimate(spec: SweepSpec, estimate: SweepEstimate) -> str:
             f"octave per doubling ({STOP_SIMS} simulated sweeps per setup)")
 
 
-def trainer_dry_run_table(spec: SweepSpec) -> Group:
+def trainer_dry_run_table(plan: SweepPlan) -> Group:
     """A trainer command's sweep before any trial: the studies and trials per point, the searched ranges, each
     setup's command as its first trial runs it, and no time estimate (``NO_ESTIMATE_YET``)."""
+    spec = plan.spec
     extra = spec.swept()[1:]
     table = Table(title=f"sweep {spec.name}: plan (trials run the trainer command)")
     for column in ("setup", "width", *extra, "studies", "trials", "steps"):
         table.add_column(column, justify="left" if column == "setup" else "right")
-    groups: dict[tuple[str, Point], list[StudyKey]] = {}
-    for key in study_keys(spec):
-        groups.setdefault((key.setup, key.point), []).append(key)
-    for (label, point), keys in groups.items():
+    for (label, point), keys in plan.by_point().items():
         grid = keys[0].search.grid()
         cfg = trial_config(spec, keys[0], grid[len(grid) // 2])
         coordinates = [str(getattr(point, axis)) for axis in extra]
         table.add_row(label, str(point.width), *coordinates, str(len(keys)),
                       str(sum(k.policy().budget() for k in keys)), str(cfg.train.steps))
-    return Group(table, *_search_lines(spec), *_command_lines(spec), NO_ESTIMATE_YET)
+    return Group(table, *_search_lines(plan), *_command_lines(plan), NO_ESTIMATE_YET)
 
 
-def _search_lines(spec: SweepSpec) -> list[str]:
+def _search_lines(plan: SweepPlan) -> list[str]:
     """``mine: searched LR 2^-7 … 2^-3 = 0.00781 … 0.125``, once per setup and searched key."""
-    return list(dict.fromkeys(f"{key.setup}: searched {search_range(key.search)}" for key in study_keys(spec)))
+    return list(dict.fromkeys(f"{key.setup}: searched {search_range(key.search)}" for key in plan.studies))
 
 
-def _command_lines(spec: SweepSpec) -> list[str]:
+def _command_lines(plan: SweepPlan) -> list[str]:
     """Each setup's trainer command as its first trial (the grid's middle point) runs it."""
     from ..sweep.command_trainer import command_words, trial_values
 
+    spec = plan.spec
     lines: dict[str, str] = {}
-    for key in study_keys(spec):
+    for key in plan.studies:
         if key.setup in lines:
             continue
         grid = key.search.grid()
         cfg = trial_config(spec, key, grid[len(grid) // 2])
-        plan = Path("TRIAL_DIR/plan.yaml") if spec.model else None
-        words = command_words(spec.trainer_for(key.setup), trial_values(cfg, key.setup, Path("TRIAL_DIR"), plan, "", 0))
+        model_plan = Path("TRIAL_DIR/plan.yaml") if spec.model else None
+        words = command_words(spec.trainer_for(key.setup),
+                              trial_values(cfg, key.setup, Path("TRIAL_DIR"), model_plan, "", 0))
         lines[key.setup] = f"{key.setup}: {words if isinstance(words, str) else ' '.join(words)}"
     return list(lines.values())

@@ -14,6 +14,7 @@ def export_run(storage_url: str, prefix: str, out: Path) -> Summary:
     import optuna
 
     from ..files import claim_run_dir
+    from ..sweep.plan import SweepPlan
     from ..sweep.spec import spec_from_dict
     from ..sweep.storage import open_storage
     from ..sweep.studies import RECORD_ATTR, prefixed_studies
@@ -31,7 +32,7 @@ def export_run(storage_url: str, prefix: str, out: Path) -> Summary:
     spec = spec_from_dict(record["spec"])
     out.mkdir(parents=True, exist_ok=True)
     claim_run_dir(out, record)
-    return finalize(spec, out, storage_url, prefix, resume=f"mutransfer sweep {spec.name} --storage "
+    return finalize(SweepPlan.of(spec), out, storage_url, prefix, resume=f"mutransfer sweep {spec.name} --storage "
                     f"$MUTRANSFER_STORAGE --study {prefix}, then mutransfer export again")
 
 

@@ -17,7 +17,7 @@ from ..sweep.measured_cost import MeasuredCost, TrialSeconds, duration_text, mea
 
 if TYPE_CHECKING:
     from ..sweep.runner import FinishedTrial, Snapshot
-    from ..sweep.spec import SweepSpec
+    from ..sweep.plan import SweepPlan
 
 __all__ = ["ETA_EVERY_S", "LogEta", "planned_widths", "eta_seconds", "eta_line"]
 
@@ -26,15 +26,13 @@ ETA_EVERY_S = 60.0
 WIDTH = re.compile(r"\bwidth (\d+)")
 
 
-def planned_widths(spec: SweepSpec) -> dict[int, int]:
-    """The trials the spec's policies budget at each width (grid extensions, which depend on results, not
+def planned_widths(plan: SweepPlan) -> dict[int, int]:
+    """The trials the plan's policies budget at each width (grid extensions, which depend on results, not
     counted: the snapshot's total includes them once queued)."""
-    from ..sweep.keys import study_keys
-
-    plan: Counter[int] = Counter()
-    for key in study_keys(spec):
-        plan[key.width] += key.policy().budget()
-    return dict(plan)
+    budget: Counter[int] = Counter()
+    for key in plan.studies:
+        budget[key.width] += key.policy().budget()
+    return dict(budget)
 
 
 def _width(trial: FinishedTrial) -> Optional[int]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 from ..analysis.result import SUMMARY_VERSION, Summary
 from ..defaults import BATCH_TOLERANCE, EFFECT_MARGIN, option_text
 from ..errors import UserError
+from ..schema import TRANSFER_AXES
 from .sweep_checks import check_trials, compose_trials, report_precheck
 
 if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key answers before torch loads)
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key an
 
     from ..analysis.thresholds import Thresholds
     from ..sweep.runner import Snapshot
+    from ..sweep.plan import SweepPlan
     from ..sweep.spec import SweepSpec
     from ..sweep.worker import SweepOptions
     from .display import SweepDisplay, TrialLog
@@ -89,7 +91,7 @@ def up_to_date_summary(run_dir: Path, fingerprint: str, th: Thresholds, stop: bo
     return summary if journal.stat().st_mtime_ns <= written else None
 
 
-def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix: str, th: Optional[Thresholds] = None,
+def finalize(plan: SweepPlan, run_dir: Path, storage_url: Optional[str], prefix: str, th: Optional[Thresholds] = None,
              resume: str = "") -> Summary:
     """Storage → trials.csv, curves.csv → summary.json (with the sweep's status: complete, or what is missing and
     ``resume``, the command that finishes it) → plots (``th``: the analysis thresholds, default ones when None).
@@ -100,16 +102,15 @@ def finalize(spec: SweepSpec, run_dir: Path, storage_url: Optional[str], prefix:
     from ..analysis.summary import write_summary
     from ..files import remove_partial_outputs
     from ..sweep.completion import sweep_status
-    from ..sweep.constant_gate import ConstantGate
-    from ..sweep.stopping import StopRule
+    from ..sweep.gates import Gates
     from ..sweep.storage import open_storage
     from ..sweep.tables import collect
 
     storage = open_storage(storage_url, run_dir)
-    trials, curves = collect(spec, storage, prefix)
-    stops, constants = StopRule(spec, storage, prefix), ConstantGate(spec, storage, prefix)
-    stopped = stops.replay()
-    status = sweep_status(spec, storage, prefix, resume, lambda key: stops.skipped(key) or constants.skipped(key))
+    trials, curves = collect(plan, storage, prefix)
+    gates = Gates(plan, storage, prefix)
+    stopped = gates.stops.replay()
+    status = sweep_status(plan, storage, prefix, resume, gates.skipped)
     write_tables(run_dir, trials, curves)
     if status.complete:
         for path in remove_partial_outputs(run_dir):
@@ -140,6 +141,7 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
     """The sweep command; returns the exit code (130 after Ctrl-C, with the tables written; 1 when the same failure
     repeated or every trial failed). ``retry_failed``: train the failed trials' points again."""
     from ..files import SUMMARY_FILE
+    from ..sweep.plan import SweepPlan
     from ..sweep.spec import load_spec
     from ..sweep.trial import setup_configs, sweep_record
     from .common import batch_tolerance, console, effect_margin
@@ -161,10 +163,11 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
             screen.print(f"sweep {spec.name}: {done}/{done} trials already done; the tables are up to date (delete "
                          f"{run_dir / SUMMARY_FILE} to rewrite them)", highlight=False, soft_wrap=True)
             return _report(screen, spec, summary, run_dir, 0)
+    plan = SweepPlan.of(spec)
     if spec.trainer is None:  # a trainer's command reads its own data: nothing here to load
-        check_trials(spec, compose_trials(spec))
+        check_trials(spec, compose_trials(plan))
     how = _Execution(run_dir, storage, study, workers, threads, dry_run, heartbeat, th, retry_failed)
-    return _start(screen, spec, name, overrides, configs, record, how)
+    return _start(screen, plan, name, overrides, configs, record, how)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,19 +185,20 @@ class _Execution:
     retry_failed: bool = False
 
 
-def _start(screen: Console, spec: SweepSpec, name: str, overrides: list[str], configs: dict[str, dict[str, Any]],
+def _start(screen: Console, plan: SweepPlan, name: str, overrides: list[str], configs: dict[str, dict[str, Any]],
            record: dict[str, Any], how: _Execution) -> int:
     """Print the dry run, or claim the run directory and train."""
+    spec = plan.spec
     workers, threads = how.workers, how.threads
     if workers is None:
         from ..sweep.layout import choose_layout
 
-        workers, threads, message = choose_layout(spec)
+        workers, threads, message = choose_layout(plan)
         screen.print(f"--workers auto: {message}")
     if how.dry_run:
         from .dry_run import sweep_dry_run
 
-        screen.print(sweep_dry_run(spec, workers, threads, how.run_dir))
+        screen.print(sweep_dry_run(plan, workers, threads, how.run_dir))
         return 0
     from ..files import claim_run_dir  # torch (the worker's trials): after the dry run, which needs none
     from ..sweep.storage import open_storage
@@ -211,15 +215,16 @@ def _start(screen: Console, spec: SweepSpec, name: str, overrides: list[str], co
     claim_run_dir(run_dir, record)
     if spec.coord_check:
         report_precheck(screen, spec)
-    sizes = [(len(spec.setups), "setups"), (len(spec.widths), "widths"), (len(spec.depths), "depths"),
-             (len(spec.steps), "horizons"), (len(spec.seeds), "seeds")]
+    sizes = [(len(spec.setups), "setups"),
+             *((len(getattr(spec, axis.plural)), axis.counted or axis.plural) for axis in TRANSFER_AXES),
+             (len(spec.seeds), "seeds")]
     combined = f" (axes: {spec.axes})" if len(spec.swept()) > 1 else ""
     screen.print(f"sweep [bold]{spec.name}[/]: {' × '.join(f'{n} {what}' for n, what in sizes if n)}{combined} · "
                  f"{workers} worker(s) × {threads} thread(s) · "
                  f"batch_trials={spec.batch_trials} · {run_dir}", soft_wrap=True)
     for line in corpus_lines(configs) if spec.trainer is None else []:
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
-    return _execute(screen, spec, opts, how.th, resume_command(name, overrides, run_dir, how.storage))
+    return _execute(screen, plan, opts, how.th, resume_command(name, overrides, run_dir, how.storage))
 
 
 def corpus_lines(configs: dict[str, dict[str, Any]]) -> list[str]:
@@ -265,7 +270,7 @@ class _Progress:
         return self.first is not None and self.last is not None and self.first.done == self.last.done > 0
 
 
-def _execute(screen: Console, spec: SweepSpec, opts: SweepOptions, th: Thresholds, resume: str = "") -> int:
+def _execute(screen: Console, plan: SweepPlan, opts: SweepOptions, th: Thresholds, resume: str = "") -> int:
     """Run the workers under a live display on a terminal, one line per finished trial otherwise; then write
     the outputs. Ctrl-C, and the same failure repeated (``trainer.max_failures``), still write them."""
     from ..sweep.interrupts import Interrupts
@@ -273,13 +278,14 @@ def _execute(screen: Console, spec: SweepSpec, opts: SweepOptions, th: Threshold
     from ..sweep.runner import run_sweep
     from .display import progress_view
 
-    display, live = progress_view(screen, spec, opts.workers)
+    spec = plan.spec
+    display, live = progress_view(screen, plan, opts.workers)
     progress = _Progress(screen, display, opts.run_dir)
     interrupted = 0
     stopped = ""
     try:
         with Interrupts().catching(), live:
-            run_sweep(spec, opts, on_progress=progress)
+            run_sweep(plan, opts, on_progress=progress)
     except KeyboardInterrupt as exc:
         interrupted = interrupt_code(exc)
         screen.print("[yellow]interrupted:[/] running trials are marked failed and re-run on resume")
@@ -290,7 +296,7 @@ def _execute(screen: Console, spec: SweepSpec, opts: SweepOptions, th: Threshold
         screen.print(f"sweep {spec.name}: {progress.last.done}/{progress.last.total} trials already done; "
                      "rewriting the tables")
     screen.print()
-    return _report(screen, spec, finalize(spec, opts.run_dir, opts.storage, opts.prefix, th, resume), opts.run_dir,
+    return _report(screen, spec, finalize(plan, opts.run_dir, opts.storage, opts.prefix, th, resume), opts.run_dir,
                    interrupted, stopped)
 
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --hel
     from rich.table import Table
 
     from ..sweep.completion import SweepStatus
+    from ..sweep.plan import SweepPlan
     from ..sweep.spec import SweepSpec
     from ..transfer.verify import Verification
 
@@ -64,7 +65,10 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     request = VerifyRequest(widths, parse_setups(setup_text, run_dir), span, step, tolerance, correct_drift, factors,
                             tuple(overrides), depth, steps, batch, tokens)
     verification = Verification(run_dir, request)
+    from ..sweep.plan import SweepPlan
+
     specs = verification.specs()
+    plans = [SweepPlan.of(spec) for spec in specs]
     warned: set[str] = set()
     configs = [_composed(spec) if dry_run else validate_trials(spec, warned) for spec in specs]
     _warn_conditions(verification, configs)
@@ -72,15 +76,15 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     if workers is None:
         from ..sweep.layout import choose_layout
 
-        workers, threads, message = choose_layout(specs[-1])
+        workers, threads, message = choose_layout(plans[-1])
         screen.print(f"--workers auto: {message}")
     screen.print(_targets_table(verification))
     screen.print(_outputs_line(verification, dry_run), markup=False, highlight=False, soft_wrap=True)
     if dry_run:
-        for spec, trees in zip(specs, configs):
-            screen.print(_dry_run_estimate(verification, spec, trees, workers, threads))
+        for plan, trees in zip(plans, configs):
+            screen.print(_dry_run_estimate(verification, plan, trees, workers, threads))
         return 0
-    rows, interrupted = _execute(screen, verification, specs, storage, workers, threads)
+    rows, interrupted = _execute(screen, verification, plans, storage, workers, threads)
     document = _finish(screen, verification, rows, unfinished)
     if interrupted:
         return interrupted
@@ -95,7 +99,7 @@ def _composed(spec: SweepSpec) -> dict[str, Any]:
     return setup_configs(spec)
 
 
-def _dry_run_estimate(verification: Verification, spec: SweepSpec, trees: dict[str, Any], workers: int,
+def _dry_run_estimate(verification: Verification, plan: SweepPlan, trees: dict[str, Any], workers: int,
                       threads: int) -> RenderableType:
     """The trials at one target width, priced by the sweep's finished trials (``trials.csv``; a setup's seconds
     scaled by its steps here over the sweep's); a built-in sweep whose trials recorded no time is measured on this
@@ -105,6 +109,7 @@ def _dry_run_estimate(verification: Verification, spec: SweepSpec, trees: dict[s
     from ..transfer.verify import SHIPPED
     from .dry_run import dry_run_table, measured_estimate, measured_table
 
+    spec = plan.spec
     swept = read_sweep_record(verification.run_dir)["setups"]
 
     def sweep_label(label: str) -> str:
@@ -113,11 +118,11 @@ def _dry_run_estimate(verification: Verification, spec: SweepSpec, trees: dict[s
     steps = {label: (tree["train"].get("steps"), swept.get(sweep_label(label), {}).get("train", {}).get("steps"))
              for label, tree in trees.items()}
     horizons = {label: here / there for label, (here, there) in steps.items() if here and there}
-    estimate = measured_estimate(spec, read_finished(verification.run_dir), workers, horizons, sweep_label)
+    estimate = measured_estimate(plan, read_finished(verification.run_dir), workers, horizons, sweep_label)
     if estimate is not None:
         return measured_table(f"verify at width {spec.widths[0]}", estimate, resumed=False)
     if spec.trainer is None:
-        return dry_run_table(spec, workers, threads)
+        return dry_run_table(plan, workers, threads)
     return (f"no time estimate: {verification.run_dir}'s trials.csv records no trained trial's seconds for your "
             "command's setups")
 
@@ -148,7 +153,7 @@ def _outputs_line(verification: Verification, dry_run: bool) -> str:
     return f"verify writes {files}, {studies}"
 
 
-def _execute(screen: Console, verification: Verification, specs: Sequence[SweepSpec], storage: Optional[str],
+def _execute(screen: Console, verification: Verification, plans: Sequence[SweepPlan], storage: Optional[str],
              workers: int, threads: int) -> tuple[pd.DataFrame, int]:
     """Train every target's points (resuming what the storage holds) and collect the rows; the exit code of an
     interruption (0 when none)."""
@@ -169,14 +174,14 @@ def _execute(screen: Console, verification: Verification, specs: Sequence[SweepS
     interrupted = 0
     try:
         with Interrupts().catching():
-            for spec in specs:
-                display, live = progress_view(screen, spec, workers)
+            for plan in plans:
+                display, live = progress_view(screen, plan, workers)
                 with live:
-                    run_sweep(spec, opts, on_progress=display.update)
+                    run_sweep(plan, opts, on_progress=display.update)
     except KeyboardInterrupt as exc:
         interrupted = interrupt_code(exc)
         screen.print("[yellow]interrupted:[/] running trials are marked failed and re-run when verify runs again")
-    tables = [collect(spec, store, verification.prefix)[0] for spec in specs]
+    tables = [collect(plan, store, verification.prefix)[0] for plan in plans]
     return pd.concat(tables, ignore_index=True), interrupted
 
 

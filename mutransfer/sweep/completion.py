@@ -15,8 +15,8 @@ import optuna
 from optuna.trial import TrialState
 
 from ..analysis.result import Basis
-from .spec import SweepSpec
-from .studies import StudyKey, finished_points, live_trials, load_study, seed_of, study_keys
+from .plan import SweepPlan
+from .studies import StudyKey, finished_points, live_trials, load_study, seed_of
 
 __all__ = ["SweepStatus", "sweep_status", "study_finished"]
 
@@ -81,7 +81,7 @@ def study_finished(study: optuna.Study, key: StudyKey) -> bool:
     return not policy.missing_initial_points([*finished, *pruned]) and not policy.next_points(finished)
 
 
-def sweep_status(spec: SweepSpec, storage: optuna.storages.BaseStorage, prefix: str, resume: str = "",
+def sweep_status(plan: SweepPlan, storage: optuna.storages.BaseStorage, prefix: str, resume: str = "",
                  skipped: Callable[[StudyKey], bool] = lambda key: False) -> SweepStatus:
     """The sweep's status from its storage: each study counts its policy's budget or the trials it holds,
     whichever is more, as the progress display counts them; a study ``skipped`` (its setup stopped when decided,
@@ -89,7 +89,7 @@ def sweep_status(spec: SweepSpec, storage: optuna.storages.BaseStorage, prefix: 
     done = planned = 0
     unfinished: dict[str, None] = {}
     started: set[str] = set()
-    for key in study_keys(spec):
+    for key in plan.studies:
         study = load_study(storage, key, prefix)
         trials = live_trials(study, tuple(TrialState))
         finished = len(finished_points(trials, key)) + sum(t.state == TrialState.PRUNED for t in trials)
@@ -100,6 +100,6 @@ def sweep_status(spec: SweepSpec, storage: optuna.storages.BaseStorage, prefix: 
             started.add(key.setup)
         if not skipped(key) and not study_finished(study, key):
             unfinished[key.setup] = None
-    not_started = tuple(s.label for s in spec.setups if s.label not in started)
+    not_started = tuple(s.label for s in plan.spec.setups if s.label not in started)
     return SweepStatus(done=done, planned=max(planned, done), unfinished=tuple(unfinished),
                        not_started=not_started, resume=resume)

@@ -24,8 +24,10 @@ from ..analysis.thresholds import Thresholds
 from ..schema import LR_KEY
 from ..table.constants import scaled
 from .completion import study_finished
-from .keys import StudyKey, constant_keys
+from .keys import StudyKey
+from .plan import SweepPlan, Wait
 from .spec import SweepSpec
+from .stage_gate import StageGate
 from .studies import live_trials, load_study, seed_of
 
 __all__ = ["StageOutcome", "ConstantGate", "stage_outcome", "shipped_values"]
@@ -79,15 +81,14 @@ def shipped_values(spec: SweepSpec) -> dict[str, dict[str, Any]]:
 class ConstantGate:
     """Holds studies to the order a spec's ``constants`` need and gives each the values it trains with."""
 
-    def __init__(self, spec: SweepSpec, storage: optuna.storages.BaseStorage, prefix: str,
+    def __init__(self, plan: SweepPlan, storage: optuna.storages.BaseStorage, prefix: str, optimum: StageGate,
                  th: Thresholds = Thresholds()) -> None:
-        self.spec, self.storage, self.prefix, self.th = spec, storage, prefix, th
-        self.chain = {(k.setup, k.stage): k for k in constant_keys(spec) if k.stage is not None}
+        self.plan, self.storage, self.prefix, self.optimum, self.th = plan, storage, prefix, optimum, th
         self.outcomes: dict[str, StageOutcome] = {}
 
     @cached_property
     def shipped(self) -> dict[str, dict[str, Any]]:
-        return shipped_values(self.spec)
+        return shipped_values(self.plan.spec)
 
     def _outcome(self, key: StudyKey) -> Optional[StageOutcome]:
         """A study's outcome once it is finished (kept: a finished study's trials do not change), else None."""
@@ -99,14 +100,11 @@ class ConstantGate:
             self.outcomes[name] = stage_outcome(study, key, self.th)
         return self.outcomes[name]
 
-    def _stages(self, setup: str) -> list[StudyKey]:
-        return [k for (label, _), k in sorted(self.chain.items(), key=lambda kv: kv[0][1]) if label == setup]
-
     def _best(self, setup: str, before: Optional[int] = None) -> Optional[dict[str, float]]:
         """Each key's best (log2) from its latest stage before stage ``before`` (every stage when None); None
         while one of those stages runs."""
         best: dict[str, float] = {}
-        for key in self._stages(setup):
+        for key in self.plan.stages(setup):
             if before is not None and key.stage is not None and key.stage >= before:
                 break
             outcome = self._outcome(key)
@@ -122,42 +120,30 @@ class ConstantGate:
 
     def effect(self, setup: str, constant: str) -> Optional[ConstantEffect]:
         """A constant's effect at its last stage, once the rounds are finished."""
-        last = [k for k in self._stages(setup) if k.search.key == constant][-1]
+        last = [k for k in self.plan.stages(setup) if k.search.key == constant][-1]
         outcome = self._outcome(last)
         return outcome.effect if outcome is not None else None
 
     def ready(self, key: StudyKey) -> bool:
-        """Whether ``key`` may train now."""
-        constants = self.spec.constants
-        if constants is None:
-            return True
-        if key.stage is not None:
+        """Whether ``key`` may train now: the stages it waits for are finished (a stage of the rounds), or its
+        setup's rounds are (any other study)."""
+        if self.plan.waits(key, Wait.EARLIER_STAGES):
             return self._best(key.setup, key.stage) is not None
-        if self.tuned(key.setup) is None:
-            return False
-        if key.search.key == LR_KEY:
-            return True
-        return self._lr_optimum(key) is not None
+        return not self.plan.waits(key, Wait.ROUNDS) or self.tuned(key.setup) is not None
 
     def skipped(self, key: StudyKey) -> bool:
         """A re-check study of a constant that does not matter at the tuning width: not trained."""
-        if self.spec.constants is None or key.stage is not None or key.search.key not in self.spec.constants.keys:
+        constants = self.plan.spec.constants
+        if constants is None or key.stage is not None or key.search.key not in constants.keys:
             return False
         effect = self.effect(key.setup, key.search.key) if self.tuned(key.setup) is not None else None
         return effect is not None and effect.verdict != "matters"
-
-    def _lr_optimum(self, key: StudyKey) -> Optional[float]:
-        from .stages import lr_keys, point_optimum
-
-        if not lr_keys(self.spec, key):
-            return None
-        return point_optimum(self.spec, key, self.storage, self.prefix)
 
     def overrides(self, key: StudyKey) -> list[str]:
         """The config overrides ``key``'s trials train with: the other keys at their best so far (a stage of the
         rounds), the tuned constants (a learning-rate study), or the tuned constants and the width's learning-
         rate optimum (a re-check), every constant as its shipped value times the factor."""
-        if self.spec.constants is None:
+        if self.plan.spec.constants is None:
             return []
         best = self._best(key.setup, key.stage) if key.stage is not None else self.tuned(key.setup)
         values = dict(best or {})
@@ -165,7 +151,7 @@ class ConstantGate:
         if key.stage is None:
             values.pop(LR_KEY, None)
             if key.search.key != LR_KEY:
-                lr = self._lr_optimum(key)
+                lr = self.optimum.optimum(key)
                 if lr is not None and not math.isnan(lr):
                     values[LR_KEY] = lr
         return [f"{name}={self.value(key.setup, name, x)}" for name, x in values.items()]

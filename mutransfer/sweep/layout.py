@@ -14,7 +14,7 @@ import torch
 from ..train.cores import available_cores
 from ..train.timing import measure_step
 from .spec import SweepSpec
-from .studies import study_keys
+from .plan import SweepPlan
 from .trial import trial_config
 
 __all__ = ["choose_layout", "layouts", "gpu_groups"]
@@ -51,16 +51,16 @@ def _trainer_layout(spec: SweepSpec, cores: int) -> tuple[int, int, str]:
     return 1, cores, "1 worker (no GPU for the trainer command)"
 
 
-def choose_layout(spec: SweepSpec) -> tuple[int, int, str]:
+def choose_layout(plan: SweepPlan) -> tuple[int, int, str]:
     """(workers, threads, a one-line account of the measurement)."""
+    spec = plan.spec
     cores = available_cores()
     if spec.trainer is not None:
         return _trainer_layout(spec, cores)
     if torch.cuda.is_available():
         gpus = torch.cuda.device_count()
         return gpus, max(1, cores // gpus), f"{gpus} worker(s), one per GPU"
-    keys = study_keys(spec)
-    key = max(keys, key=lambda k: k.width**2 * (k.depth or 1))
+    key = max(plan.studies, key=lambda k: k.width**2 * (k.point.depth or 1))
     grid = key.search.grid()
     cfg = trial_config(spec, key, grid[len(grid) // 2])
     context = multiprocessing.get_context("spawn")

@@ -124,7 +124,7 @@ class SearchPolicy:
 
     def next_points(self, finished: Finished, coarse: bool = False) -> list[Planned]:
         """Points to queue once the queue is empty, given the finished trials; ``coarse``: only the bracket's
-        (the grid's extension past an edge), not the refinements or the noise probes (``sweep.order``)."""
+        (the grid's extension past an edge), not the refinements or the noise probes (``sweep.plan``)."""
         return []
 
     def missing_initial_points(self, finished: Finished) -> list[Planned]:

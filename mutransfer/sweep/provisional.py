@@ -15,7 +15,7 @@ from ..analysis.summary import summarize
 from ..analysis.thresholds import Thresholds
 from .completion import sweep_status
 from .keys import StudyKey
-from .spec import SweepSpec
+from .plan import SweepPlan
 from .studies import RERUN
 from .tables import collect
 
@@ -55,9 +55,9 @@ class ProvisionalAnswer:
     """Recomputes a sweep's answer from its storage when more trials have finished; ``update`` returns it when it
     changed, None otherwise."""
 
-    def __init__(self, spec: SweepSpec, storage: optuna.storages.BaseStorage, prefix: str,
+    def __init__(self, plan: SweepPlan, storage: optuna.storages.BaseStorage, prefix: str,
                  skipped: Callable[[StudyKey], bool] = lambda key: False, th: Thresholds = Thresholds()) -> None:
-        self.spec, self.storage, self.prefix, self.skipped, self.th = spec, storage, prefix, skipped, th
+        self.plan, self.storage, self.prefix, self.skipped, self.th = plan, storage, prefix, skipped, th
         self.done = -1
         self.last: Optional[tuple[object, ...]] = None
 
@@ -66,15 +66,15 @@ class ProvisionalAnswer:
         if done == self.done:
             return None
         self.done = done
-        trials, curves = collect(self.spec, self.storage, self.prefix)
+        trials, curves = collect(self.plan, self.storage, self.prefix)
         if trials.empty:
             return None
-        summary = summarize(trials, spec_settings(self.spec.as_dict()), self.th)
+        summary = summarize(trials, spec_settings(self.plan.spec.as_dict()), self.th)
         key = answer_key(summary)
         if key == self.last:
             return None
         self.last = key
-        status = sweep_status(self.spec, self.storage, self.prefix, skipped=self.skipped)
+        status = sweep_status(self.plan, self.storage, self.prefix, skipped=self.skipped)
         summary.status = status.as_dict()
-        summary.provisional = basis_of(trials, status.planned, self.spec.seeds)
+        summary.provisional = basis_of(trials, status.planned, self.plan.spec.seeds)
         return Provisional(summary, trials, curves)

@@ -11,8 +11,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..errors import UserError
 from .outcomes import FAILURE_ATTR
-from .spec import SweepSpec
-from .studies import RERUN, is_bookkeeping, study_keys
+from .plan import SweepPlan
+from .studies import RERUN, is_bookkeeping
 
 __all__ = ["RepeatedFailure", "FailureWatch", "failure_line", "EXIT_REPEATED"]
 
@@ -52,10 +52,11 @@ class FailureWatch:
     """Says whether the sweep's last ``limit`` outcomes are one failure repeated; a spec without a trainer command
     is never stopped (its limit is 0)."""
 
-    def __init__(self, spec: SweepSpec, storage: optuna.storages.BaseStorage, prefix: str) -> None:
+    def __init__(self, plan: SweepPlan, storage: optuna.storages.BaseStorage, prefix: str) -> None:
         self.storage = storage
-        self.limit = spec.trainer.max_failures if spec.trainer is not None else 0
-        self.names = [key.name(prefix) for key in study_keys(spec)]
+        trainer = plan.spec.trainer
+        self.limit = trainer.max_failures if trainer is not None else 0
+        self.names = plan.names(prefix)
 
     def outcomes(self) -> list[FrozenTrial]:
         """Every trial of the sweep that ended with a result or a failure of its own, in the order they ended."""

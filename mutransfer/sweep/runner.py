@@ -21,16 +21,17 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..analysis.drift import PointTrials, best_losses
 from ..errors import EXIT_USAGE, UserError
+from .gates import Gates
 from .interrupts import Interrupts
+from .plan import SweepPlan
 from .provisional import Provisional, ProvisionalAnswer
 from .repeats import EXIT_REPEATED, FailureWatch, RepeatedFailure
 from .search import SearchSpec
 from .spec import SweepSpec
-from .constant_gate import ConstantGate
-from .stopping import Stop, StopRule
+from .stopping import Stop
 from .storage import open_storage
 from .studies import (RECORD_ATTR, RERUN, StudyKey, enqueue_missing, live_trials, load_study, reap_abandoned,
-                      seed_of, study_keys)
+                      seed_of)
 from .worker import SweepOptions, run_worker
 
 __all__ = ["Snapshot", "FinishedTrial", "prepare", "failed_points", "snapshot", "is_finished", "run_sweep"]
@@ -74,11 +75,11 @@ class Snapshot:
         return len(self.finished)
 
 
-def prepare(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseStorage) -> None:
+def prepare(plan: SweepPlan, opts: SweepOptions, storage: optuna.storages.BaseStorage) -> None:
     """Create every study, reap dead local workers' trials and queue the policies' first points: those a failed
     trial holds only with ``opts.retry_failed``, which queues every failed point again (a sampler study replaces
     its failed trials within its budget anyway)."""
-    for key in study_keys(spec):
+    for key in plan.studies:
         study = load_study(storage, key, opts.prefix)
         if opts.record is not None and RECORD_ATTR not in study.user_attrs:
             study.set_user_attr(RECORD_ATTR, opts.record)
@@ -116,7 +117,7 @@ def _finished_trial(trial: FrozenTrial, key: StudyKey, study: str) -> FinishedTr
                          status=str(attrs.get("status") or trial.state.name.lower()), seconds=seconds)
 
 
-def snapshot(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseStorage,
+def snapshot(plan: SweepPlan, opts: SweepOptions, storage: optuna.storages.BaseStorage,
              complete: bool = False, skipped: Callable[[StudyKey], bool] = lambda key: False) -> Snapshot:
     """Finished trials, those running now, and the best loss per (setup, point) so far, as summary.json will
     report it (``analysis.drift.best_losses``; the lowest over a setup's searched keys). Each study counts
@@ -126,7 +127,7 @@ def snapshot(spec: SweepSpec, opts: SweepOptions, storage: optuna.storages.BaseS
     snap = Snapshot()
     finished: list[tuple[datetime.datetime, FinishedTrial]] = []
     curves: dict[tuple[str, SearchSpec], dict[str, list[tuple[float, int, float]]]] = {}
-    for key in study_keys(spec):
+    for key in plan.studies:
         study = load_study(storage, key, opts.prefix)
         held = done = 0
         for t in live_trials(study, tuple(TrialState)):
@@ -185,12 +186,12 @@ def _worker_options(spec: SweepSpec, opts: SweepOptions, index: int) -> SweepOpt
     return opts
 
 
-def _worker_entry(spec: SweepSpec, opts: SweepOptions) -> None:
+def _worker_entry(plan: SweepPlan, opts: SweepOptions) -> None:
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # a sweep started with `&` inherits SIGINT ignored
     try:
         with Interrupts().catching():
-            run_worker(spec, opts)
+            run_worker(plan, opts)
     except KeyboardInterrupt:
         os._exit(130)
     except RepeatedFailure:
@@ -214,25 +215,20 @@ def _stop_workers(procs: list[multiprocessing.process.BaseProcess], grace: float
             proc.join()
 
 
-def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callable[[Snapshot], None]] = None,
+def run_sweep(plan: SweepPlan, opts: SweepOptions, on_progress: Optional[Callable[[Snapshot], None]] = None,
               poll_seconds: float = 1.0) -> None:
     """Prepare the studies and run ``opts.workers`` workers (in this process when there is one)."""
     storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat, check=True)  # once: a database storage
     # rides out an outage call by call, but opening a new one during it would fail
-    prepare(spec, opts, storage)
-    stops = StopRule(spec, storage, opts.prefix)
-    constants = ConstantGate(spec, storage, opts.prefix)
-
-    def skipped(key: StudyKey) -> bool:
-        return stops.skipped(key) or constants.skipped(key)
-
-    answer = ProvisionalAnswer(spec, storage, opts.prefix, skipped)
+    prepare(plan, opts, storage)
+    gates = Gates(plan, storage, opts.prefix)
+    answer = ProvisionalAnswer(plan, storage, opts.prefix, gates.skipped)
 
     def report(complete: bool = False) -> None:
         if on_progress:
-            stops.replay()
-            snap = snapshot(spec, opts, storage, complete, skipped)
-            snap.stops = dict(stops.stops)
+            gates.stops.replay()
+            snap = snapshot(plan, opts, storage, complete, gates.skipped)
+            snap.stops = dict(gates.stops.stops)
             if not complete:
                 snap.provisional = answer.update(snap.done)
             on_progress(snap)
@@ -240,14 +236,14 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callabl
     report()
     if opts.workers == 1:
         try:
-            run_worker(spec, opts, on_event=lambda *_: report())
+            run_worker(plan, opts, on_event=lambda *_: report())
         except RepeatedFailure:
             report()  # the trial that repeated the failure, logged before the stop
             raise
         report(complete=True)
         return
     context = multiprocessing.get_context("spawn")
-    procs = [context.Process(target=_worker_entry, args=(spec, _worker_options(spec, opts, i)), daemon=False)
+    procs = [context.Process(target=_worker_entry, args=(plan, _worker_options(plan.spec, opts, i)), daemon=False)
              for i in range(opts.workers)]
     for proc in procs:
         proc.start()
@@ -261,7 +257,7 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, on_progress: Optional[Callabl
     if EXIT_REPEATED in [proc.exitcode for proc in procs]:
         _stop_workers(procs)
         report()
-        stopped = FailureWatch(spec, storage, opts.prefix).latest()
+        stopped = FailureWatch(plan, storage, opts.prefix).latest()
         if stopped is not None:
             raise stopped
     failed = [proc.exitcode for proc in procs if proc.exitcode not in (0, None)]

@@ -18,7 +18,7 @@ from ..fingerprint import prune_spec, restore_spec
 from ..schema import LR_KEY, TRANSFER_AXES, TrainConfig
 from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES, SearchSpec,
                      base_searches, check_grid, parse_search, search_name)
-from .spec_axes import AXIS_KEYS, COMBINATIONS, combination, int_list, listed_axes, swept_axes
+from .spec_axes import AXIS_KEYS, COMBINATIONS, FIRST_LOOK_WIDTHS, combination, int_list, listed_axes, swept_axes
 from .spec_constants import ConstantsSpec, parse_constants
 from .spec_overrides import SETUP_KEYS, SPEC_KEYS, apply_overrides
 from .trainer_spec import TrainerSpec, check_trainer_spec, parse_trainer, trainer_from_dict
@@ -235,9 +235,7 @@ def _batch_trials(value: Any, setups: list[SetupSpec], model: Optional[dict[str,
 
 def _stop(value: Any, data: dict[str, Any]) -> bool:
     """``stop``: true or false; true needs the looks a width-only sweep of more than ``FIRST_LOOK_WIDTHS`` widths
-    has (``sweep.order``)."""
-    from .order import FIRST_LOOK_WIDTHS
-
+    has (``sweep.plan``)."""
     if value is True and data.get("constants") is not None:
         raise UserError("stop=true cannot stop a sweep that tunes constants: its looks judge the width slope of "
                         "the learning rate alone", "set stop=false")

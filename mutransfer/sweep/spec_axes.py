@@ -10,7 +10,7 @@ from ..errors import UserError
 from ..schema import TRANSFER_AXES, Axis, axis_named
 from .search import spec_number
 
-__all__ = ["COMBINATIONS", "HOLDS", "AXIS_KEYS", "int_list", "axis_list", "batch_axis", "listed_axes",
+__all__ = ["COMBINATIONS", "HOLDS", "AXIS_KEYS", "FIRST_LOOK_WIDTHS", "int_list", "axis_list", "batch_axis", "listed_axes",
            "swept_axes", "combination"]
 
 COMBINATIONS = ("one", "product")
@@ -22,6 +22,9 @@ the steps (the tokens grow with the batch)."""
 AXIS_KEYS: tuple[str, ...] = tuple(key for axis in TRANSFER_AXES
                                    for key in (axis.plural, *(("hold",) if axis.name == "batch" else ())))
 """The spec keys of the axes: each axis's plural, in ``TRANSFER_AXES`` order, and ``hold`` after the batch sizes."""
+FIRST_LOOK_WIDTHS = 3
+"""Widths in a width-only sweep's first tier (``sweep.plan``): the fewest whose optima leave a line a residual, so a
+slope's interval rests on more than two points."""
 
 
 def int_list(where: str, value: Any, positive: bool) -> tuple[int, ...]:

@@ -1,5 +1,5 @@
 """Stopping a setup when its verdict is decided (``stop: true``): at each look (the end of a tier but the last,
-``sweep.order``) the setup's width fit is judged at the look's group-sequential boundary
+``sweep.plan``) the setup's width fit is judged at the look's group-sequential boundary
 (``analysis.sequential``); a setup decided there trains nothing of the later tiers.
 
 Each decision is a function of the trials alone, taken once every study of the tiers up to the look is finished,
@@ -14,15 +14,14 @@ from typing import Any, Optional
 
 import optuna
 
-from ..analysis.sequential import Look, decided_at, looks
+from ..analysis.sequential import Look, decided_at
 from ..analysis.run_files import spec_settings
 from ..analysis.summary import summarize
 from ..analysis.thresholds import Thresholds
 from ..schema import LR_KEY
 from .completion import study_finished
 from .keys import StudyKey
-from .order import Tier, information, tiers
-from .spec import SweepSpec
+from .plan import SweepPlan
 from .studies import load_study
 from .tables import collect
 
@@ -50,51 +49,47 @@ class Stop:
 class StopRule:
     """The looks of a sweep that stops when decided, and the setups stopped so far (none when ``stop`` is off)."""
 
-    def __init__(self, spec: SweepSpec, storage: optuna.storages.BaseStorage, prefix: str,
+    def __init__(self, plan: SweepPlan, storage: optuna.storages.BaseStorage, prefix: str,
                  th: Thresholds = Thresholds()) -> None:
-        self.spec, self.storage, self.prefix, self.th = spec, storage, prefix, th
-        self.tiers: list[Tier] = tiers(spec)
-        self.looks: list[Look] = looks(information(spec)) if spec.stop and len(self.tiers) > 1 else []
+        self.plan, self.storage, self.prefix, self.th = plan, storage, prefix, th
         self.stops: dict[str, Stop] = {}
         self.looked: set[int] = set()
 
     @property
     def enabled(self) -> bool:
-        return bool(self.looks)
+        return bool(self.plan.looks)
 
     def skipped(self, key: StudyKey) -> bool:
         """Whether ``key``'s study lies past the look that stopped its setup."""
         stop = self.stops.get(key.setup)
-        return stop is not None and self._tier_of(key) > stop.look.index
-
-    def _tier_of(self, key: StudyKey) -> int:
-        return next(i for i, tier in enumerate(self.tiers) if key in tier.keys)
+        return stop is not None and self.plan.tier_of(key) > stop.look.index
 
     def look(self, index: int) -> bool:
         """Take look ``index`` (after tier ``index``) once every study up to it is finished; False while one runs.
         A look taken is not taken again."""
-        if index in self.looked or not self.enabled or index >= len(self.looks) - 1:
+        looks = self.plan.looks
+        if index in self.looked or not self.enabled or index >= len(looks) - 1:
             return True
-        keys = [k for tier in self.tiers[:index + 1] for k in tier.keys if not self.skipped(k)]
+        keys = [k for tier in self.plan.tiers[:index + 1] for k in tier.keys if not self.skipped(k)]
         if not all(study_finished(load_study(self.storage, k, self.prefix), k) for k in keys):
             return False
         self.looked.add(index)
-        open_setups = [s.label for s in self.spec.setups if s.label not in self.stops]
-        trials, _ = collect(self.spec, self.storage, self.prefix,
+        open_setups = [s.label for s in self.plan.spec.setups if s.label not in self.stops]
+        trials, _ = collect(self.plan, self.storage, self.prefix,
                             [k for k in keys if k.setup in open_setups and k.search.key == LR_KEY])
         if trials.empty:
             return True
-        summary = summarize(trials, spec_settings(self.spec.as_dict()), self.th)
-        widths = tuple(w for tier in self.tiers[:index + 1] for w in tier.widths())
+        summary = summarize(trials, spec_settings(self.plan.spec.as_dict()), self.th)
+        widths = tuple(w for tier in self.plan.tiers[:index + 1] for w in tier.widths())
         for label, result in summary.setups().items():
-            decided = decided_at(result.judged("width"), self.looks[index], self.th)
+            decided = decided_at(result.judged("width"), looks[index], self.th)
             if decided is not None:
-                self.stops[label] = Stop(label, self.looks[index], len(self.looks), decided, widths)
+                self.stops[label] = Stop(label, looks[index], len(looks), decided, widths)
         return True
 
     def replay(self) -> dict[str, Stop]:
         """Every look whose tiers are finished, in order: the setups stopped (the status and the summary)."""
-        for index in range(len(self.looks) - 1):
+        for index in range(len(self.plan.looks) - 1):
             if not self.look(index):
                 break
         return dict(self.stops)

@@ -1,6 +1,6 @@
 """Optuna bookkeeping for a sweep: study names, the queue of points, who owns a point, abandoned trials.
 
-One study per (setup, searched key, width, seed) (``keys``), named ``<prefix>.<setup>.<key>.w<width>.s<seed>`` (with
+One study per (setup, searched key, point, seed) (``plan``), named ``<prefix>.<setup>.<key>.w<width>.s<seed>`` (with
 ``.d<depth>`` and ``.t<steps>`` before the seed when the spec sweeps depths or horizons), so every machine
 pointing at one storage with the same prefix shares the same studies. Grid points are enqueued (tagged
 ``grid``); the lowest-numbered live trial of a point is its owner, so a point that two workers or two machines
@@ -17,9 +17,9 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from .liveness import is_alive
-from .keys import StudyKey, probe_seeds, study_keys
+from .keys import StudyKey
 
-__all__ = ["StudyKey", "study_keys", "probe_seeds", "seed_of", "load_study", "enqueue_missing", "reap_abandoned",
+__all__ = ["StudyKey", "seed_of", "load_study", "enqueue_missing", "reap_abandoned",
            "reap_orphans", "owner_of", "is_bookkeeping", "live_trials", "prefixed_studies", "LIVE", "RECORD_ATTR",
            "RERUN", "finished_points", "trial_loss"]
 

@@ -10,8 +10,8 @@ from optuna.trial import TrialState
 
 from ..files import CURVE_COLUMNS
 from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis
-from .spec import SweepSpec
-from .studies import StudyKey, live_trials, load_study, seed_of, study_keys
+from .plan import SweepPlan
+from .studies import StudyKey, live_trials, load_study, seed_of
 
 __all__ = ["TRIAL_COLUMNS", "OPTIONAL_COLUMNS", "STATE_STATUS", "collect"]
 
@@ -36,12 +36,13 @@ def _coordinate(key: StudyKey, axis: Axis, attrs: dict[str, Any]) -> Any:
     return attrs.get(axis.column) if value is None else value
 
 
-def collect(spec: SweepSpec, storage: Any, prefix: str,
+def collect(plan: SweepPlan, storage: Any, prefix: str,
             keys: Optional[Sequence[StudyKey]] = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One row per finished trial (bookkeeping entries left out) and one row per recorded curve point, of every
     study or of ``keys``'. A sweep across depth or horizon adds a ``depth`` or ``horizon`` column to the trials,
     one across batch sizes the ``batch_size``, ``tokens`` and ``hold`` columns; its curves are those of the width
     axis (at the base point)."""
+    spec = plan.spec
     axes = [axis for axis in TRANSFER_AXES[1:] if axis.name in spec.swept() or
             (spec.batch_sizes and axis.name == "tokens")]
     axis_columns = [axis.column for axis in axes] + (["hold"] if spec.hold else [])
@@ -51,7 +52,7 @@ def collect(spec: SweepSpec, storage: Any, prefix: str,
                         set(spec.constants.keys if spec.constants is not None else ()))
     rows: list[dict[str, Any]] = []
     curves: list[dict[str, Any]] = []
-    for key in study_keys(spec) if keys is None else keys:
+    for key in plan.studies if keys is None else keys:
         study = load_study(storage, key, prefix)
         for t in live_trials(study, tuple(STATE_STATUS)):
             if key.search.column not in t.params:

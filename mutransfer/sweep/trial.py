@@ -2,38 +2,51 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from ..config import compose, to_dict
 from ..errors import UserError
 from ..fingerprint import EXECUTION_CONFIG_KEYS, EXECUTION_KEYS, sweep_record_of
 from ..schema import LR_KEY, ROLES, TRANSFER_AXES, Config, family_of
-from ..table.constants import check_constants
+from ..table.constants import check_constants, scaled
 from ..train.budget import tokens_read
 from ..table.decay import DECAY_OFF_OVERRIDES
 from .search import OFF_X
 from .spec import Point, SweepSpec
 from .keys import StudyKey
 
-__all__ = ["EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS", "trial_config", "setup_config", "point_overrides", "axis_values",
+__all__ = ["EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS", "Held", "trial_config", "setup_config", "point_overrides", "axis_values",
            "setup_configs", "sweep_record", "auto_trials", "trials_per_batch"]
 
 
+@dataclass(frozen=True)
+class Held:
+    """What a study's trials train at besides their searched value (``sweep.gates``)."""
+
+    lr: Optional[float] = None
+    """The learning rate of a search at the LR optimum; None: the config's."""
+    overrides: tuple[str, ...] = ()
+    """The values a spec's ``constants`` hold the other keys at."""
+    shipped: Optional[Any] = None
+    """A searched constant's shipped value (a number or a rule), which the searched factor scales; None: the
+    searched value is the config value itself."""
+
+
 def trial_config(spec: SweepSpec, key: StudyKey, x: float, extra: tuple[str, ...] = (),
-                 seed: Optional[int] = None, lr: Optional[float] = None, fixed: Sequence[str] = (),
-                 value: Optional[Any] = None) -> Config:
-    """The config one trial trains: setup overrides, spec overrides, then width, seed (the study's, or a noise
-    probe's), the learning rate ``lr`` of a search at the LR optimum, the values a spec's ``constants`` hold the
-    other keys at (``fixed``), and the searched value (``value`` when the caller knows the config value, as for a
-    constant scaled from its shipped value; a decay search's ``OFF_X``: decay off)."""
+                 seed: Optional[int] = None, held: Held = Held()) -> Config:
+    """The config one trial trains: setup overrides, spec overrides, then the point, the seed (the study's, or a
+    noise probe's), what ``held`` holds, and the searched value (a decay search's ``OFF_X``: decay off)."""
     setup = next(s for s in spec.setups if s.label == key.setup)
     seed = key.seed if seed is None else seed
+    value = key.search.value(x) if held.shipped is None else scaled(held.shipped, x)
     searched = (list(DECAY_OFF_OVERRIDES) if x == OFF_X else
-                [f"{key.search.key}={key.search.value(x)!r}" if value is None else f"{key.search.key}={value}"])
+                [f"{key.search.key}={value!r}" if held.shipped is None else f"{key.search.key}={value}"])
     return setup_config(spec, setup.label, [*setup.overrides, *spec.overrides, *point_overrides(key.point),
-                                            f"train.seed={seed}", *([f"{LR_KEY}={lr!r}"] if lr is not None else []),
-                                            *fixed, *searched, *extra])
+                                            f"train.seed={seed}",
+                                            *([f"{LR_KEY}={held.lr!r}"] if held.lr is not None else []),
+                                            *held.overrides, *searched, *extra])
 
 
 def setup_config(spec: SweepSpec, label: str, overrides: list[str]) -> Config:

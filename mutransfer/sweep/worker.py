@@ -1,12 +1,12 @@
-"""One sweep worker: walk the studies in the sweep's order (``sweep.order``: tiers, cheapest first, each tier's
+"""One sweep worker: walk the plan's studies in its order (``sweep.plan``: tiers, cheapest first, each tier's
 brackets before its refinements and noise probes), claim the points their policies say to train next, train
 them (up to ``batch_trials`` learning rates stacked as one model) and tell Optuna the results.
 
 The worker's loop only claims, trains and tells; each other job is an object of its own: ``Claimer`` (which
-value a trial trains, one trial per point), ``StageGate`` (a search at the learning-rate optimum waits for it),
-``Reaper`` (dead workers' trials), ``StopRule`` (a setup decided at a look), ``Heartbeat`` (database storages),
-a ``TrialTrainer`` (what trains), ``record_result``/``record_failure`` (what Optuna is told) and ``FailureWatch``
-(the same failure repeated stops the sweep)."""
+value a trial trains, one trial per point), ``Gates`` (what a study waits for, whether it trains, what it is held
+at), ``Reaper`` (dead workers' trials), ``Heartbeat`` (database storages), a ``TrialTrainer`` (what trains),
+``record_result``/``record_failure`` (what Optuna is told) and ``FailureWatch`` (the same failure repeated stops
+the sweep)."""
 
 from __future__ import annotations
 
@@ -26,16 +26,15 @@ from .heartbeat import Heartbeat
 from .interrupts import held
 from .outcomes import CURVE_POINTS, record_failure, record_interrupted, record_result
 from .policy import SearchPolicy
-from .order import COARSE, PHASES, Tier
+from .gates import Gates
+from .plan import COARSE, PHASES, SweepPlan, Tier
 from .reaper import Reaper
 from .repeats import FailureWatch, RepeatedFailure
 from .setup_labels import setup_names
 from .spec import SweepSpec
-from .stage_gate import STAGE_POLL, StageGate
-from .constant_gate import ConstantGate
-from .stopping import StopRule
+from .stage_gate import STAGE_POLL
 from .storage import open_storage
-from .studies import StudyKey, enqueue_missing, finished_points, live_trials, load_study, study_keys
+from .studies import StudyKey, enqueue_missing, finished_points, live_trials, load_study
 from .trainer import InProcessTrainer, TrialRun, TrialTrainer
 from .trial import trial_config
 
@@ -80,19 +79,17 @@ class SweepOptions:
 class Worker:
     """Claims, trains and tells until every study has its budget; the policies decide what to train."""
 
-    def __init__(self, spec: SweepSpec, opts: SweepOptions, on_event: Optional[EventCallback] = None,
+    def __init__(self, plan: SweepPlan, opts: SweepOptions, on_event: Optional[EventCallback] = None,
                  trainer: Optional[TrialTrainer] = None) -> None:
-        self.spec, self.opts, self.on_event = spec, opts, on_event
+        self.plan, self.spec, self.opts, self.on_event = plan, plan.spec, opts, on_event
         self.storage = open_storage(opts.storage, opts.run_dir, opts.heartbeat)
         self.extra = tuple(x for x in (f"train.threads={opts.threads}" if opts.threads else "",
                                        f"train.device={opts.device}" if opts.device else "") if x)
-        self.claimer = Claimer(spec, self.extra)
-        self.gate = StageGate(spec, self.storage, opts.prefix)
+        self.claimer = Claimer(self.spec, self.extra)
+        self.gates = Gates(plan, self.storage, opts.prefix)
         self.reaper = Reaper(self.storage)
-        self.stops = StopRule(spec, self.storage, opts.prefix)
-        self.constants = ConstantGate(spec, self.storage, opts.prefix)
-        self.repeats = FailureWatch(spec, self.storage, opts.prefix)
-        self.trainer = trainer or _trainer_for(spec, opts)
+        self.repeats = FailureWatch(plan, self.storage, opts.prefix)
+        self.trainer = trainer or _trainer_for(self.spec, opts)
 
     def run(self) -> None:
         with warnings.catch_warnings():
@@ -101,31 +98,31 @@ class Worker:
             self._run()
 
     def _run(self) -> None:
-        keys = study_keys(self.spec)
         while True:
             waiting = False
-            for index, tier in enumerate(self.stops.tiers):
+            for index, tier in enumerate(self.plan.tiers):
                 waiting = self._train_tier(tier) or waiting
-                if not self.stops.look(index):
+                if not self.gates.stops.look(index):
                     waiting = True  # another worker still trains this tier: its look decides what follows
                     break
             if waiting:
                 time.sleep(STAGE_POLL)
                 continue
-            if not self.reaper.others_running([k for k in keys if not self.skipped(k)], self._study):
+            if not self.reaper.others_running([k for k in self.plan.studies if not self.gates.skipped(k)],
+                                              self._study):
                 return
             time.sleep(self.opts.heartbeat)
 
     def _train_tier(self, tier: Tier) -> bool:
-        """Train what the tier's studies ask for, brackets first (``sweep.order``); True when a study waited for
+        """Train what the tier's studies ask for, brackets first (``sweep.plan``); True when a study waited for
         others still training (here or in another worker): the learning-rate optimum it trains at, or the stages
         of a spec's ``constants`` before it."""
         waiting = False
         for phase in PHASES:
             for key in tier.keys:
-                if self.skipped(key):
+                if self.gates.skipped(key):
                     continue
-                if not self.gate.ready(key) or not self.constants.ready(key):
+                if not self.gates.ready(key):
                     waiting = True
                     continue
                 study, policy = self._study(key), key.policy()
@@ -134,10 +131,6 @@ class Worker:
                 elif phase == COARSE:
                     self._sample(study, key, policy)
         return waiting
-
-    def skipped(self, key: StudyKey) -> bool:
-        """A study not trained: its setup stopped when decided, or a re-check of a constant that does not matter."""
-        return self.stops.skipped(key) or self.constants.skipped(key)
 
     def _study(self, key: StudyKey) -> optuna.Study:
         return load_study(self.storage, key, self.opts.prefix)
@@ -224,11 +217,8 @@ class Worker:
         """Train trials of one seed (one ordinary model, or several stacked) and tell each its result; after a
         failure, raise ``RepeatedFailure`` when the sweep's last trials all failed the same way."""
         trials = [trial for trial, _ in claimed]
-        fixed = self.constants.overrides(key)
-        constant = self.spec.constants is not None and key.search.key in self.spec.constants.keys
-        cfgs = [trial_config(self.spec, key, x, self.extra, trial.user_attrs["seed"], self.gate.lr(key), fixed,
-                             self.constants.value(key.setup, key.search.key, x) if constant else None)
-                for trial, x in claimed]
+        held = self.gates.held(key)
+        cfgs = [trial_config(self.spec, key, x, self.extra, trial.user_attrs["seed"], held) for trial, x in claimed]
         for trial, cfg in zip(trials, cfgs):
             for name, value in (*setup_names(self.spec, key.setup, cfg),
                                 ("lr", cfg.optimizer.lr), ("batch_trials", len(trials))):
@@ -274,6 +264,6 @@ def _trainer_for(spec: SweepSpec, opts: SweepOptions) -> TrialTrainer:
     return InProcessTrainer(spec, opts.run_dir)
 
 
-def run_worker(spec: SweepSpec, opts: SweepOptions, on_event: Optional[EventCallback] = None) -> None:
+def run_worker(plan: SweepPlan, opts: SweepOptions, on_event: Optional[EventCallback] = None) -> None:
     """One worker: train queued/sampled trials of every study until the sweep is complete."""
-    Worker(spec, opts, on_event).run()
+    Worker(plan, opts, on_event).run()

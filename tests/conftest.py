@@ -4,13 +4,14 @@ test server's URL, and the tally of what a fault cost."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import sys
 import sysconfig
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Hashable, Iterable
+from typing import Any, Callable, Hashable, Iterable
 
 import pandas as pd
 import pytest
@@ -172,3 +173,20 @@ def pytest_configure(config: pytest.Config) -> None:
     """No test may reach the network: Hugging Face's hub client raises instead of downloading (in this process
     and the ones it starts)."""
     os.environ["HF_HUB_OFFLINE"] = "1"
+
+
+def differences(a: Any, b: Any, rel_tol: float = 1e-9, path: str = "") -> list[str]:
+    """Where two documents differ: keys present in one only, or floats further apart than ``rel_tol`` (numpy and
+    BLAS builds differ in the last bits of a regression's sums, so exact equality would test the build)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        found = [f"{path}/{k}: only in one" for k in sorted(a.keys() ^ b.keys(), key=str)]
+        shared = sorted(a.keys() & b.keys(), key=str)
+        return found + [d for k in shared for d in differences(a[k], b[k], rel_tol, f"{path}/{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} items != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, rel_tol, f"{path}[{i}]")]
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        same = a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=rel_tol, abs_tol=1e-12)
+        return [] if same else [f"{path}: {a!r} != {b!r}"]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]

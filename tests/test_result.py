@@ -4,13 +4,13 @@ today, the current layout round-trips, a newer layout is refused, and points kee
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mutransfer.analysis.result import SUMMARY_VERSION, Summary, point_key, point_value
+from mutransfer.analysis.result import SUMMARY_VERSION, Summary
+from conftest import differences
 from mutransfer.analysis.summary import summarize_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,23 +20,6 @@ BASELINES = Path(__file__).parent / "baselines"
 def normalised(document: dict[str, Any]) -> Any:
     """As JSON reads it back (tuples as lists, keys as text)."""
     return json.loads(json.dumps(document))
-
-
-def differences(a: Any, b: Any, rel_tol: float = 1e-9, path: str = "") -> list[str]:
-    """Where two documents differ: keys present in one only, or floats further apart than ``rel_tol`` (numpy and
-    BLAS builds differ in the last bits of a regression's sums, so exact equality would test the build)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        found = [f"{path}/{k}: only in one" for k in sorted(a.keys() ^ b.keys(), key=str)]
-        shared = sorted(a.keys() & b.keys(), key=str)
-        return found + [d for k in shared for d in differences(a[k], b[k], rel_tol, f"{path}/{k}")]
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return [f"{path}: {len(a)} items != {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, rel_tol, f"{path}[{i}]")]
-    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
-        same = a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=rel_tol, abs_tol=1e-12)
-        return [] if same else [f"{path}: {a!r} != {b!r}"]
-    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
 
 
 def close(a: Any, b: Any) -> bool:

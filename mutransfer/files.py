@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
 from . import __version__
 from .errors import UserError, write_failure
+from .words import Word
 
 __all__ = [
     "file_sha256",
@@ -173,7 +174,7 @@ def at_statistic_precision(data: Any) -> Any:
 
 def dump_yaml(data: Any) -> str:
     """YAML a person reads: Unicode kept as written (``±``, ``σ``); floats as their shortest exact repr, read
-    back as floats under YAML 1.1 too (PyYAML reads ``1e-08`` as a string)."""
+    back as floats under YAML 1.1 too (PyYAML reads ``1e-08`` as a string); a ``Word`` as its text."""
     import yaml
 
     class Dumper(yaml.SafeDumper):
@@ -188,7 +189,11 @@ def dump_yaml(data: Any) -> str:
             return dumper.represent_float(value)
         return dumper.represent_scalar("tag:yaml.org,2002:float", text)
 
+    def represent_word(dumper: yaml.SafeDumper, value: Word) -> Any:
+        return dumper.represent_str(value.value)
+
     Dumper.add_representer(float, represent_float)
+    Dumper.add_multi_representer(Word, represent_word)
     return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True)
 
 

@@ -246,6 +246,7 @@ def test_summary_without_a_depth_column_keeps_its_layout_and_with_one_fits_each_
     assert across.slope_ci[0] < -1.0 < across.slope_ci[1]
 
 
+@pytest.mark.slow
 def test_a_sweep_across_depth_measures_the_depth_slope_and_transfer_uses_it(runner, tmp_path: Path,  # noqa: ANN001
                                                                            text_file: Path) -> None:
     import json

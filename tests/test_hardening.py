@@ -203,6 +203,7 @@ def test_a_journal_damaged_before_its_end_is_refused_untouched(tmp_path: Path, t
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
+@pytest.mark.slow
 def test_a_full_disk_fails_in_one_line_and_leaves_the_previous_outputs_intact(tmp_path: Path, text_file: Path,
                                                                              fault_tally: FaultTally) -> None:
     """RLIMIT_FSIZE stands in for a full disk: every write past 1 KB fails with EFBIG, as ENOSPC would."""

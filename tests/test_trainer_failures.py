@@ -79,6 +79,7 @@ def test_only_the_words_that_name_a_script_are_checked() -> None:
     assert script_words(["python", "-m", "pkg.main.py", "data.bin"]) == []
 
 
+@pytest.mark.slow
 def test_the_same_failure_repeated_stops_the_sweep_and_every_process(tmp_path: Path) -> None:
     spec = _spec(tmp_path)
     (tmp_path / "hang").touch()

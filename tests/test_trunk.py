@@ -88,6 +88,7 @@ def horizon_spec(tmp_path: Path, text_file: Path, **extra: Any) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_horizon_sweep_branches_off_trunks_and_computes_what_from_scratch_does(runner, tmp_path: Path,  # noqa: ANN001
                                                                                  text_file: Path) -> None:
     spec = horizon_spec(tmp_path, text_file)

@@ -86,6 +86,7 @@ def test_the_decay_is_searched_at_each_points_lr_optimum(runner: CliRunner, stag
     assert len(pd.read_csv(out / "trials.csv")) == len(trials)
 
 
+@pytest.mark.slow
 def test_transfer_and_verify_carry_the_searched_decay(runner: CliRunner, staged_run: tuple[Path, Path],
                                                       tmp_path: Path) -> None:
     """``transfer`` writes the decay predicted at the target with its range and rule, in the config and per

@@ -256,6 +256,7 @@ def test_ctrl_c_requeues_the_running_trial_and_a_rerun_finishes_without_duplicat
     assert len(done) == 5 and set(done["status"]) <= {"ok", "diverged"} and done["log2_lr"].is_unique
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_leaves_no_trainer_running_and_resumes_without_duplicates(tmp_path: Path) -> None:
     spec = _spec(tmp_path, {"blocked": {"overrides": [], "trainer": {"args": ["--mode", "blocked"]}}})
     (tmp_path / "block").touch()

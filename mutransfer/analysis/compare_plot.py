@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import LR_KEY
+from ..words import TrialStatus
 from .figure_kit import BOWL_OCTAVES, finish_panel, grid_curve, interval_bars, mark_at_top, point_colors, pyplot
 from .layout import fit_title
 from .result import PointResult, Summary, point_key, point_value
@@ -176,7 +177,7 @@ def _compare_range(parts: Sequence[pd.DataFrame], rows: pd.DataFrame) -> tuple[f
     """The loss axis of a comparison's top panel: both runs' curves within ``BOWL_OCTAVES`` of their optima."""
     lows, highs = [], []
     for part, side in zip(parts, ("a", "b")):
-        ok = part[part["status"] == "ok"]
+        ok = part[part["status"] == TrialStatus.OK]
         for width, one in ok.groupby("width"):
             centre = rows[rows["width"] == width][f"x_{side}"]
             near = one[(one["x"] - float(centre.iloc[0])).abs() <= BOWL_OCTAVES + 1e-9] if len(centre) else one

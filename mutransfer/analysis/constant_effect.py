@@ -11,12 +11,13 @@ import numpy as np
 import pandas as pd
 
 from ..defaults import EFFECT_MARGIN
+from ..words import Effect
 from .result import AxisFit, ConstantEffect
 from .stats import welch_difference
 
 __all__ = ["CONSTANT_EFFECTS", "DEFAULT_EFFECT_MARGIN", "constant_effect", "add_constant_effects"]
 
-CONSTANT_EFFECTS = ("matters", "no effect", "unmeasured")
+CONSTANT_EFFECTS = tuple(Effect)
 """``matters``: the best factor's loss is below factor 1's by more than the margin, beyond the seeds' noise (the
 gain's interval lies wholly above the margin); ``no effect``: it is not; ``unmeasured``: fewer than two seeds on a
 side, so the noise is unknown."""
@@ -31,13 +32,13 @@ def constant_effect(best_loss: Optional[float], seed_best_losses: Sequence[float
     at_one = at_one[np.isfinite(at_one)]
     seeds = [float(v) for v in at_one]
     if best_loss is None or not len(at_one):
-        return ConstantEffect(float(np.mean(at_one)) if len(at_one) else None, seeds, None, None, "unmeasured")
+        return ConstantEffect(float(np.mean(at_one)) if len(at_one) else None, seeds, None, None, Effect.UNMEASURED)
     one = float(np.mean(at_one))
     gain = one - float(best_loss)
     ci = welch_difference(np.asarray(seed_best_losses, dtype=float), at_one, gain)
     if ci is None:
-        return ConstantEffect(one, seeds, gain, None, "unmeasured")
-    verdict = "matters" if ci[0] > margin else "no effect"
+        return ConstantEffect(one, seeds, gain, None, Effect.UNMEASURED)
+    verdict = Effect.MATTERS if ci[0] > margin else Effect.NO_EFFECT
     return ConstantEffect(one, seeds, gain, (float(ci[0]), float(ci[1])), verdict)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import LR_COLUMN, LR_KEY
+from ..words import TrialStatus
 from .figure_kit import finish_panel, judged_fit, point_colors
 from .layout import fit_title, grid_of_panels, panel_name
 from .result import AxisFit, PointResult, SetupResult, point_value
@@ -90,7 +91,7 @@ def curves_figure(runs: Sequence[CurveRun]) -> Any:
 def _panel(ax: Any, trials: pd.DataFrame, curves: pd.DataFrame, setup: str, fit: Optional[AxisFit],
            name: str) -> None:
     """One setup's curves: per width the chosen learning rate's mean curve, labelled with it and η*."""
-    rows = trials[(trials["search_key"] == LR_KEY) & (trials["status"] == "ok") & (trials["setup"] == setup)]
+    rows = trials[(trials["search_key"] == LR_KEY) & (trials["status"] == TrialStatus.OK) & (trials["setup"] == setup)]
     mine = curves[(curves["setup"] == setup) & (curves["search_key"] == LR_KEY)]
     chosen: dict[Any, tuple[ChosenLR, pd.DataFrame]] = {}
     for width, part in rows.groupby("width"):

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import axis_named
+from ..words import TrialStatus, Verdict
 from .bowl import Asymmetry, pooled_asymmetry
 from .failures import past_finished, unresolved_failures
 from .result import AxisFit, PointResult, PointValue, point_value
@@ -37,7 +38,7 @@ __all__ = ["drift", "verdict", "pool", "analyze", "analyze_setup", "SearchSettin
            "PointTrials", "setup_optima", "best_losses", "common_se", "seed_correlation", "lack_of_fit_reason",
            "undecided"]
 
-VERDICTS = ("transfers", "drifts", "inconclusive")
+VERDICTS = tuple(Verdict)
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,10 @@ def verdict(ci90: tuple[float, float], kind: str, th: Thresholds = Thresholds())
     ``transfers`` needs measured seed noise and the 90 % interval inside the margin; ``drifts`` the 90 % interval
     wholly beyond it."""
     if kind == CONFIDENCE and -th.transfer_slope <= ci90[0] and ci90[1] <= th.transfer_slope:
-        return "transfers"
+        return Verdict.TRANSFERS
     if ci90[0] > th.transfer_slope or ci90[1] < -th.transfer_slope:
-        return "drifts"
-    return "inconclusive"
+        return Verdict.DRIFTS
+    return Verdict.INCONCLUSIVE
 
 
 def undecided(ci90: tuple[float, float], th: Thresholds, kind: str, plural: str) -> tuple[str, str]:
@@ -107,7 +108,7 @@ def drift(optima: Sequence[Optimum], th: Thresholds = Thresholds(), missing: Seq
     used = [o for o in optima if o.measured]
     kind = CONFIDENCE if used and all(o.ci_kind == CONFIDENCE for o in used) else RESOLUTION
     dof = min((o.dof for o in used if o.dof), default=None) if kind == CONFIDENCE else None
-    result = AxisFit(axis=axis, verdict="inconclusive", ci_kind=kind, dof=dof, used=[o.point for o in used])
+    result = AxisFit(axis=axis, verdict=Verdict.INCONCLUSIVE, ci_kind=kind, dof=dof, used=[o.point for o in used])
     fit = _fit_line(result, used) if len(used) >= 2 else None
     blockers = _blockers(optima, missing, plural)
     if blockers:
@@ -119,7 +120,7 @@ def drift(optima: Sequence[Optimum], th: Thresholds = Thresholds(), missing: Seq
     else:
         assert result.slope_ci90 is not None
         result.verdict = verdict(result.slope_ci90, kind, th)
-        if result.verdict == "inconclusive":
+        if result.verdict == Verdict.INCONCLUSIVE:
             result.reason, result.fix = undecided(result.slope_ci90, th, kind, plural)
     return result
 
@@ -212,8 +213,9 @@ class PointTrials:
     def of(cls, rows: pd.DataFrame) -> "PointTrials":
         """From rows with columns ``x, seed, loss, status``."""
         status = rows["status"].to_numpy()
-        return cls(rows["x"].to_numpy(float), rows["seed"].to_numpy(), rows["loss"].to_numpy(float), status == "ok",
-                   status == "diverged")
+        return cls(rows["x"].to_numpy(float), rows["seed"].to_numpy(), rows["loss"].to_numpy(float),
+                   status == TrialStatus.OK,
+                   status == TrialStatus.DIVERGED)
 
 
 def setup_optima(points: Mapping[Any, PointTrials], step: float, halfwidth: float,
@@ -263,7 +265,7 @@ def analyze_setup(rows: pd.DataFrame, settings: SearchSettings, th: Thresholds =
             result = found[point].result(added)
             fit.points[point] = replace(result, failed=failed, flags=result.flags + past_finished(part, result.x_star))
         else:
-            flag = "all_diverged" if (part["status"] == "diverged").all() else "all_failed"
+            flag = "all_diverged" if (part["status"] == TrialStatus.DIVERGED).all() else "all_failed"
             fit.points[point] = PointResult(point=point, x_star=None, ci=None, flags=[flag], added=added,
                                             failed=failed)
     return fit

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from ..words import TrialStatus
+
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["FINISHED", "PAST_FINISHED", "unresolved_failures", "past_finished", "AllFailed", "all_failed"]
 
-FINISHED = ("ok", "diverged", "pruned")
+FINISHED = (TrialStatus.OK, TrialStatus.DIVERGED, TrialStatus.PRUNED)
 """Statuses of trials that ended with a loss or a bound."""
 PAST_FINISHED = "past_finished"
 """The flag of an optimum beyond the last finished value on the side where trials failed (``:high`` or ``:low``):
@@ -30,7 +32,7 @@ def _failed_values(rows: pd.DataFrame) -> list[float]:
             if status in FINISHED}
     failed = {(round(float(x), _DIGITS), seed): float(x) for x, seed, status in zip(rows["x"], rows["seed"],
                                                                                     rows["status"])
-              if status == "failed"}
+              if status == TrialStatus.FAILED}
     return [x for pair, x in failed.items() if pair not in done]
 
 
@@ -78,7 +80,7 @@ def all_failed(trials_csv: Path) -> Optional[AllFailed]:
     except (OSError, csv.Error):
         return None
     statuses = [row.get("status") for row in rows]
-    failed = [row.get("message") or "no message recorded" for row in rows if row.get("status") == "failed"]
+    failed = [row.get("message") or "no message recorded" for row in rows if row.get("status") == TrialStatus.FAILED]
     if not failed or any(status in FINISHED for status in statuses):
         return None
     message, count = Counter(failed).most_common(1)[0]

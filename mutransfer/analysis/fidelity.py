@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..words import TrialStatus
 from .bowl import UNMEASURED, Asymmetry, pooled_asymmetry
 from .optimum import Optimum, fit_halfwidth, optimum_of_arrays, width_asymmetry
 from .thresholds import Thresholds
@@ -124,7 +125,7 @@ def measure_fidelity(width: int, x: np.ndarray, seed: np.ndarray, loss: np.ndarr
     """The optimum at the target, the prediction's error and its regret (module docstring); the grid is the
     lattice of multiples of ``step``. The vertex is fitted at the bowl's asymmetry measured at the target, or,
     where its grid cannot measure it (an optimum near the grid's edge), at the sweep's (``swept``)."""
-    ok, diverged = status == "ok", status == "diverged"
+    ok, diverged = status == TrialStatus.OK, status == TrialStatus.DIVERGED
     good = ok & np.isfinite(loss)
     keep = on_lattice(x, step)
     halfwidth = fit_halfwidth(step, True, th)

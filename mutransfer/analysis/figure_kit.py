@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..files import atomic_path
+from ..words import TrialStatus
 from .bowl import Vertex, bowl_loss
 from .colors import ordered_colors
 from .result import AxisFit, PointResult, SetupResult
@@ -221,7 +222,7 @@ def grid_curve(rows: pd.DataFrame, opt: Optional[PointResult]) -> pd.DataFrame:
     """One point's tidy rows as the line a figure draws: the mean ok loss per searched value over the seeds that
     trained the grid (the analysis's ``grid_seeds``: the noise probes train the fit window only); over every seed
     where the point has no result."""
-    ok = rows[rows["status"] == "ok"]
+    ok = rows[rows["status"] == TrialStatus.OK]
     if opt is not None and opt.grid_seeds:
         ok = ok[ok["seed"].isin(opt.grid_seeds)]
     return ok.groupby("x")["loss"].mean().reset_index()

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import axis_named
+from ..words import TrialStatus, Verdict
 from .censored import censored_fit
 from .drift import PointTrials, SearchSettings, common_se, lack_of_fit_reason, setup_optima, undecided, verdict
 from .optimum import CONFIDENCE, RESOLUTION, Optimum, fit_halfwidth
@@ -200,18 +201,18 @@ def judge_law(law: Law, th: Thresholds = Thresholds()) -> None:
     for name in law.axes:
         plural = axis_named(name).plural
         if law.fails_lack_of_fit and law.lack_of_fit is not None:
-            law.verdicts[name] = Judgement("inconclusive", lack_of_fit_reason(
+            law.verdicts[name] = Judgement(Verdict.INCONCLUSIVE, lack_of_fit_reason(
                 "the points lie off the law", law.between_sd or 0.0, law.lack_of_fit),
                 "look at the curves (mutransfer plot) for a point whose optimum is off, or add points on every axis")
         elif law.contradicted:
             where = ", ".join(" ".join(f"{k}={v:g}" for k, v in at.items()) for at in law.contradicted[:3])
             law.verdicts[name] = Judgement(
-                "inconclusive", f"the optimum at the grid's edge at {where} lies beyond the law's range there",
+                Verdict.INCONCLUSIVE, f"the optimum at the grid's edge at {where} lies beyond the law's range there",
                 f"extend the LR grid at {where} past its edge, so that optimum is measured")
         else:
             ci90 = law.slope_ci90[name]
             judged = verdict(ci90, law.ci_kind, th)
-            reason, fix = ("", "") if judged != "inconclusive" else undecided(ci90, th, law.ci_kind, plural)
+            reason, fix = ("", "") if judged != Verdict.INCONCLUSIVE else undecided(ci90, th, law.ci_kind, plural)
             law.verdicts[name] = Judgement(judged, reason, fix)
 
 
@@ -224,7 +225,7 @@ def _law_points(groups: Sequence[tuple[Any, pd.DataFrame]], axes: list[str], opt
         if index in found:
             result = found[index].result()
         else:
-            flag = "all_diverged" if (part["status"] == "diverged").all() else "all_failed"
+            flag = "all_diverged" if (part["status"] == TrialStatus.DIVERGED).all() else "all_failed"
             result = PointResult(point=index, x_star=None, ci=None, flags=[flag])
         points.append(LawPoint(at, result))
     return points

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional
 
+from ..words import Verdict
 from .point_result import PointResult, PointValue, json_copy, json_interval, json_ready, point_value
 
 __all__ = ["LawPoint", "Judgement", "Law"]
@@ -31,7 +32,7 @@ class LawPoint:
 class Judgement:
     """A verdict with why it stands and what would change it."""
 
-    verdict: str
+    verdict: Verdict
     reason: str = ""
     fix: str = ""
 
@@ -40,7 +41,8 @@ class Judgement:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Judgement":
-        return cls(str(data.get("verdict", "inconclusive")), str(data.get("reason") or ""), str(data.get("fix") or ""))
+        return cls(Verdict(data.get("verdict", Verdict.INCONCLUSIVE)), str(data.get("reason") or ""),
+                   str(data.get("fix") or ""))
 
 
 @dataclass

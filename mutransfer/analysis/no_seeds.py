@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from ..words import Verdict
 from .result import AxisFit, Judgement, Noise, PointResult, SetupResult
 from .stats import Z95
 
@@ -66,14 +67,14 @@ def _scatter(setup: SetupResult) -> float:
 
 
 UNCALIBRATED = Judgement(
-    "inconclusive", "one run per point and LR (no seeds) and too few points to measure the seeds' shift from the "
+    Verdict.INCONCLUSIVE, "one run per point and LR (no seeds) and too few points to measure the seeds' shift from the "
     f"law's residuals (fewer than {MIN_RESIDUAL_DOF} residual degrees of freedom): the intervals are uncalibrated",
     "import a table with a seed column, or with more points (sizes, budgets, batches)")
 """The verdict every fit of an uncalibrated table without seeds gets."""
 
 
 def _undecided(fit: AxisFit) -> None:
-    if fit.verdict != "inconclusive":
+    if fit.verdict != Verdict.INCONCLUSIVE:
         fit.verdict, fit.reason, fit.fix = UNCALIBRATED.verdict, UNCALIBRATED.reason, UNCALIBRATED.fix
 
 
@@ -94,7 +95,7 @@ def no_seed_noise(setups: dict[str, SetupResult]) -> Noise:
             for fit in setup.axes.values():
                 _undecided(fit)
             if setup.law is not None:
-                setup.law.verdicts = {name: UNCALIBRATED if judged.verdict != "inconclusive" else judged
+                setup.law.verdicts = {name: UNCALIBRATED if judged.verdict != Verdict.INCONCLUSIVE else judged
                                       for name, judged in setup.law.verdicts.items()}
             _undecided_setup(setup)
     fewest: Optional[int] = min(dofs) if dofs else None
@@ -105,7 +106,7 @@ def no_seed_noise(setups: dict[str, SetupResult]) -> Noise:
 
 
 def _undecided_setup(setup: SetupResult) -> None:
-    if setup.verdict != "inconclusive":
+    if setup.verdict != Verdict.INCONCLUSIVE:
         setup.verdict, setup.reason, setup.fix = UNCALIBRATED.verdict, UNCALIBRATED.reason, UNCALIBRATED.fix
 
 

@@ -38,6 +38,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..words import TrialStatus
 from .result import PointResult
 from .bowl import ASYMMETRY_BOUNDS, SYMMETRIC, Asymmetry, Vertex, asymmetry, vertex
 from .stats import Z95, t_quantile
@@ -357,4 +358,5 @@ def optimum(table: pd.DataFrame, point: float, step: float, th: Thresholds = Thr
     fit window's half-width (default: ``step``)."""
     status = table["status"].to_numpy()
     return optimum_of_arrays(point, table["x"].to_numpy(float), table["seed"].to_numpy(), table["loss"].to_numpy(float),
-                             status == "ok", status == "diverged", step, step if halfwidth is None else halfwidth, th)
+                             status == TrialStatus.OK, status == TrialStatus.DIVERGED, step,
+                             step if halfwidth is None else halfwidth, th)

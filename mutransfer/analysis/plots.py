@@ -13,6 +13,7 @@ import pandas as pd
 from ..schema import LR_KEY
 from ..table.constants import constant_keys
 from ..table.decay import DECAY_SYMBOLS
+from ..words import TrialStatus
 from .curves_plot import curves_figure
 from .drift_plot import DRIFT_PANEL, DRIFT_WIDTH, drift_figure
 from .figure_kit import (BOWL_OCTAVES, FITTED_BOWL, finish_panel, fitted_bowl, grid_curve, interval_bars, judged_fit,
@@ -50,7 +51,7 @@ def _bowl_range(panels: Sequence[tuple[pd.DataFrame, Optional[AxisFit]]]) -> tup
     lows, highs = [], []
     for rows, fit in panels:
         for point, part in rows.groupby("point"):
-            ok = part[part["status"] == "ok"]
+            ok = part[part["status"] == TrialStatus.OK]
             if ok.empty:
                 continue
             opt = _point(fit, point)
@@ -117,8 +118,8 @@ def transfer_figure(runs: Sequence[Run], axis: str = "width", symbol: str = "LR"
                     label=f"{axis} {point_key(point_value(point))}")
             _spread(ax, part, color)
             above = line[line["loss"] > top]["x"].tolist()
-            finite = set(np.round(part[part["status"] == "ok"]["x"], 9))
-            div = [x for x in part[part["status"] == "diverged"]["x"].unique() if round(x, 9) not in finite]
+            finite = set(np.round(part[part["status"] == TrialStatus.OK]["x"], 9))
+            div = [x for x in part[part["status"] == TrialStatus.DIVERGED]["x"].unique() if round(x, 9) not in finite]
             mark_at_top(ax, above, top, "^", color)
             mark_at_top(ax, div, top, "x", color)
             if opt is not None and opt.x_star is not None:
@@ -140,7 +141,7 @@ def transfer_figure(runs: Sequence[Run], axis: str = "width", symbol: str = "LR"
 
 def _spread(ax: Any, part: pd.DataFrame, color: Any) -> None:
     """The seeds' spread, shaded, where several seeds trained a point."""
-    ok = part[part["status"] == "ok"]
+    ok = part[part["status"] == TrialStatus.OK]
     if ok["seed"].nunique() > 1:
         spread = ok.groupby("x")["loss"].agg(["min", "max", "count"]).reset_index()
         spread = spread[spread["count"] > 1]

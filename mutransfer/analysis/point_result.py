@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional
 
+from ..words import Effect
+
 __all__ = ["PointValue", "point_key", "point_value", "DecayEffect", "ConstantEffect", "PointResult", "measured_point",
            "json_interval", "json_ready", "json_copy"]
 
@@ -91,7 +93,7 @@ class ConstantEffect:
     at_one_seeds: list[float]
     gain: Optional[float]
     gain_ci: Optional[tuple[float, float]]
-    verdict: str
+    verdict: Effect
 
     def to_json(self) -> dict[str, Any]:
         return json_ready({"at_one": self.at_one, "at_one_seeds": self.at_one_seeds, "gain": self.gain,
@@ -100,7 +102,8 @@ class ConstantEffect:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ConstantEffect":
         return cls(at_one=data.get("at_one"), at_one_seeds=list(data.get("at_one_seeds") or []),
-                   gain=data.get("gain"), gain_ci=json_interval(data.get("gain_ci")), verdict=str(data.get("verdict")))
+                   gain=data.get("gain"), gain_ci=json_interval(data.get("gain_ci")),
+                   verdict=Effect(data.get("verdict") or Effect.UNMEASURED))
 
 
 @dataclass

@@ -23,6 +23,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ..words import Verdict
 from .law import evaluate_law
 from .stats import quantile
 from .result import AxisFit, Law, SetupResult
@@ -162,7 +163,7 @@ def law_prediction(info: SetupResult, target: Mapping[str, int], correct_drift: 
     assert law is not None
     verdicts = {name: info.axes[name].verdict if name in info.axes else None for name in law.axes}
     applied = tuple(name for name in law.axes
-                    if correct_drift or (name != "width" and verdicts.get(name) != "transfers"))
+                    if correct_drift or (name != "width" and verdicts.get(name) != Verdict.TRANSFERS))
     log2_lr, (lo, hi) = evaluate_law(law, target, applied)
     reach = max(log2_lr - lo, hi - log2_lr)
     width = int(target["width"])

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping, Optional
 
 from ..schema import LR_KEY, axis_named
+from ..words import Verdict
 from .fates import Fates
 from .held_out import Backtest
 from .law_result import Judgement, Law, LawPoint
@@ -54,7 +55,7 @@ class AxisFit:
     (``analysis.drift``), with the verdict on this axis alone."""
 
     axis: str
-    verdict: str
+    verdict: Verdict
     ci_kind: str
     points: dict[PointValue, PointResult] = field(default_factory=dict)
     slope: Optional[float] = None
@@ -120,7 +121,7 @@ class SetupResult:
 
     setup: str
     axes: dict[str, AxisFit]
-    verdict: str
+    verdict: Verdict
     reason: str = ""
     fix: str = ""
     law: Optional[Law] = None
@@ -180,7 +181,7 @@ class SetupResult:
     def from_json(cls, setup: str, data: Mapping[str, Any]) -> "SetupResult":
         law = data.get("law")
         return cls(setup=setup, axes={name: AxisFit.from_json(name, fit) for name, fit in data["axes"].items()},
-                   verdict=str(data.get("verdict", "inconclusive")), reason=str(data.get("reason") or ""),
+                   verdict=Verdict(data.get("verdict", Verdict.INCONCLUSIVE)), reason=str(data.get("reason") or ""),
                    fix=str(data.get("fix") or ""), law=Law.from_json(law) if law else None, batch=data.get("batch"),
                    primary=str(data.get("primary") or "line"),
                    fates=Fates.from_json(data["fates"]) if data.get("fates") else None,
@@ -197,9 +198,9 @@ class SetupResult:
         width = (data.get("axes") or {}).get("width") or {}
         for word in ("verdict", "reason", "fix"):  # the width line's own; the setup's may be the law's judgement
             if word in width:
-                setattr(axes["width"], word, width[word] or ("" if word != "verdict" else "inconclusive"))
+                setattr(axes["width"], word, width[word] or ("" if word != "verdict" else Verdict.INCONCLUSIVE))
         law = data.get("law")
-        return cls(setup=setup, axes=axes, verdict=str(data.get("verdict", "inconclusive")),
+        return cls(setup=setup, axes=axes, verdict=Verdict(data.get("verdict", Verdict.INCONCLUSIVE)),
                    reason=str(data.get("reason") or ""), fix=str(data.get("fix") or ""),
                    law=Law.from_json(law) if law else None, batch=data.get("batch"))
 

@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..words import Verdict
 from .drift import verdict
 from .result import AxisFit
 from .stats import t_quantile
@@ -111,7 +112,7 @@ def decided_at(fit: AxisFit, look: Look, th: Thresholds = Thresholds()) -> Optio
     """The verdict a setup stops with at ``look``: its fit's verdict when the interval widened to the look's level
     still gives it (``transfers`` or ``drifts``), else None (undecided: train on). A fit the fixed design calls
     ``inconclusive`` (censored, missing, failed lack of fit, or a wide interval) is never decided earlier."""
-    if fit.verdict not in ("transfers", "drifts") or fit.slope is None or fit.se_slope is None:
+    if fit.verdict not in (Verdict.TRANSFERS, Verdict.DRIFTS) or fit.slope is None or fit.se_slope is None:
         return None
     if look.final:
         return fit.verdict

@@ -20,6 +20,7 @@ from ..files import SUMMARY_FILE, write_json
 from ..schema import LR_KEY, Axis
 from ..table.constants import constant_keys
 from ..table.decay import DECAY_OFF_VALUES
+from ..words import Verdict
 from .batch import batch_analysis
 from .constant_effect import add_constant_effects
 from .decay_effect import add_decay_effects
@@ -155,7 +156,8 @@ def _analysis(rows: pd.DataFrame, key: str, own: dict[str, SearchSettings], th: 
                 continue
             lines = {a.name: _cut_line(table, label, a, axes, fits[a.name].get(label), data[label], own, th, no_seeds)
                      for a in axes}
-            setup = SetupResult(label, {name: fit for name, fit in lines.items() if fit is not None}, "inconclusive",
+            setup = SetupResult(label, {name: fit for name, fit in lines.items() if fit is not None},
+                                Verdict.INCONCLUSIVE,
                                 law=law, primary="law")
             _judge_by_law(setup, fates, len(axes))
         setup.fates = fates
@@ -257,9 +259,9 @@ def _judge_law(setup: SetupResult) -> None:
     """A setup whose law fails the lack-of-fit test is ``inconclusive``: its prediction would carry a line the
     points do not follow."""
     law = setup.law
-    if law is None or not law.fails_lack_of_fit or setup.verdict == "inconclusive" or law.lack_of_fit is None:
+    if law is None or not law.fails_lack_of_fit or setup.verdict == Verdict.INCONCLUSIVE or law.lack_of_fit is None:
         return
-    setup.verdict = "inconclusive"
+    setup.verdict = Verdict.INCONCLUSIVE
     setup.reason = lack_of_fit_reason("the points lie off the law", law.between_sd or 0.0, law.lack_of_fit)
     setup.fix = ("look at the curves (mutransfer plot) for a point whose optimum is off, or sweep 4 or more values "
                  "per axis so the scatter is measured and carried")

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import LR_COLUMN
+from ..words import TrialStatus
 from .colors import ordered_colors
 from .figure_kit import finish_panel, fitted_bowl, grid_curve, interval_bars, point_colors, pyplot
 from .layout import fit_title
@@ -57,12 +58,12 @@ def verify_figure(swept: pd.DataFrame, setups: Mapping[str, SetupResult], rows: 
 def _zoom(ax: Any, rows: pd.DataFrame, behind: pd.DataFrame) -> None:
     """The verified points' range of η, one octave more each side; their losses and the swept curves' lowest
     point in that range (the swept curves' high ends clipped)."""
-    ok = rows[rows["status"] == "ok"]
+    ok = rows[rows["status"] == TrialStatus.OK]
     if ok.empty:
         return
     left, right = float(rows[LR_COLUMN].min()) - 1.0, float(rows[LR_COLUMN].max()) + 1.0
     ax.set_xlim(left, right)
-    seen = behind[(behind["status"] == "ok") & behind["x"].between(left, right)]["loss"]
+    seen = behind[(behind["status"] == TrialStatus.OK) & behind["x"].between(left, right)]["loss"]
     low = min(float(ok["val_loss"].min()), float(seen.min()) if len(seen) else np.inf)
     high = float(ok["val_loss"].max())
     pad = 0.15 * (high - low if high > low else 1.0)
@@ -73,7 +74,7 @@ def _verified_width(ax: Any, rows: pd.DataFrame, target: dict[str, Any], color: 
     """The measured curve (the seeds' mean loss at every trained point, joined), every trained point as a dot, the
     prediction and the measured optimum."""
     width, prediction = target["width"], target["prediction"]
-    ok = rows[rows["status"] == "ok"]
+    ok = rows[rows["status"] == TrialStatus.OK]
     line = ok.groupby(LR_COLUMN)["val_loss"].mean().reset_index()
     ax.plot(line[LR_COLUMN], line["val_loss"], "-o", color=color, ms=4.5, lw=1.8, label=f"width {width}")
     ax.plot(ok[LR_COLUMN], ok["val_loss"], "o", color=color, ms=3, alpha=0.5, mfc="none")

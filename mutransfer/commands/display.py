@@ -20,6 +20,7 @@ from ..analysis.plots import key_label
 from ..table.constants import constant_keys
 from ..table.decay import DECAY_OFF_VALUES
 from ..sweep.search import OFF_X
+from ..words import Verdict
 
 if TYPE_CHECKING:  # the sweep runner imports optuna: only its types here
     from ..sweep.runner import FinishedTrial, Snapshot
@@ -182,7 +183,7 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
     for column in columns:
         table.add_column(column, justify="right" if column not in ("setup", "flags", "verdict", effect_column)
                          else "left", no_wrap=column == effect_column)
-    colors = {"transfers": "green", "drifts": "red", "inconclusive": "yellow"}
+    colors = {Verdict.TRANSFERS: "green", Verdict.DRIFTS: "red", Verdict.INCONCLUSIVE: "yellow"}
     for setup, result in setups.items():
         if axis not in result.axes:
             continue
@@ -253,7 +254,7 @@ def verdict_notes(summary: Summary, axis: str = "width") -> list[str]:
     entries = {setup: result.judged(axis) for setup, result in summary.setups().items() if axis in result.axes}
     notes = []
     for setup, info in entries.items():
-        if info.verdict != "inconclusive" or not info.reason:
+        if info.verdict != Verdict.INCONCLUSIVE or not info.reason:
             continue
         missing = [point for point, opt in sorted(info.points.items()) if opt.x_star is None]
         if missing and all("all_failed" in info.points[point].flags for point in missing):

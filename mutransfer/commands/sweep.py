@@ -14,6 +14,7 @@ from ..analysis.result import SUMMARY_VERSION, Summary
 from ..defaults import BATCH_TOLERANCE, EFFECT_MARGIN, option_text
 from ..errors import UserError
 from ..schema import TRANSFER_AXES
+from ..words import Verdict
 from .sweep_checks import check_trials, compose_trials, report_precheck
 
 if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key answers before torch loads)
@@ -359,7 +360,7 @@ def next_step(spec: SweepSpec, summary: Summary, run_dir: Path, interrupted: int
     command = " ".join(["mutransfer transfer", *(f"{axis_named(axis).option} {value}"
                                                  for axis, value in targets.items()),
                         "--from", shlex.quote(str(run_dir))])
-    if any(info.verdict == "transfers" for info in summary.setups().values()):
+    if any(info.verdict == Verdict.TRANSFERS for info in summary.setups().values()):
         return f"next: {command}"
     return f"next: {command} (no setup transfers yet: transfer takes the one whose optimum moves least, and warns)"
 

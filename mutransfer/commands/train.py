@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
+from ..words import TrialStatus
 
 if TYPE_CHECKING:  # the command imports these late (start-up: a bad key answers before torch loads)
     from ..schema import Config
@@ -97,7 +98,7 @@ def _report(result: TrainResult, run_dir: Path) -> None:
     from .common import console
 
     out = console()
-    if result.status == "diverged":
+    if result.status == TrialStatus.DIVERGED:
         out.print(f"[yellow]warning:[/] {result.message}; the run stopped early (status: diverged)")
     val = "n/a" if result.val_loss is None else f"{result.val_loss:.4f}"
     out.print(f"status {result.status} · val_loss {val} · steps {result.steps} · "

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..errors import UserError, did_you_mean
 from ..schema import LR_COLUMN, LR_KEY, axis_named
+from ..words import TrialStatus
 from .mapping import ImportMapping, RowFilter
 from .points import bin_on_grid, collinear_axes, lr_grid, merge_close
 from .source import NAN_VALUES
@@ -167,7 +168,7 @@ def _status(table: pd.DataFrame, mapping: ImportMapping, loss: pd.Series, missin
                             "known: " + "; ".join(f"{k}: {', '.join(v[:4])}" for k, v in STATUS_WORDS.items())
                             + " (or leave such rows out with --where)")
         status = raw.map(words)
-    finished = status == "ok"
+    finished = status == TrialStatus.OK
     above = loss > mapping.diverged_above if mapping.diverged_above is not None else False
     blown = ~missing & (~np.isfinite(loss) | above)
     status[finished & missing] = "dropped"
@@ -253,7 +254,7 @@ def _round_step(step: float) -> float:
 def _fits_as_they_are(part: pd.DataFrame, axes: list[str], halfwidth: float) -> bool:
     """Every point holds three distinct LRs within ``halfwidth`` of its lowest-loss LR."""
     for _, rows in part.groupby(axes):
-        ok = rows[rows["status"] == "ok"]
+        ok = rows[rows["status"] == TrialStatus.OK]
         if ok.empty:
             continue
         best = float(ok.loc[ok["val_loss"].idxmin(), LR_COLUMN])
@@ -281,13 +282,13 @@ def _duplicates(trials: pd.DataFrame, mapping: ImportMapping, axes: list[str], b
     merged = int(repeated.sum() - trials[repeated].groupby(keys).ngroups)
     if rule == "first":
         return trials.drop_duplicates(keys, keep="first").reset_index(drop=True), merged
-    finished = trials.assign(ok_loss=trials["val_loss"].where(trials["status"] == "ok"))
+    finished = trials.assign(ok_loss=trials["val_loss"].where(trials["status"] == TrialStatus.OK))
     grouped = finished.groupby(keys, sort=False, as_index=False)
     out = grouped.agg(search_key=("search_key", "first"), val_loss=("ok_loss", "mean"), row=("row", "first"),
-                      any_ok=("status", lambda s: bool((s == "ok").any())),
-                      any_diverged=("status", lambda s: bool((s == "diverged").any())))
+                      any_ok=("status", lambda s: bool((s == TrialStatus.OK).any())),
+                      any_diverged=("status", lambda s: bool((s == TrialStatus.DIVERGED).any())))
     out["status"] = np.where(out["any_ok"], "ok", np.where(out["any_diverged"], "diverged", "failed"))
-    out.loc[out["status"] != "ok", "val_loss"] = np.nan
+    out.loc[out["status"] != TrialStatus.OK, "val_loss"] = np.nan
     return out.drop(columns=["any_ok", "any_diverged"]), merged
 
 
@@ -324,7 +325,7 @@ def to_trials(table: pd.DataFrame, mapping: ImportMapping) -> Imported:
     setups, renamed = _setups(table, mapping)
     trials = pd.DataFrame({"setup": setups, **values, "seed": _seeds(table, mapping), "search_key": LR_KEY,
                            LR_COLUMN: np.log2(merge_close(lr).astype(float)),
-                           "val_loss": loss.where(status == "ok"), "status": status,
+                           "val_loss": loss.where(status == TrialStatus.OK), "status": status,
                            "row": table.index.to_series().map(_row)})
     counts = {"dropped_unfinished": int((status == "dropped").sum())}
     trials = trials[trials["status"] != "dropped"].reset_index(drop=True)

@@ -30,6 +30,7 @@ from ..analysis.thresholds import Thresholds
 from ..analysis.fidelity import Fidelity, measure_fidelity
 from ..sweep.policy import GridPolicy, extension_point, probe_points
 from ..sweep.spec import SearchSpec
+from ..words import TrialStatus
 
 __all__ = ["SWEPT_SE_LOG", "Truth", "Design", "Outcome", "SharedSeeds", "SimulatedPoint", "sweep_point", "simulate",
            "simulate_points", "analyse", "true_optima", "simulate_verify", "population_loss"]
@@ -152,17 +153,17 @@ class SimulatedPoint:
                                                       if t.seed_curvature else 1.0)
         d = x - (self.x_true + self.shifts[seed])
         if t.diverge_after is not None and d > t.diverge_after:
-            self.points.append((x, seed, math.nan, "diverged"))
+            self.points.append((x, seed, math.nan, TrialStatus.DIVERGED))
             return
         a = self.curvatures[seed] * (self.asymmetry if d > 0 else 1.0)
         noise = t.noise * (1.0 + t.noise_growth * max(d, 0.0))
         loss = 2.0 + self.offsets[seed] + a * d * d + self.rng.normal(0.0, noise)
         if t.spike_rate and self.rng.random() < t.spike_rate:
             loss += self.rng.exponential(t.spike_size)
-        self.points.append((x, seed, loss, "ok"))
+        self.points.append((x, seed, loss, TrialStatus.OK))
 
     def finished(self) -> list[tuple[float, int, float]]:
-        return [(x, s, loss if status == "ok" else math.inf) for x, s, loss, status in self.points]
+        return [(x, s, loss if status == TrialStatus.OK else math.inf) for x, s, loss, status in self.points]
 
 
 def sweep_point(width: SimulatedPoint, design: Design, halfwidth: float) -> None:
@@ -213,8 +214,8 @@ def simulate_points(truth: Truth, design: Design, rng: np.random.Generator, th: 
         width = SimulatedPoint(truth, x_true, rng, math.log2(w / design.widths[0]), seeds)
         sweep_point(width, design, halfwidth)
         x, seed, loss, status = (np.array(col) for col in zip(*width.points))
-        points[w] = PointTrials(x.astype(float), seed.astype(int), loss.astype(float), status == "ok",
-                                status == "diverged")
+        points[w] = PointTrials(x.astype(float), seed.astype(int), loss.astype(float), status == TrialStatus.OK,
+                                status == TrialStatus.DIVERGED)
         truths[w], trained[w] = width.x_true, len(width.points)
     return points, truths, trained
 

@@ -21,6 +21,7 @@ from ..schema import LR_COLUMN, LR_KEY, axis_named
 from .simulate import (Design, SharedSeeds, SimulatedPoint, Truth, population_loss, simulate, simulate_verify,
                        sweep_point, true_optima)
 from ..sweep.spec import SearchSpec
+from ..words import Verdict
 
 __all__ = ["coverage", "real_coverage", "law_coverage", "real_law_coverage", "verify_coverage", "compare_rates"]
 
@@ -153,7 +154,7 @@ def real_coverage(truth: Truth, design: Design, sims: int, seed: int = 0, target
     verdict comes out."""
     rng = np.random.default_rng(seed)
     tallies: dict[str, list[int]] = {"width": [0, 0], "slope": [0, 0], "prediction": [0, 0]}
-    verdicts = {"transfers": 0, "drifts": 0, "inconclusive": 0}
+    verdicts = dict.fromkeys(Verdict, 0)
     for _ in range(sims):
         out = simulate(truth, design, rng)
         verdicts[out.fit.verdict] += 1
@@ -163,7 +164,7 @@ def real_coverage(truth: Truth, design: Design, sims: int, seed: int = 0, target
         if out.fit.slope_ci is not None:
             _hit(tallies["slope"], out.fit.slope_ci, truth.slope)
         if out.fit.slope is not None:
-            corrected = truth.slope != 0 if correct_when_truth_drifts else out.fit.verdict != "transfers"
+            corrected = truth.slope != 0 if correct_when_truth_drifts else out.fit.verdict != Verdict.TRANSFERS
             forecast = predict(out.fit, target, corrected, 1.0)
             assert forecast.interval is not None
             _hit(tallies["prediction"], forecast.interval,
@@ -198,7 +199,7 @@ def real_law_coverage(truth: Truth, slopes: dict[str, float], points: list[dict[
     settings = {LR_KEY: {"s": SearchSettings(step=design.step, low=design.low, high=design.high)}}
     tallies: dict[str, list[int]] = {"point": [0, 0], **{f"{a}_slope": [0, 0] for a in axes},
                                      **{f"range_{name}": [0, 0] for name in targets}}
-    verdicts = {"transfers": 0, "drifts": 0, "inconclusive": 0}
+    verdicts = dict.fromkeys(Verdict, 0)
     for _ in range(sims):
         rows, truths = [], []
         seeds = SharedSeeds(rng)
@@ -221,7 +222,7 @@ def real_law_coverage(truth: Truth, slopes: dict[str, float], points: list[dict[
         for a in axes:
             _hit(tallies[f"{a}_slope"], law.slope_ci[a], slopes[a])
         for name, target in targets.items():
-            forecast = law_prediction(setup, target, setup.verdict != "transfers", 1.0)
+            forecast = law_prediction(setup, target, setup.verdict != Verdict.TRANSFERS, 1.0)
             assert forecast.interval is not None
             _hit(tallies[f"range_{name}"], forecast.interval, truth.departed(optimum(target), rng))
     return {**_rates(tallies), "fitted": tallies[f"{axes[0]}_slope"][1] / sims,

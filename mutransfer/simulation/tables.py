@@ -15,6 +15,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from ..words import TrialStatus
 from .simulate import SharedSeeds, SimulatedPoint, Truth
 
 __all__ = ["TableDesign", "RealDesign", "SimulatedTable", "simulate_table", "simulate_real_table", "LAW_AXES"]
@@ -85,7 +86,8 @@ def simulate_table(truth: Truth, design: TableDesign, rng: np.random.Generator) 
                 truths[(params, tokens, batch)] = x_true
                 for x, seed, loss, status in point.points:
                     rows.append({"n_params": params, "width": width, "depth": depth, "tokens": tokens, "bs": batch,
-                                 "lr": 2.0**x, "seed": seed, "val/loss": loss if status == "ok" else math.inf})
+                                 "lr": 2.0**x, "seed": seed,
+                                 "val/loss": loss if status == TrialStatus.OK else math.inf})
     table = pd.DataFrame(rows)
     upper = table.index[table["lr"] > table.groupby(["n_params", "tokens", "bs"])["lr"].transform("median")]
     blown = rng.choice(upper, size=int(round(design.diverged * len(table))), replace=False)
@@ -163,7 +165,7 @@ def simulate_real_table(truth: Truth, design: RealDesign, rng: np.random.Generat
                 truths[(params, tokens, batch)] = x_true
                 for x, _, loss, status in point.points:
                     rows.append({"n_params": params, "width": width, "depth": depth, "tokens": tokens, "bs": batch,
-                                 "lr": 2.0**x, "val/loss": loss if status == "ok" else math.inf})
+                                 "lr": 2.0**x, "val/loss": loss if status == TrialStatus.OK else math.inf})
     table = pd.DataFrame(rows)
     upper = table.index[table["lr"] > table.groupby(["n_params", "tokens", "bs"])["lr"].transform("median")]
     already = int(table["val/loss"].isna().sum())

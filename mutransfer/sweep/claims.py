@@ -9,6 +9,7 @@ import optuna
 from optuna.trial import TrialState
 
 from ..schema import Config
+from .attrs import TrialAttrs
 from .keys import StudyKey
 from .liveness import process_identity
 from .spec import SweepSpec
@@ -57,7 +58,7 @@ class Claimer:
                             "seed": seed, "search_key": search.key}.items():
             trial.set_user_attr(name, value)
         if owner_of(study, trial.number, key, x, seed) != trial.number:
-            trial.set_user_attr("duplicate", True)
+            TrialAttrs.write(trial, duplicate=True)
             study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
             return None
         return x

@@ -17,6 +17,7 @@ from ..schema import TRANSFER_AXES, Config
 from ..train.budget import tokens_read
 from ..train.result import TrainResult
 from ..trial_io import ResultProblem, TrialResult, read_progress, read_result, write_trial_values
+from ..words import TrialStatus
 from .child_process import BoundedLog, ChildExit, run_child
 from .outcomes import TrialFailed
 from .spec import SweepSpec
@@ -201,7 +202,7 @@ def _from_result(result: TrialResult, ended: ChildExit, progress: list[dict[str,
     steps = result.steps if result.steps is not None else int(evals[-1]["step"]) if evals else 0
     train_loss = result.train_loss if result.train_loss is not None and math.isfinite(result.train_loss) else None
     first = evals[0]["val_loss"] if evals else math.nan
-    return TrainResult(status="diverged" if result.diverged else "ok",
+    return TrainResult(status=TrialStatus.DIVERGED if result.diverged else TrialStatus.OK,
                        val_loss=None if result.diverged else result.val_loss, train_loss=train_loss,
                        initial_loss=first, steps=steps,
                        seconds=result.seconds if result.seconds is not None else ended.seconds,

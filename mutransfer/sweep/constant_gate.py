@@ -23,7 +23,9 @@ from ..analysis.result import ConstantEffect
 from ..analysis.thresholds import Thresholds
 from ..schema import LR_KEY
 from ..table.constants import scaled
+from ..words import Effect, TrialStatus
 from .completion import study_finished
+from .attrs import TrialAttrs
 from .keys import StudyKey
 from .plan import SweepPlan, Wait
 from .spec import SweepSpec
@@ -44,15 +46,15 @@ class StageOutcome:
 
 def stage_outcome(study: optuna.Study, key: StudyKey, th: Thresholds = Thresholds()) -> StageOutcome:
     """The optimum of one study's trials as the analysis places it, and a constant's effect over factor 1."""
-    rows = [(t.params[key.search.column], seed_of(t, key), t.user_attrs.get("val_loss"), t.user_attrs.get("status"))
+    rows = [(t.params[key.search.column], seed_of(t, key), TrialAttrs.of(t).val_loss, TrialAttrs.of(t).status)
             for t in live_trials(study, (TrialState.COMPLETE,)) if key.search.column in t.params]
     if not rows:
         return StageOutcome(None)
     x = np.array([r[0] for r in rows], dtype=float)
     seed = np.array([r[1] for r in rows], dtype=int)
     loss = np.array([r[2] if isinstance(r[2], (int, float)) else math.nan for r in rows], dtype=float)
-    ok = np.array([r[3] == "ok" for r in rows]) & np.isfinite(loss)
-    diverged = np.array([r[3] == "diverged" for r in rows])
+    ok = np.array([r[3] == TrialStatus.OK for r in rows]) & np.isfinite(loss)
+    diverged = np.array([r[3] == TrialStatus.DIVERGED for r in rows])
     step = key.search.step
     optima, _, _ = setup_optima({key.width: PointTrials(x, seed, loss, ok, diverged)}, step,
                                 fit_halfwidth(step, True, th), th)
@@ -137,7 +139,7 @@ class ConstantGate:
         if constants is None or key.stage is not None or key.search.key not in constants.keys:
             return False
         effect = self.effect(key.setup, key.search.key) if self.tuned(key.setup) is not None else None
-        return effect is not None and effect.verdict != "matters"
+        return effect is not None and effect.verdict != Effect.MATTERS
 
     def overrides(self, key: StudyKey) -> list[str]:
         """The config overrides ``key``'s trials train with: the other keys at their best so far (a stage of the

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Optional
 
 from ..files import TRIALS_FILE
+from ..words import TrialStatus
 from .measured_cost import MeasuredCost, TrialSeconds, measured_cost
 
 __all__ = ["TIMED_STATUS", "FinishedRow", "SetupCost", "FinishedTrials", "read_finished"]
 
-TIMED_STATUS = "ok"
+TIMED_STATUS = TrialStatus.OK
 """The trials whose seconds the estimates use: trained to the end (a diverged or pruned trial stops early, a
 failed one at its crash)."""
 

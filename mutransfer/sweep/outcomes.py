@@ -10,14 +10,14 @@ from optuna.trial import TrialState
 
 from ..schema import Config
 from ..train.result import TrainResult
+from ..words import TrialStatus
+from .attrs import TrialAttrs
 
-__all__ = ["record_result", "record_failure", "record_interrupted", "TrialFailed", "CURVE_POINTS", "FAILURE_ATTR"]
+__all__ = ["record_result", "record_failure", "record_interrupted", "TrialFailed", "CURVE_POINTS"]
 
 CURVE_POINTS = 200
 """The most (step, train loss) points a trial's stored curve keeps."""
 MESSAGE_CHARS = 500
-FAILURE_ATTR = "failure"
-"""The user attribute holding a failed trial's failure in one line: what ``trainer.max_failures`` compares."""
 
 
 class TrialFailed(RuntimeError):
@@ -43,15 +43,15 @@ def record_result(study: optuna.Study, trial: optuna.Trial, cfg: Config, result:
     curve = [[row["step"], row["train_loss"]] for row in result.curve[::stride]]
     if result.curve and curve[-1][0] != result.curve[-1]["step"]:
         curve.append([result.curve[-1]["step"], result.curve[-1]["train_loss"]])
-    status = {"stopped": "pruned"}.get(result.status, result.status)
+    status = {TrialStatus.STOPPED: TrialStatus.PRUNED}.get(result.status, result.status)
     noise = {"noise": [[e["step"], _finite(e["noise_g2"]), _finite(e["noise_trace"])] for e in result.evals
                        if "noise_g2" in e]} if result.noise_measured else {}
     for name, value in {**result.summary(), "status": status, "curve": curve,
                         "evals": [[e["step"], e["val_loss"]] for e in result.evals], **noise}.items():
         trial.set_user_attr(name, value if not (isinstance(value, float) and not math.isfinite(value)) else None)
-    if status == "pruned":
+    if status == TrialStatus.PRUNED:
         _tell_running(study, trial, state=TrialState.PRUNED)
-    elif status == "diverged":
+    elif status == TrialStatus.DIVERGED:
         from ..train.data import vocab_size  # torch: only a diverged trial needs the corpus's vocabulary
 
         fallback = cfg.train.diverge_factor * math.log(vocab_size(cfg.data))  # a loss of NaN from step 1
@@ -77,14 +77,13 @@ def _tell_running(study: optuna.Study, trial: optuna.Trial, value: Optional[floa
 
 def record_failure(study: optuna.Study, trial: optuna.Trial, exc: BaseException) -> None:
     """Fail a trial whose training raised, keeping the error's type and message (its first 500 characters) and
-    its failure in one line (``FAILURE_ATTR``); a trial another worker declared dead meanwhile is left as it is
+    its failure in one line (``TrialAttrs.failure``); a trial another worker declared dead meanwhile is left as it is
     (its point is trained again)."""
     message = str(exc) if isinstance(exc, TrialFailed) else f"{type(exc).__name__}: {exc}"
     line = exc.line if isinstance(exc, TrialFailed) else message
     try:
-        trial.set_user_attr("status", "failed")
-        trial.set_user_attr("message", message[:MESSAGE_CHARS])
-        trial.set_user_attr(FAILURE_ATTR, line[:MESSAGE_CHARS])
+        TrialAttrs.write(trial, status=TrialStatus.FAILED, message=message[:MESSAGE_CHARS],
+                         failure=line[:MESSAGE_CHARS])
     except optuna.exceptions.UpdateFinishedTrialError:
         return
     study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
@@ -94,7 +93,7 @@ def record_interrupted(study: optuna.Study, trials: Iterable[optuna.Trial]) -> N
     """Fail the trials a Ctrl-C stopped, marked ``interrupted`` so that their points are trained again."""
     for trial in trials:
         try:
-            trial.set_user_attr("status", "interrupted")
+            TrialAttrs.write(trial, status=TrialStatus.INTERRUPTED)
         except optuna.exceptions.UpdateFinishedTrialError:
             continue  # told its result just before the signal
         study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)

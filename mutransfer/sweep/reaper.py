@@ -7,6 +7,7 @@ from typing import Callable
 import optuna
 from optuna.trial import TrialState
 
+from .attrs import TrialAttrs
 from .keys import StudyKey
 from .storage import heartbeat_of
 from .studies import ORPHAN_AFTER, live_trials, reap_abandoned, reap_orphans
@@ -44,5 +45,5 @@ class Reaper:
             if self.watches:
                 busy = busy or bool(live)
             else:
-                busy = busy or any(t.state == TrialState.RUNNING and "pid" not in t.user_attrs for t in live)
+                busy = busy or any(t.state == TrialState.RUNNING and not TrialAttrs.of(t).claimed for t in live)
         return busy

@@ -10,7 +10,8 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from ..errors import UserError
-from .outcomes import FAILURE_ATTR
+from ..words import TrialStatus
+from .attrs import TrialAttrs
 from .plan import SweepPlan
 from .studies import RERUN, is_bookkeeping
 
@@ -33,11 +34,12 @@ class RepeatedFailure(UserError):
 
 
 def failure_line(trial: FrozenTrial) -> Optional[str]:
-    """A failed trial's failure in one line (``outcomes.FAILURE_ATTR``, else its message); None for a trial that
+    """A failed trial's failure in one line (``TrialAttrs.failure``, else its message); None for a trial that
     did not fail."""
-    if trial.state != TrialState.FAIL or trial.user_attrs.get("status") != "failed":
+    attrs = TrialAttrs.of(trial)
+    if trial.state != TrialState.FAIL or attrs.status != TrialStatus.FAILED:
         return None
-    return str(trial.user_attrs.get(FAILURE_ATTR) or trial.user_attrs.get("message") or "")
+    return attrs.failure or attrs.message
 
 
 def _outcome(trial: FrozenTrial) -> bool:
@@ -45,7 +47,7 @@ def _outcome(trial: FrozenTrial) -> bool:
     (their points run again)."""
     if trial.datetime_complete is None or is_bookkeeping(trial):
         return False
-    return trial.state != TrialState.FAIL or trial.user_attrs.get("status") not in RERUN
+    return trial.state != TrialState.FAIL or TrialAttrs.of(trial).status not in RERUN
 
 
 class FailureWatch:

@@ -21,6 +21,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..analysis.drift import PointTrials, best_losses
 from ..errors import EXIT_USAGE, UserError
+from ..words import TrialStatus
+from .attrs import TrialAttrs
 from .gates import Gates
 from .interrupts import Interrupts
 from .plan import SweepPlan
@@ -31,7 +33,7 @@ from .spec import SweepSpec
 from .stopping import Stop
 from .storage import open_storage
 from .studies import (RECORD_ATTR, RERUN, StudyKey, enqueue_missing, live_trials, load_study, reap_abandoned,
-                      seed_of)
+                      seed_of, trained_fine)
 from .worker import SweepOptions, run_worker
 
 __all__ = ["Snapshot", "FinishedTrial", "prepare", "failed_points", "snapshot", "is_finished", "run_sweep"]
@@ -97,13 +99,13 @@ def failed_points(study: optuna.Study, key: StudyKey) -> list[tuple[float, int]]
     """The (x, seed) points of the study's failed trials (failed for good: not interrupted or abandoned)."""
     return [(t.params[key.search.column], seed_of(t, key)) for t in study.get_trials(deepcopy=False,
                                                                                      states=(TrialState.FAIL,))
-            if t.user_attrs.get("status") == "failed" and key.search.column in t.params]
+            if TrialAttrs.of(t).status == TrialStatus.FAILED and key.search.column in t.params]
 
 
 def is_finished(trial: FrozenTrial) -> bool:
     """Trained, pruned, or failed with a status whose point is not trained again."""
     return trial.state in (TrialState.COMPLETE, TrialState.PRUNED) or (
-        trial.state == TrialState.FAIL and trial.user_attrs.get("status") not in RERUN)
+        trial.state == TrialState.FAIL and TrialAttrs.of(trial).status not in RERUN)
 
 
 def _finished_trial(trial: FrozenTrial, key: StudyKey, study: str) -> FinishedTrial:
@@ -142,7 +144,7 @@ def snapshot(plan: SweepPlan, opts: SweepOptions, storage: optuna.storages.BaseS
             held += 1
             done += 1
             finished.append((t.datetime_complete or datetime.datetime.min, _finished_trial(t, key, study.study_name)))
-            if t.state == TrialState.COMPLETE and t.user_attrs.get("status") == "ok" and t.value is not None:
+            if trained_fine(t):
                 curves.setdefault((key.setup, key.search), {}).setdefault(key.where(), []).append(
                     (t.params.get(key.search.column, math.nan), seed_of(t, key), t.value))
         snap.total += done if skipped(key) else held if complete else max(held, key.policy().budget())

@@ -15,6 +15,8 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from ..analysis.drift import SearchSettings, analyze
+from ..words import TrialStatus
+from .attrs import TrialAttrs
 from .keys import StudyKey
 from .plan import SweepPlan, Wait
 from .spec import Point
@@ -43,10 +45,10 @@ def _rows(study: optuna.Study, key: StudyKey) -> list[dict[str, Any]]:
     for t in live_trials(study, tuple(STATE_STATUS)):
         if key.search.column not in t.params:
             continue
-        loss = t.user_attrs.get("val_loss")
+        attrs = TrialAttrs.of(t)
         rows.append({"point": key.width, "setup": key.setup, "seed": seed_of(t, key), "x": t.params[key.search.column],
-                     "loss": float(loss) if isinstance(loss, (int, float)) else math.nan,
-                     "status": t.user_attrs.get("status") or STATE_STATUS[t.state]})
+                     "loss": math.nan if attrs.val_loss is None else attrs.val_loss,
+                     "status": attrs.status or STATE_STATUS[t.state]})
     return rows
 
 
@@ -70,7 +72,7 @@ def point_optimum(plan: SweepPlan, key: StudyKey, storage: optuna.storages.BaseS
     entry = analyze(table, settings)[key.setup].points[key.width]
     if entry.x_star is not None:
         return float(entry.x_star)
-    finite = table[(table["status"] == "ok") & table["loss"].map(math.isfinite)]
+    finite = table[(table["status"] == TrialStatus.OK) & table["loss"].map(math.isfinite)]
     if len(finite):
         return float(finite.groupby("x")["loss"].mean().idxmin())
     return math.nan

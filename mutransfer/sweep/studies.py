@@ -16,17 +16,18 @@ from typing import Any, Iterable
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from .liveness import is_alive
+from ..words import TrialStatus
+from .attrs import TrialAttrs
 from .keys import StudyKey
+from .liveness import is_alive
 
 __all__ = ["StudyKey", "seed_of", "load_study", "enqueue_missing", "reap_abandoned",
            "reap_orphans", "owner_of", "is_bookkeeping", "live_trials", "prefixed_studies", "LIVE", "RECORD_ATTR",
-           "RERUN", "finished_points", "trial_loss"]
+           "RERUN", "finished_points", "trial_loss", "trained_fine"]
 
 RECORD_ATTR = "mutransfer_record"
 LIVE = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
-BOOKKEEPING = ("duplicate", "spurious")
-RERUN = ("interrupted", "abandoned")
+RERUN = (TrialStatus.INTERRUPTED, TrialStatus.ABANDONED)
 """Statuses of failed trials whose points are trained again (the others count as finished, at infinite loss)."""
 ORPHAN_AFTER = 60.0
 """Seconds after which a RUNNING trial that no worker claimed is failed as an orphan (``reap_orphans``). A claim
@@ -36,8 +37,8 @@ counts it a lost race (``Claimer.claim``), so its point is still trained once.""
 
 def seed_of(trial: FrozenTrial | optuna.Trial, key: StudyKey) -> int:
     """The seed a trial trains with: the one queued with it (a noise probe's), else the study's."""
-    seed = trial.user_attrs.get("seed")
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else key.seed
+    seed = TrialAttrs.of(trial).seed
+    return key.seed if seed is None else seed
 
 
 def load_study(storage: optuna.storages.BaseStorage, key: StudyKey, prefix: str) -> optuna.Study:
@@ -55,7 +56,7 @@ def load_study(storage: optuna.storages.BaseStorage, key: StudyKey, prefix: str)
 
 def is_bookkeeping(trial: FrozenTrial) -> bool:
     """A trial that only records a lost race (a duplicate claim, an ask that found the queue empty)."""
-    return any(trial.user_attrs.get(flag) for flag in BOOKKEEPING)
+    return TrialAttrs.of(trial).bookkeeping
 
 
 def live_trials(study: optuna.Study, states: tuple[TrialState, ...] = LIVE) -> list[FrozenTrial]:
@@ -68,8 +69,13 @@ def trial_loss(trial: FrozenTrial) -> float:
     when it failed (a missing point: neither a loss nor a bound, and not trained again)."""
     if trial.state == TrialState.FAIL:
         return math.nan
-    ok = trial.state == TrialState.COMPLETE and trial.user_attrs.get("status") == "ok" and trial.value is not None
-    return float(trial.value) if ok and math.isfinite(trial.value) else math.inf
+    return float(trial.value) if trained_fine(trial) and math.isfinite(trial.value) else math.inf
+
+
+def trained_fine(trial: FrozenTrial) -> bool:
+    """A trial that trained to the end without diverging: complete, status ``ok``, with its loss."""
+    return (trial.state == TrialState.COMPLETE and TrialAttrs.of(trial).status == TrialStatus.OK
+            and trial.value is not None)
 
 
 def finished_points(trials: Iterable[FrozenTrial], key: StudyKey) -> list[tuple[float, int, float]]:
@@ -77,15 +83,15 @@ def finished_points(trials: Iterable[FrozenTrial], key: StudyKey) -> list[tuple[
     not trained again (``RERUN``; its loss NaN, ``trial_loss``)."""
     return [(t.params[key.search.column], seed_of(t, key), trial_loss(t)) for t in trials
             if key.search.column in t.params and (t.state == TrialState.COMPLETE or t.state == TrialState.FAIL
-                                                  and t.user_attrs.get("status") not in RERUN)]
+                                                  and TrialAttrs.of(t).status not in RERUN)]
 
 
 def reap_abandoned(study: optuna.Study) -> int:
     """Mark RUNNING trials of dead local workers FAIL (status 'abandoned') so their points run again."""
     reaped = 0
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if "pid" in trial.user_attrs and not is_alive(trial.user_attrs):
-            reaped += _fail(study, trial, "status", "abandoned")
+        if TrialAttrs.of(trial).claimed and not is_alive(trial.user_attrs):
+            reaped += _fail(study, trial, status=TrialStatus.ABANDONED)
     return reaped
 
 
@@ -96,15 +102,17 @@ def reap_orphans(study: optuna.Study, older_than: float = ORPHAN_AFTER) -> int:
     cutoff = datetime.datetime.now() - datetime.timedelta(seconds=older_than)
     reaped = 0
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if "pid" not in trial.user_attrs and trial.datetime_start is not None and trial.datetime_start < cutoff:
-            reaped += _fail(study, trial, "spurious", True)
+        if not TrialAttrs.of(trial).claimed and trial.datetime_start is not None and trial.datetime_start < cutoff:
+            reaped += _fail(study, trial, spurious=True)
     return reaped
 
 
-def _fail(study: optuna.Study, trial: FrozenTrial, attr: str, value: Any) -> int:
-    """Fail a running trial with ``attr`` set; 1, or 0 when another worker finished or reaped it first."""
+def _fail(study: optuna.Study, trial: FrozenTrial, **values: Any) -> int:
+    """Fail a running trial with the attributes ``values`` set; 1, or 0 when another worker finished or reaped it
+    first."""
     try:
-        study._storage.set_trial_user_attr(trial._trial_id, attr, value)
+        for name, value in TrialAttrs.checked(**values).items():
+            study._storage.set_trial_user_attr(trial._trial_id, name, value)
         study._storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
     except optuna.exceptions.UpdateFinishedTrialError:
         return 0
@@ -127,7 +135,7 @@ def enqueue_missing(study: optuna.Study, key: StudyKey, points: Iterable[tuple[f
     added = 0
     for x, seed in points:
         if not any(_same(x, h) and seed == s for h, s in have):
-            study.enqueue_trial({key.search.column: x}, user_attrs={"grid": True, "seed": seed})
+            study.enqueue_trial({key.search.column: x}, user_attrs=TrialAttrs.queued(seed))
             added += 1
     return added
 

@@ -10,6 +10,7 @@ from optuna.trial import TrialState
 
 from ..files import CURVE_COLUMNS
 from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis
+from ..words import TrialStatus
 from .plan import SweepPlan
 from .studies import StudyKey, live_trials, load_study, seed_of
 
@@ -22,7 +23,8 @@ OPTIONAL_COLUMNS = ("noise_scale", "branched_at", "compiled", "message")
 """Columns a sweep's trials.csv has only when some trial recorded them: the gradient noise scale
 (``train.noise_scale``), the trunk step a horizon branched off (``trunks``), whether the steps ran compiled
 (``train.compile``; trials of sweeps from before 0.7 did not record it) and why a trial failed."""
-STATE_STATUS = {TrialState.COMPLETE: "ok", TrialState.PRUNED: "pruned", TrialState.FAIL: "failed"}
+STATE_STATUS = {TrialState.COMPLETE: TrialStatus.OK, TrialState.PRUNED: TrialStatus.PRUNED,
+                TrialState.FAIL: TrialStatus.FAILED}
 
 
 def _num(value: Any) -> float:

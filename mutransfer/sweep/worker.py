@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Optional
 import optuna
 from optuna.trial import TrialState
 
+from .attrs import TrialAttrs
 from .claims import Claimer
 from .heartbeat import Heartbeat
 from .interrupts import held
@@ -34,7 +35,7 @@ from .setup_labels import setup_names
 from .spec import SweepSpec
 from .stage_gate import STAGE_POLL
 from .storage import open_storage
-from .studies import StudyKey, enqueue_missing, finished_points, live_trials, load_study
+from .studies import StudyKey, enqueue_missing, finished_points, live_trials, load_study, seed_of
 from .trainer import InProcessTrainer, TrialRun, TrialTrainer
 from .trial import trial_config
 
@@ -148,8 +149,8 @@ class Worker:
                         break
                     with held():
                         trial = study.ask()
-                        if not trial.user_attrs.get("grid"):
-                            trial.set_user_attr("spurious", True)  # the queue emptied between our look and our ask
+                        if not TrialAttrs.of(trial).grid:
+                            TrialAttrs.write(trial, spurious=True)  # the queue emptied between our look and our ask
                             study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
                             emptied = True
                             break
@@ -198,7 +199,7 @@ class Worker:
         pending = {trial.number: trial for trial, _ in claimed}
         by_seed: dict[int, Claimed] = {}
         for trial, x in claimed:
-            by_seed.setdefault(trial.user_attrs["seed"], []).append((trial, x))
+            by_seed.setdefault(seed_of(trial, key), []).append((trial, x))
         try:
             for group in by_seed.values():
                 self._train_group(study, key, group, pending)
@@ -218,7 +219,7 @@ class Worker:
         failure, raise ``RepeatedFailure`` when the sweep's last trials all failed the same way."""
         trials = [trial for trial, _ in claimed]
         held = self.gates.held(key)
-        cfgs = [trial_config(self.spec, key, x, self.extra, trial.user_attrs["seed"], held) for trial, x in claimed]
+        cfgs = [trial_config(self.spec, key, x, self.extra, seed_of(trial, key), held) for trial, x in claimed]
         for trial, cfg in zip(trials, cfgs):
             for name, value in (*setup_names(self.spec, key.setup, cfg),
                                 ("lr", cfg.optimizer.lr), ("batch_trials", len(trials))):

@@ -21,6 +21,7 @@ from .data import Batches, Corpus, eval_batch_size, fixed_batches
 from .device import peak_memory_mb, prepare_device, synchronize
 from .noise import NOISE_FIELDS, NOISE_MICRO_BATCHES, measure_noise, noise_batches, noise_scale, run_noise_scale
 from ..optim.schedule import cooldown_start, progress, schedule_factor
+from ..words import TrialStatus
 from .stacking import clip_grad_norm_per_trial_, keep_trials
 from .result import TrainResult
 from .trunk import Trunk
@@ -65,7 +66,7 @@ class _Record:
     """One trial's progress while it trains."""
 
     eta: float
-    status: str = "ok"
+    status: str = TrialStatus.OK
     message: str = ""
     initial_loss: float = math.nan
     steps: int = 0
@@ -87,7 +88,7 @@ class _Record:
         self.curve.append({"step": step, "train_loss": loss, "lr": self.eta * factor, "tokens": step * tokens,
                            "seconds": self.offset + self.seconds})
         if not math.isfinite(loss) or loss > diverge_factor * self.initial_loss:
-            self.status = "diverged"
+            self.status = TrialStatus.DIVERGED
             self.message = f"training loss {loss:.4g} at step {step} (initial {self.initial_loss:.4g}): diverged"
 
     def add_noise(self, step: int, g2: float, trace: float) -> None:
@@ -102,7 +103,7 @@ class _Record:
         finite = [row["train_loss"] for row in self.curve if math.isfinite(row["train_loss"])]
         return TrainResult(
             status=self.status,
-            val_loss=self.evals[-1]["val_loss"] if self.evals and self.status != "diverged" else None,
+            val_loss=self.evals[-1]["val_loss"] if self.evals and self.status != TrialStatus.DIVERGED else None,
             train_loss=finite[-1] if finite else None,
             initial_loss=self.initial_loss,
             steps=self.steps,
@@ -261,7 +262,7 @@ class _Run:
             if noise is not None:
                 rec.add_noise(step, *noise[pos])
             if not math.isfinite(val):
-                rec.status, rec.message = "diverged", f"validation loss {val} at step {step}: diverged"
+                rec.status, rec.message = TrialStatus.DIVERGED, f"validation loss {val} at step {step}: diverged"
             elif on_eval is not None and on_eval(i, step, val) and not last:
                 rec.status, rec.message = "stopped", f"stopped by the caller at step {step}"
 
@@ -275,7 +276,7 @@ class _Run:
 
     def _drop_finished(self) -> None:
         """Trials that diverged or were stopped leave the stacked model and its optimizer."""
-        keep = [pos for pos, i in enumerate(self.active) if self.records[i].status == "ok"]
+        keep = [pos for pos, i in enumerate(self.active) if self.records[i].status == TrialStatus.OK]
         if len(keep) < len(self.active) and keep:
             index = torch.tensor(keep, device=self.device)
             keep_trials(self.model, self.optimizer, index)

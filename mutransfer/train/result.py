@@ -6,12 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..words import TrialStatus
+
 __all__ = ["TrainResult"]
 
 
 @dataclass
 class TrainResult:
-    status: str  # "ok" | "diverged" | "stopped"
+    status: TrialStatus
+    """``OK``, ``DIVERGED`` or ``STOPPED`` (a sweep pruned it)."""
     val_loss: Optional[float]
     train_loss: Optional[float]
     initial_loss: float

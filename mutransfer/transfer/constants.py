@@ -13,6 +13,7 @@ from ..analysis.result import Summary
 from ..config import config_from_dict, to_dict
 from ..schema import Config
 from ..table.constants import constant_keys, scaled
+from ..words import Effect, Verdict
 
 __all__ = ["TunedConstant", "tuned_constants", "with_constants", "constant_warnings"]
 
@@ -33,7 +34,7 @@ class TunedConstant:
 
     @property
     def applied(self) -> bool:
-        return self.verdict == "matters"
+        return self.verdict == Effect.MATTERS
 
     def as_dict(self) -> dict[str, Any]:
         return {"log2_factor": round(self.log2_factor, 4),
@@ -68,7 +69,7 @@ def tuned_constants(summary: Summary, record: dict[str, Any], label: str, base: 
         fit = result.line if result is not None else None
         shipped = attrgetter(key)(base)
         out.append(TunedConstant(key, float(point.x_star), point.ci, shipped, scaled(shipped, float(point.x_star)),
-                                 point.constant.verdict if point.constant is not None else "unmeasured",
+                                 point.constant.verdict if point.constant is not None else Effect.UNMEASURED,
                                  fit.slope if fit is not None else None,
                                  fit.verdict if fit is not None and len(fit.points) > 1 else None))
     return out
@@ -85,10 +86,10 @@ def constant_warnings(label: str, constants: list[TunedConstant]) -> list[str]:
     measured at its tuning width alone."""
     out = []
     for c in constants:
-        if c.applied and c.width_verdict == "drifts":
+        if c.applied and c.width_verdict == Verdict.DRIFTS:
             out.append(f"{label}: {c.key}'s optimum moves with the width ({c.width_slope:+.2f} octaves per "
                        "doubling); it is carried at its tuning width's value, which the target may not share")
-        elif c.applied and c.width_verdict == "inconclusive":
+        elif c.applied and c.width_verdict == Verdict.INCONCLUSIVE:
             slope = f" (slope {c.width_slope:+.2f} per doubling)" if c.width_slope is not None else ""
             out.append(f"{label}: that {c.key} holds across width is not shown{slope}: its optimum is carried from "
                        "its tuning width; more noise seeds or re-check widths further apart would decide it")

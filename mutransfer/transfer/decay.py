@@ -14,6 +14,7 @@ from ..analysis.trial_table import key_value
 from ..errors import UserError
 from ..schema import ROLES, Config
 from ..table.decay import DECAY_OFF_VALUES, DECAY_SYMBOLS, decay_rule
+from ..words import Verdict
 
 __all__ = ["DecayTransfer", "decay_rule_name", "decay_search", "decay_setups", "predict_decay", "with_decay",
            "decay_warnings", "decay_verdicts"]
@@ -108,7 +109,7 @@ def decay_warnings(label: str, decay: DecayTransfer) -> list[str]:
         out.append(f"setup '{label}': the best {symbol} beat decay off by more than the seeds' noise at none of the "
                    f"{points} swept points (decay_effect): {symbol} = {decay.value:.4g} is carried, but the sweep "
                    "did not show it helps")
-    if decay.verdict != "transfers":
+    if decay.verdict != Verdict.TRANSFERS:
         out.append(f"setup '{label}': the optimal {symbol} is '{decay.verdict}' across the swept points; its "
                    "predicted range says how far to trust it")
     return out

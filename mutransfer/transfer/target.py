@@ -23,6 +23,7 @@ from ..schema import Config, axis_named, family_of
 from ..table.rules import depth_exponents
 from ..analysis.prediction import Prediction, carried_law, predict_setup
 from ..train.budget import tokens_read
+from ..words import Verdict
 from .batch import batch_warnings, target_horizon
 from .constants import TunedConstant, constant_warnings, tuned_constants, with_constants
 from .decay import (DecayTransfer, decay_rule_name, decay_setups, decay_verdicts, decay_warnings, predict_decay,
@@ -76,9 +77,9 @@ def _choose(summary: Summary, setup: Optional[str],
             raise UserError(f"unknown setup '{setup}'", f"choose one of: {', '.join(setups)}")
         return setup, setups[setup], []
     best_loss = {k: min(float(w.best_loss or math.inf) for w in v.line.estimated().values()) for k, v in setups.items()}
-    transfers = [k for k, v in setups.items() if v.verdict == "transfers"]
+    transfers = [k for k, v in setups.items() if v.verdict == Verdict.TRANSFERS]
     decays = decay_verdicts(summary)
-    both = [k for k in transfers if decays.get(k) == "transfers"]
+    both = [k for k in transfers if decays.get(k) == Verdict.TRANSFERS]
     if transfers:
         label = min(both or transfers, key=lambda k: best_loss[k])
         note = ([f"no setup's decay optimum transfers; '{label}' is the best-loss setup whose LR does"]
@@ -332,7 +333,7 @@ def _first_difference(found: Any, wanted: Any, key: str) -> Optional[tuple[str, 
 def _drift_warning(label: str, info: SetupResult, prediction: Prediction, correct_drift: bool) -> str:
     """The warning on a setup that drifts ('' for one that does not): how far the plain η* is expected off at the
     target, or, with ``--correct-drift``, how far the fitted slope moved it there."""
-    if info.verdict != "drifts" or info.line.slope is None:
+    if info.verdict != Verdict.DRIFTS or info.line.slope is None:
         return ""
     head = f"setup '{label}' drifts ({info.line.slope:+.2f} octaves of LR per width doubling)"
     shift = info.line.slope * prediction.doublings
@@ -354,7 +355,7 @@ def _warnings(label: str, info: SetupResult, prediction: Prediction, drift: str)
                         f"{prediction.tolerance:g}: {prediction.narrow}")
     if drift:
         warnings.append(drift)
-    if info.verdict == "inconclusive" and info.reason:
+    if info.verdict == Verdict.INCONCLUSIVE and info.reason:
         warnings.append(f"setup '{label}' is inconclusive: {info.reason}; {info.fix}")
     if width > FAR_FACTOR * largest:
         warnings.append(f"width {width} is more than {FAR_FACTOR}× the largest swept width {largest}")
@@ -373,8 +374,8 @@ def _axis_warnings(label: str, info: SetupResult, name: str, value: int, swept: 
     if applied:
         warnings.append(f"setup '{label}': the fitted {name} slope ({slope:+.2f} octaves of LR per doubling) is "
                         f"applied, moving η* by {moved:+.2f} octaves from {name} {swept} to {value}" +
-                        ("" if verdict == "transfers" else f" ({name} axis {verdict or 'not measured'})"))
-    if entry is not None and entry.verdict == "inconclusive" and entry.reason:
+                        ("" if verdict == Verdict.TRANSFERS else f" ({name} axis {verdict or 'not measured'})"))
+    if entry is not None and entry.verdict == Verdict.INCONCLUSIVE and entry.reason:
         warnings.append(f"setup '{label}' is inconclusive across {name}: {entry.reason}; {entry.fix}")
     if value > FAR_FACTOR * largest:
         warnings.append(f"{name} {value} is more than {FAR_FACTOR}× the largest swept {name} {largest}")

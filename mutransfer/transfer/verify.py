@@ -33,6 +33,7 @@ from ..schema import LR_COLUMN, LR_KEY, Config
 from ..sweep.search import OFF_X
 from ..sweep.spec import MIN_GRID_POINTS, SearchSpec, SetupSpec, SweepSpec, spec_from_dict
 from ..table.decay import DECAY_OFF_VALUES
+from ..words import TrialStatus
 from .decay import DecayTransfer
 from .target import make_transfer, read_sweep_record
 
@@ -304,7 +305,7 @@ class Verification:
         interval = target.decay.prediction.interval
         x_star = fidelity.measured.x_star if fidelity.measured else math.nan
         entry = fidelity.measured.result() if fidelity.measured else PointResult(target.width, None, None)
-        off_losses = part.loc[off & (part["status"] == "ok").to_numpy()].groupby("seed")["val_loss"].mean()
+        off_losses = part.loc[off & (part["status"] == TrialStatus.OK).to_numpy()].groupby("seed")["val_loss"].mean()
         effect = decay_effect(entry, off_losses.to_numpy(float))
         return {"key": search.key, "log2": search.scale == "log2", "prediction": target.decay.prediction.as_dict(),
                 **fidelity.as_dict(), "covered": interval is not None and interval[0] <= x_star <= interval[1],

@@ -14,6 +14,7 @@ __all__ = [
     "FAMILIES",
     "OPTIMIZER_FAMILY",
     "LR_KEY",
+    "searched_column",
     "DEPTH_COLUMN",
     "Axis",
     "TRANSFER_AXES",
@@ -45,6 +46,11 @@ LR_KEY = "optimizer.lr"
 """The config key of the base learning rate η, the key a sweep searches by default."""
 LR_COLUMN = "log2_lr"
 """The column that holds log2(η) in every table (trials.csv, summary, verify)."""
+
+
+def searched_column(key: str) -> str:
+    """The trials.csv column that holds a searched key's value (log2 η for the learning rate)."""
+    return LR_COLUMN if key == LR_KEY else key
 
 
 @dataclass(frozen=True)

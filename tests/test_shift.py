@@ -148,3 +148,29 @@ def test_compare_setup_lists_widths_only_one_run_measured() -> None:
     rows, row = compare_setup(info_a, info_b, 0.25, setup="s")
     assert [r["width"] for r in rows] == [64] and row["only_a"] == [32] and row["only_b"] == [128]
     assert row["verdict"] == "same" and row["shift"] == 0.0 and rows[0]["weight"] == 1.0
+
+
+def test_satterthwaite_by_hand_and_known_parts_count_as_known() -> None:
+    """(Σv)²/Σ v²/ν over the estimated parts: Welch's degrees of freedom for two samples; a part with no or an
+    infinite ν, or no variance, adds nothing; nothing estimated: None."""
+    from mutransfer.analysis.stats import satterthwaite
+
+    va, vb = 0.04 / 3, 0.09 / 5
+    assert satterthwaite([(va, 2), (vb, 4)]) == pytest.approx((va + vb) ** 2 / (va**2 / 2 + vb**2 / 4), rel=1e-15)
+    assert satterthwaite([(0.5, 3), (0.5, None)]) == pytest.approx(1.0**2 / (0.25 / 3))
+    assert satterthwaite([(0.5, 3), (0.5, math.inf), (0.0, 7)]) == satterthwaite([(0.5, 3), (0.5, None)])
+    assert satterthwaite([(0.5, None), (0.2, math.inf)]) is None
+
+
+def test_a_gain_over_its_anchor_by_hand() -> None:
+    """The anchor's mean over its finite seeds, anchor − best, and Welch's interval from the seeds' best losses."""
+    from mutransfer.analysis.anchored import gain_over_anchor
+    from mutransfer.analysis.stats import t_quantile
+
+    best, anchor = np.array([2.0, 2.2, 2.1]), np.array([2.5, 2.7, np.nan, 2.6])
+    found = gain_over_anchor(2.1, best, anchor)
+    assert (found.anchor, found.anchor_seeds, found.gain) == (pytest.approx(2.6), [2.5, 2.7, 2.6], pytest.approx(0.5))
+    va = vb = 0.01 / 3
+    half = t_quantile(0.975, (va + vb) ** 2 / (va**2 / 2 + vb**2 / 2)) * math.sqrt(va + vb)
+    assert found.ci == pytest.approx((0.5 - half, 0.5 + half))
+    assert gain_over_anchor(None, best, anchor).gain is None and gain_over_anchor(2.1, best[:1], anchor).ci is None

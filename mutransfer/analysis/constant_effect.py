@@ -13,7 +13,7 @@ import pandas as pd
 from ..defaults import EFFECT_MARGIN
 from ..words import Effect
 from .result import AxisFit, ConstantEffect
-from .stats import welch_difference
+from .anchored import gain_over_anchor
 
 __all__ = ["CONSTANT_EFFECTS", "DEFAULT_EFFECT_MARGIN", "constant_effect", "add_constant_effects"]
 
@@ -28,18 +28,11 @@ DEFAULT_EFFECT_MARGIN = EFFECT_MARGIN
 def constant_effect(best_loss: Optional[float], seed_best_losses: Sequence[float], at_one: np.ndarray,
                     margin: float = DEFAULT_EFFECT_MARGIN) -> ConstantEffect:
     """One constant's effect from its bowl's fitted minimum (``best_loss``, and each seed's) and the losses at
-    factor 1 (one per seed)."""
-    at_one = at_one[np.isfinite(at_one)]
-    seeds = [float(v) for v in at_one]
-    if best_loss is None or not len(at_one):
-        return ConstantEffect(float(np.mean(at_one)) if len(at_one) else None, seeds, None, None, Effect.UNMEASURED)
-    one = float(np.mean(at_one))
-    gain = one - float(best_loss)
-    ci = welch_difference(np.asarray(seed_best_losses, dtype=float), at_one, gain)
-    if ci is None:
-        return ConstantEffect(one, seeds, gain, None, Effect.UNMEASURED)
-    verdict = Effect.MATTERS if ci[0] > margin else Effect.NO_EFFECT
-    return ConstantEffect(one, seeds, gain, (float(ci[0]), float(ci[1])), verdict)
+    factor 1 (one per seed), the anchor (``anchored``)."""
+    found = gain_over_anchor(best_loss, seed_best_losses, at_one)
+    verdict = (Effect.UNMEASURED if found.ci is None else Effect.MATTERS if found.ci[0] > margin
+               else Effect.NO_EFFECT)
+    return ConstantEffect(found.anchor, found.anchor_seeds, found.gain, found.ci, verdict)
 
 
 def add_constant_effects(result: Mapping[str, AxisFit], rows: pd.DataFrame, key: str, axis_column: str = "width",

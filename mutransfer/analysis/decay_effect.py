@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .result import AxisFit, DecayEffect, PointResult
-from .stats import welch_difference
+from .anchored import gain_over_anchor
 
 __all__ = ["EFFECTS", "decay_effect", "add_decay_effects"]
 
@@ -22,15 +22,11 @@ EFFECTS = ("effect", "no effect", "unmeasured")
 def decay_effect(point: PointResult, off_losses: np.ndarray) -> DecayEffect:
     """One point's effect: decay off's mean loss and its seeds', the best decay's loss minus it, that
     difference's interval, and the verdict (``EFFECTS``)."""
-    off_losses = off_losses[np.isfinite(off_losses)]
-    seeds = [float(v) for v in off_losses]
-    if point.best_loss is None or not len(off_losses):
-        return DecayEffect(float(np.mean(off_losses)) if len(off_losses) else None, seeds, None, None, "unmeasured")
-    off = float(np.mean(off_losses))
-    effect = float(point.best_loss) - off
-    ci = welch_difference(off_losses, np.asarray(point.seed_best_losses, dtype=float), effect)
+    found = gain_over_anchor(point.best_loss, point.seed_best_losses, off_losses)
+    effect = None if found.gain is None else -found.gain
+    ci = None if found.ci is None else (-found.ci[1], -found.ci[0])
     verdict = "unmeasured" if ci is None else "effect" if ci[1] < 0 else "no effect"
-    return DecayEffect(off, seeds, effect, (float(ci[0]), float(ci[1])) if ci is not None else None, verdict)
+    return DecayEffect(found.anchor, found.anchor_seeds, effect, ci, verdict)
 
 
 def add_decay_effects(result: Mapping[str, AxisFit], off_rows: pd.DataFrame, axis_column: str = "width") -> None:

@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .stats import f_sf
+from .stats import f_sf, satterthwaite
 
 __all__ = ["Regression", "regress", "BETWEEN_POINT_SD", "MIN_POINTS_TO_ESTIMATE", "FAIL_P", "CALIBRATED_SOURCE",
            "POOLED_SOURCE", "CALIBRATION_DOF"]
@@ -91,9 +91,7 @@ def _satterthwaite(design: np.ndarray, covariance: np.ndarray, weights: np.ndarr
     for variance, part_dof in ((se2, pure_dof), (np.full_like(se2, tau2), between_dof)):
         spread = covariance @ ((design.T * (weights**2 * variance)) @ design) @ covariance
         parts.append((float(np.trace(spread)), part_dof))
-    total = sum(v for v, _ in parts)
-    denominator = sum(v * v / d for v, d in parts if d and v > 0)
-    return total * total / denominator if denominator > 0 else None
+    return satterthwaite(parts)
 
 
 def regress(design: np.ndarray, y: np.ndarray, se: np.ndarray, pure_dof: Optional[int], estimate_between: bool,

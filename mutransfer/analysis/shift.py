@@ -37,7 +37,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .result import PointResult
-from .stats import Z95, f_sf, quantile
+from .stats import Z95, f_sf, quantile, satterthwaite
 
 __all__ = ["Estimate", "WidthDifference", "Shift", "Verdict", "estimate_of", "shared_noise", "width_difference",
            "pooled_shift", "holm", "shift_verdict", "ALPHA", "PRIMARY_SHARE", "SHIFT_VERDICTS"]
@@ -113,10 +113,9 @@ def shared_noise(a: Estimate, b: Estimate) -> tuple[Estimate, Estimate]:
 
 
 def _satterthwaite(parts: Sequence[tuple[float, float]]) -> float:
-    """Degrees of freedom of a sum of variance components ``(variance, dof)`` (infinite dof: known)."""
-    total = sum(v for v, _ in parts)
-    denominator = sum(v * v / d for v, d in parts if math.isfinite(d) and d > 0)
-    return total * total / denominator if denominator > 0 else math.inf
+    """``stats.satterthwaite``, infinite when every part is known (a normal quantile)."""
+    dof = satterthwaite(parts)
+    return math.inf if dof is None else dof
 
 
 def _p_value(value: float, variance: float, dof: float) -> float:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
-__all__ = ["quantile", "t_quantile", "f_sf", "chi2_sf", "chi2_quantile", "welch_difference", "Z95"]
+__all__ = ["quantile", "t_quantile", "f_sf", "chi2_sf", "chi2_quantile", "satterthwaite", "welch_difference", "Z95"]
 
 Z95 = NormalDist().inv_cdf(0.975)
 """The two-sided 95 % quantile of the standard normal (1.95996…)."""
@@ -152,6 +152,15 @@ def f_sf(value: float, dof_num: float, dof_den: Optional[float]) -> float:
     return _beta_inc(dof_den / 2.0, dof_num / 2.0, dof_den / (dof_den + dof_num * value))
 
 
+def satterthwaite(parts: Sequence[tuple[float, Optional[float]]]) -> Optional[float]:
+    """Satterthwaite's degrees of freedom of a sum of variance components ``(variance, dof)``: (Σ v)² / Σ v²/ν over
+    the estimated parts (a positive variance with finite positive ν; None or infinite ν: a known part). None when no
+    part is estimated."""
+    total = sum(v for v, _ in parts)
+    denominator = sum(v * v / d for v, d in parts if d is not None and 0 < d < math.inf and v > 0)
+    return total * total / denominator if denominator > 0 else None
+
+
 def welch_difference(a: np.ndarray, b: np.ndarray, d: float) -> Optional[tuple[float, float]]:
     """Welch's 95 % interval around the difference ``d`` (of B's and A's centres) from samples ``a`` and ``b``
     (None with fewer than two in either)."""
@@ -160,6 +169,6 @@ def welch_difference(a: np.ndarray, b: np.ndarray, d: float) -> Optional[tuple[f
     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
     if va + vb == 0:
         return d, d
-    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    dof = satterthwaite([(va, len(a) - 1), (vb, len(b) - 1)])
     half = t_quantile(0.975, dof) * math.sqrt(va + vb)
     return d - half, d + half

@@ -9,15 +9,10 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..schema import LR_COLUMN, LR_KEY, TRANSFER_AXES, Axis, axis_named
+from ..schema import LR_KEY, TRANSFER_AXES, Axis, axis_named, searched_column
 from .drift import SearchSettings
 
 __all__ = ["searched_column", "searched_values", "key_value", "swept_axes", "axis_rows", "width_axis", "tidy_rows"]
-
-
-def searched_column(key: str) -> str:
-    """The trials.csv column that holds a searched key's value (log2 η for the learning rate)."""
-    return LR_COLUMN if key == LR_KEY else key
 
 
 def searched_values(part: pd.DataFrame, key: str, settings: Mapping[str, SearchSettings]) -> pd.Series:

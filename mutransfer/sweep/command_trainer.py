@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..files import PLAN_FILE, STDERR_LOG, STDOUT_LOG, TRIAL_DIR_ENV, TRIALS_DIR
+from ..files import PLAN_FILE, PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TRIAL_DIR_ENV, TRIALS_DIR
 from ..schema import TRANSFER_AXES, Config
 from ..train.budget import tokens_read
 from ..train.result import TrainResult
@@ -132,7 +132,7 @@ class CommandTrainer:
         env = child_environment(trainer, folder, self.threads, self.devices, self.storage)
         failure = TrialFailed("")
         for _ in range(trainer.retries + 1):
-            for stale in (folder / "result.json", folder / "progress.jsonl"):
+            for stale in (folder / RESULT_FILE, folder / PROGRESS_FILE):
                 stale.unlink(missing_ok=True)
             watcher = _ProgressWatcher(folder, on_eval, trainer.progress)
             ended, errors = run_child(command, trainer.shell, Path(trainer.cwd), env,

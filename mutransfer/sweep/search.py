@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import UserError, check_keys, did_you_mean
-from ..schema import LR_COLUMN, LR_KEY
+from ..schema import LR_KEY, searched_column
 from ..table.decay import DECAY_OFF_VALUES
 
 __all__ = ["SearchSpec", "parse_search", "base_searches", "search_name", "check_grid", "spec_number", "SAMPLERS",
@@ -62,7 +62,7 @@ class SearchSpec:
 
     @property
     def column(self) -> str:
-        return LR_COLUMN if self.key == LR_KEY else self.key
+        return searched_column(self.key)
 
     def grid(self, step: Optional[float] = None) -> list[float]:
         """Grid points (in search units: log2 for a log2 scale) from min to max inclusive."""

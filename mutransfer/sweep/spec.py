@@ -18,7 +18,7 @@ from ..fingerprint import prune_spec, restore_spec
 from ..schema import LR_KEY, TRANSFER_AXES, TrainConfig
 from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES, SearchSpec,
                      base_searches, check_grid, parse_search, search_name)
-from .spec_axes import AXIS_KEYS, COMBINATIONS, FIRST_LOOK_WIDTHS, combination, int_list, listed_axes, swept_axes
+from .spec_axes import AXIS_KEYS, COMBINATIONS, FIRST_LOOK_WIDTHS, combination, int_list, listed_axes, varied_axes
 from .spec_constants import ConstantsSpec, parse_constants
 from .spec_overrides import SETUP_KEYS, SPEC_KEYS, apply_overrides
 from .trainer_spec import TrainerSpec, check_trainer_spec, parse_trainer, trainer_from_dict
@@ -96,7 +96,7 @@ class SweepSpec:
 
     def swept(self) -> tuple[str, ...]:
         """The axes this spec varies: width always, the others when it lists two or more values."""
-        return swept_axes({axis.name: getattr(self, axis.plural) for axis in TRANSFER_AXES})
+        return varied_axes({axis.name: getattr(self, axis.plural) for axis in TRANSFER_AXES})
 
     def _values(self) -> list[tuple[Optional[int], ...]]:
         """Each axis's values in ``TRANSFER_AXES`` order; (None,) for an axis the spec leaves at the config's."""
@@ -305,7 +305,7 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     batch_sizes = values["batch"]
     if batch_sizes and not any(o.startswith("train.eval_batch_size=") for o in extra):
         extra = [*extra, f"train.eval_batch_size={max(batch_sizes)}"]  # one set of validation windows for every batch
-    axes = combination(data, swept_axes(values))
+    axes = combination(data, varied_axes(values))
     if values["depth"] and model is not None:
         raise UserError("depths: a model.factory model is built at one depth", "remove depths from the spec")
     for setup in setups:

@@ -11,7 +11,7 @@ from ..schema import TRANSFER_AXES, Axis, axis_named
 from .search import spec_number
 
 __all__ = ["COMBINATIONS", "HOLDS", "AXIS_KEYS", "FIRST_LOOK_WIDTHS", "int_list", "axis_list", "batch_axis", "listed_axes",
-           "swept_axes", "combination"]
+           "varied_axes", "combination"]
 
 COMBINATIONS = ("one", "product")
 """``axes: one`` sweeps each axis through the base point (the first value of every axis); ``product`` the full
@@ -103,7 +103,7 @@ def listed_axes(data: dict[str, Any]) -> tuple[dict[str, tuple[int, ...]], str]:
     return values, hold
 
 
-def swept_axes(values: Mapping[str, Sequence[Any]]) -> tuple[str, ...]:
+def varied_axes(values: Mapping[str, Sequence[Any]]) -> tuple[str, ...]:
     """The axes a spec varies, in ``TRANSFER_AXES`` order: width (the first) always, any other whose values (by
     axis name) are two or more."""
     return tuple(axis.name for i, axis in enumerate(TRANSFER_AXES) if i == 0 or len(values[axis.name]) > 1)

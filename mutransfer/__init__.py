@@ -26,7 +26,7 @@ _EXPORTS = {
     "SteepestDescent": "optim.steepest",
     "msign": "optim.newton_schulz",
     "compose": "config",
-    "build_model": "models",
+    "build_model": "model_kinds",
     "train_model": "train.loop",
     "train_trials": "train.loop",
     "UserError": "errors",

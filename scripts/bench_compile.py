@@ -42,7 +42,7 @@ def child(variant: str, setup: str, width: int, steps: int, device_name: str) ->
     """Train two models of one shape in this process; the first and steady step times of each."""
     from mutransfer.config import compose
     from mutransfer.model.apply import build_optimizer
-    from mutransfer.models import build_model
+    from mutransfer.model_kinds import build_model
     from mutransfer.optim import steepest
     from mutransfer.train.compiled import TrainingForward
     from mutransfer.train.device import prepare_device, synchronize

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from mutransfer.models import build_model
+from mutransfer.model_kinds import build_model
 from mutransfer.config import compose
 from mutransfer.model.apply import build_optimizer
 

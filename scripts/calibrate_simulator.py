@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from mutransfer.analysis.bowl import two_sided
+from mutransfer.analysis.bowl import WINDOW, SeedBowl, seed_bowl
 from mutransfer.analysis.drift import SearchSettings
 from mutransfer.analysis.optimum import Thresholds, fit_halfwidth, grid_seeds, optimum_of_arrays
 from mutransfer.analysis.result import AxisFit
@@ -36,11 +36,6 @@ from mutransfer.simulation.calibration import CALIBRATED, FLAT_CURVATURE
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = tuple(ROOT / "docs" / "data" / name for name in ("default", "factorial", "depth", "horizon", "seeds"))
-WINDOW = 2.0
-"""Octaves either side of a curve's lowest point that its two-sided parabola is fitted to: the least that holds two
-points on each side on a 1-octave grid (four coefficients need five points)."""
-VERTEX_COARSE, VERTEX_FINE = 0.05, 0.001
-"""The vertex is profiled on a grid of this spacing (octaves), then refined around the best coarse value."""
 SEED_STUDY = 8
 """Grid seeds a setup needs at two widths to measure the seed shift and its correlation."""
 SPIKE_Z = 4.0
@@ -83,32 +78,6 @@ class Table:
 
 
 @dataclass(frozen=True)
-class Bowl:
-    """L = level + curvature·d² for d < 0 and level + curvature·asymmetry·d² for d > 0, d = x − vertex (octaves),
-    fitted by least squares to one seed's curve within ±``WINDOW`` of its lowest point."""
-
-    vertex: float
-    level: float
-    curvature: float
-    asymmetry: float
-    offsets: np.ndarray
-    residuals: np.ndarray
-    leverage: np.ndarray
-    """Each point's leverage in the fit (the vertex counted as a fourth coefficient): residual / √(1 − leverage)
-    has the noise's variance."""
-    points: tuple[tuple[float, float], ...]
-    """The fitted (x, loss), rounded to 6 decimals: two bowls of the same points are one curve."""
-
-    @property
-    def dof(self) -> int:
-        return len(self.residuals) - 4
-
-    @property
-    def standardized(self) -> np.ndarray:
-        return self.residuals / np.sqrt(np.clip(1.0 - self.leverage, 1e-9, None))
-
-
-@dataclass(frozen=True)
 class Curve:
     """One grid seed's curve at one point of a sweep (width, depth, horizon) and its bowl; ``copy_of`` names the
     first table and setup whose bowl was fitted to the very same points (the base point of a depth sweep, a
@@ -119,7 +88,7 @@ class Curve:
     bowl: Optional[str]
     point: tuple[tuple[str, int], ...]
     seed: int
-    fit: Bowl
+    fit: SeedBowl
     copy_of: Optional[str] = None
 
 
@@ -147,32 +116,6 @@ def bowl_kind(rows: pd.DataFrame) -> Optional[str]:
     return MUON if optimizer == "muon" and parametrization == "mup" else None
 
 
-def fit_bowl(x: np.ndarray, loss: np.ndarray, window: float = WINDOW) -> Optional[Bowl]:
-    """The two-sided parabola of one seed's curve (``Bowl``), or None when the window holds fewer than two points
-    on either side of the lowest one or no vertex gives both sides a positive curvature."""
-    order = np.argsort(x)
-    x, loss = np.asarray(x, float)[order], np.asarray(loss, float)[order]
-    lowest = x[np.argmin(loss)]
-    keep = np.abs(x - lowest) <= window + 1e-9
-    x, loss = x[keep], loss[keep]
-    if (x < lowest).sum() < 2 or (x > lowest).sum() < 2:
-        return None
-    coarse = two_sided(x, loss, np.arange(x[1], x[-2] + 1e-9, VERTEX_COARSE))
-    if coarse is None:
-        return None
-    fine = np.arange(max(coarse.x - VERTEX_COARSE, x[1]), min(coarse.x + VERTEX_COARSE, x[-2]) + 1e-9, VERTEX_FINE)
-    fit = two_sided(x, loss, fine)
-    if fit is None:
-        return None
-    d = x - fit.x
-    side = np.where(d < 0, fit.low, fit.high)
-    jacobian = np.column_stack([np.ones_like(d), np.where(d < 0, d * d, 0.0), np.where(d > 0, d * d, 0.0),
-                                -2.0 * side * d])
-    leverage = np.einsum("nk,kn->n", jacobian, np.linalg.pinv(jacobian))
-    return Bowl(fit.x, fit.level, fit.low, fit.high / fit.low, d, loss - (fit.level + side * d * d), leverage,
-                tuple(zip(np.round(x, 6).tolist(), np.round(loss, 6).tolist())))
-
-
 def _lr_rows(trials: pd.DataFrame) -> pd.DataFrame:
     rows = trials[(trials["search_key"] == LR_KEY) & (trials["status"] == "ok")]
     return rows[np.isfinite(rows["val_loss"].astype(float))]
@@ -192,7 +135,7 @@ def curves(table: Table) -> list[Curve]:
         x, seed = rows[LR_COLUMN].to_numpy(float), rows["seed"].to_numpy(int)
         for s in grid_seeds(x, seed, fit_halfwidth(settings.step, settings.log2)):
             mine = seed == s
-            fit = fit_bowl(x[mine], rows["val_loss"].to_numpy(float)[mine])
+            fit = seed_bowl(x[mine], rows["val_loss"].to_numpy(float)[mine])
             if fit is not None:
                 out.append(Curve(table.name, str(setup), bowl_kind(rows), tuple(zip(columns, map(int, point))),
                                  int(s), fit))
@@ -391,14 +334,14 @@ def seed_width(rows: pd.DataFrame, settings: SearchSettings, noise: float, rng: 
     for s in grid_of:
         mine = seed == s
         opt = _seed_vertex(x[mine], loss[mine], settings.step, halfwidth)
-        fit = fit_bowl(x[mine], loss[mine])
+        fit = seed_bowl(x[mine], loss[mine])
         if opt is not None:
             vertices[int(s)] = opt
         if fit is not None:
             logs[int(s)] = math.log(fit.curvature)
             bowls.append(fit)
     grid = np.array(sorted(set.intersection(*(set(x[seed == s].tolist()) for s in grid_of))))
-    bowl = Bowl(float(np.median([b.vertex for b in bowls])), 0.0, float(np.median([b.curvature for b in bowls])),
+    bowl = SeedBowl(float(np.median([b.vertex for b in bowls])), 0.0, float(np.median([b.curvature for b in bowls])),
                 float(np.median([b.asymmetry for b in bowls])), np.zeros(0), np.zeros(0), np.zeros(0), ())
     vertex_noise, curvature_noise = _estimator_noise(bowl, grid, noise, settings, rng)
     return SeedWidth(vertices, logs, vertex_noise, curvature_noise)
@@ -412,7 +355,7 @@ def _seed_vertex(x: np.ndarray, loss: np.ndarray, step: float, halfwidth: float)
     return opt.x_star if opt is not None and opt.measured else None
 
 
-def _estimator_noise(bowl: Bowl, grid: np.ndarray, noise: float, settings: SearchSettings,
+def _estimator_noise(bowl: SeedBowl, grid: np.ndarray, noise: float, settings: SearchSettings,
                      rng: np.random.Generator) -> tuple[float, float]:
     """The sd of a seed's vertex and of its log curvature over ``SIMULATED_SEEDS`` curves drawn on ``grid`` from
     ``bowl`` with independent N(0, noise²) per point and no seed shift: what the estimators alone scatter."""
@@ -423,7 +366,7 @@ def _estimator_noise(bowl: Bowl, grid: np.ndarray, noise: float, settings: Searc
     for _ in range(SIMULATED_SEEDS):
         loss = mean + rng.normal(0.0, noise, len(grid))
         vertex = _seed_vertex(grid, loss, settings.step, halfwidth)
-        fit = fit_bowl(grid, loss)
+        fit = seed_bowl(grid, loss)
         if vertex is not None:
             vertices.append(vertex)
         if fit is not None:

@@ -21,7 +21,7 @@ from transformers import Trainer, TrainingArguments
 
 from mutransfer.config import load_config_file
 from mutransfer.hf import trainer_optimizer
-from mutransfer.models import build_model
+from mutransfer.model_kinds import build_model
 from mutransfer.train.data import Batches, fixed_batches, load_corpus
 from mutransfer.train.loop import EVAL_SEED, evaluate
 

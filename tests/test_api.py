@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 import mutransfer
-from mutransfer.models import build_model
+from mutransfer.model_kinds import build_model
 from mutransfer.config import compose
 from mutransfer.train.data import load_corpus
 from mutransfer.errors import UserError

@@ -12,7 +12,7 @@ import torch
 
 from conftest import invoke, write_edge_spec
 from mutransfer.config import compose
-from mutransfer.models import build_model
+from mutransfer.model_kinds import build_model
 from mutransfer.schema import TrainConfig
 from mutransfer.sweep.spec import load_spec
 from mutransfer.sweep.trial import setup_configs, sweep_record, trial_config

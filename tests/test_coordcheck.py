@@ -152,7 +152,7 @@ def test_a_dead_branch_shows_in_its_own_dependency_not_the_blocks() -> None:
     import torch
 
     from mutransfer.config import compose
-    from mutransfer.models import build_model
+    from mutransfer.model_kinds import build_model
     from mutransfer.train.coordcheck import _measure
 
     cfg = compose(["model.width=64", "model.depth=2"])

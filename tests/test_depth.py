@@ -14,7 +14,7 @@ from conftest import invoke, refused_in_one_line, sweep_tables
 from mutransfer.config import compose
 from mutransfer.model.apply import build_optimizer, init_parameters
 from mutransfer.model.build import gpt_plan
-from mutransfer.models import build_model
+from mutransfer.model_kinds import build_model
 from mutransfer.model.gpt import GPT
 from mutransfer.table.plan import Plan
 from mutransfer.train.loop import loss_of

@@ -23,7 +23,7 @@ from mutransfer.hf.architectures import SIZE_KEYS
 from mutransfer.hf import ARCHITECTURES, config_kwargs, hf_model, trainer_optimizer, transposed_parameters
 from mutransfer.model.apply import build_optimizer
 from mutransfer.model.build import module_plan
-from mutransfer.models import build_model, model_plan
+from mutransfer.model_kinds import build_model, model_plan
 
 from conftest import invoke
 

@@ -30,15 +30,15 @@ def test_layer_imports(module: str, forbidden: tuple[str, ...]) -> None:
 
 
 LAYERS = ("mutransfer", "words", "errors", "schema", "yamldoc", "precision", "files", "trial_io", "defaults", "fingerprint", "table",
-          "optim", "analysis", "model", "hf", "models", "train", "config_checks", "config", "sweep", "importing", "simulation", "transfer",
+          "optim", "analysis", "model", "hf", "model_kinds", "train", "config_checks", "config", "sweep", "importing", "simulation", "transfer",
           "api", "trainer_api", "commands", "cli", "__main__")
 """The package's own units, bottom to top: each may import only the units before it (its own modules aside).
 ``mutransfer`` is the package's ``__init__`` (lazy exports only); ``hf`` sits above ``model`` (it plans a Hugging
-Face model with ``model.build``), ``models`` above both (it chooses among the kinds of model), so ``train``
+Face model with ``model.build``), ``model_kinds`` above both (it chooses among the kinds of model), so ``train``
 builds any model without importing ``hf``; ``config`` composes above ``train`` (it checks a run's budget)."""
 
 
-SKIPPED = {("train", "hf"): "training builds any model through ``models``, knowing no kind of model"}
+SKIPPED = {("train", "hf"): "training builds any model through ``model_kinds``, knowing no kind of model"}
 """Arrows down ``LAYERS`` that still may not be drawn, and why."""
 
 
@@ -79,7 +79,7 @@ def upward(arrows: dict[tuple[str, str], list[str]]) -> list[str]:
 def test_the_package_s_own_arrows_run_one_way() -> None:
     """Every import between the package's own units points down ``LAYERS``: no cycle, nothing upward."""
     arrows = own_imports(Path(__file__).resolve().parents[1] / "mutransfer")
-    assert ("train", "models") in arrows and ("hf", "model") in arrows, "the check sees the package's arrows"
+    assert ("train", "model_kinds") in arrows and ("hf", "model") in arrows, "the check sees the package's arrows"
     assert upward(arrows) == []
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mutransfer.model.build import gpt_plan
-from mutransfer.models import build_model
+from mutransfer.model_kinds import build_model
 from mutransfer.config import compose
 from mutransfer.train.data import load_corpus
 from mutransfer.table.plan import Plan

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from conftest import invoke
 from mutransfer.model.build import gpt_plan
-from mutransfer.models import build_model
+from mutransfer.model_kinds import build_model
 from mutransfer.config import load_config_file
 from mutransfer.model.apply import build_optimizer
 from mutransfer.analysis.plots import transfer_figure

@@ -15,7 +15,7 @@ from conftest import invoke
 from mutransfer.config import compose, config_from_dict, to_dict
 from mutransfer.model.apply import build_optimizer
 from mutransfer.model.build import gpt_plan
-from mutransfer.models import build_model
+from mutransfer.model_kinds import build_model
 from mutransfer.sweep.spec import spec_from_dict
 from mutransfer.sweep.trial import setup_configs, sweep_record
 from mutransfer.table.plan import Plan

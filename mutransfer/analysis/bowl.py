@@ -20,7 +20,8 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["Asymmetry", "asymmetry", "vertex", "Vertex", "bowl_loss", "pooled_asymmetry", "TwoSided", "two_sided",
-           "PROFILE_POINTS", "ASYMMETRY_BOUNDS", "SYMMETRIC", "MIN_SE_LOG", "TYPICAL_ASYMMETRY", "UNMEASURED"]
+           "PROFILE_POINTS", "ASYMMETRY_BOUNDS", "SYMMETRIC", "MIN_SE_LOG", "TYPICAL_ASYMMETRY", "UNMEASURED",
+           "WINDOW", "SeedBowl", "seed_bowl"]
 
 PROFILE_POINTS = 400
 """Candidate vertices per profile (the vertex is resolved to its span / 400)."""
@@ -170,3 +171,63 @@ def pooled_asymmetry(fits: list[Optional[Asymmetry]]) -> Asymmetry:
     scale = float(np.sum(weights) - np.sum(weights**2) / np.sum(weights))
     between = max(0.0, (q - (len(measured) - 1)) / scale) if scale > 0 else 0.0
     return Asymmetry(float(np.clip(math.exp(mean), *ASYMMETRY_BOUNDS)), math.sqrt(1.0 / float(np.sum(weights)) + between))
+
+
+WINDOW = 2.0
+"""Octaves either side of a curve's lowest point that its two-sided parabola is fitted to: the least that holds two
+points on each side on a 1-octave grid (four coefficients need five points)."""
+VERTEX_COARSE, VERTEX_FINE = 0.05, 0.001
+"""The vertex is profiled on a grid of this spacing (octaves), then refined around the best coarse value."""
+
+
+@dataclass(frozen=True)
+class SeedBowl:
+    """L = level + curvature·d² for d < 0 and level + curvature·asymmetry·d² for d > 0, d = x − vertex (octaves),
+    fitted by least squares to one seed's curve within ±``WINDOW`` of its lowest point (the simulator's
+    calibration measures the real curves' shapes and noise with it, ``scripts/calibrate_simulator.py``)."""
+
+    vertex: float
+    level: float
+    curvature: float
+    asymmetry: float
+    offsets: np.ndarray
+    residuals: np.ndarray
+    leverage: np.ndarray
+    """Each point's leverage in the fit (the vertex counted as a fourth coefficient): residual / √(1 − leverage)
+    has the noise's variance."""
+    points: tuple[tuple[float, float], ...]
+    """The fitted (x, loss), rounded to 6 decimals: two bowls of the same points are one curve."""
+
+    @property
+    def dof(self) -> int:
+        return len(self.residuals) - 4
+
+    @property
+    def standardized(self) -> np.ndarray:
+        return self.residuals / np.sqrt(np.clip(1.0 - self.leverage, 1e-9, None))
+
+
+def seed_bowl(x: np.ndarray, loss: np.ndarray, window: float = WINDOW) -> Optional[SeedBowl]:
+    """The two-sided parabola of one seed's curve (``SeedBowl``), or None when the window holds fewer than two points
+    on either side of the lowest one or no vertex gives both sides a positive curvature."""
+    order = np.argsort(x)
+    x, loss = np.asarray(x, float)[order], np.asarray(loss, float)[order]
+    lowest = x[np.argmin(loss)]
+    keep = np.abs(x - lowest) <= window + 1e-9
+    x, loss = x[keep], loss[keep]
+    if (x < lowest).sum() < 2 or (x > lowest).sum() < 2:
+        return None
+    coarse = two_sided(x, loss, np.arange(x[1], x[-2] + 1e-9, VERTEX_COARSE))
+    if coarse is None:
+        return None
+    fine = np.arange(max(coarse.x - VERTEX_COARSE, x[1]), min(coarse.x + VERTEX_COARSE, x[-2]) + 1e-9, VERTEX_FINE)
+    fit = two_sided(x, loss, fine)
+    if fit is None:
+        return None
+    d = x - fit.x
+    side = np.where(d < 0, fit.low, fit.high)
+    jacobian = np.column_stack([np.ones_like(d), np.where(d < 0, d * d, 0.0), np.where(d > 0, d * d, 0.0),
+                                -2.0 * side * d])
+    leverage = np.einsum("nk,kn->n", jacobian, np.linalg.pinv(jacobian))
+    return SeedBowl(fit.x, fit.level, fit.low, fit.high / fit.low, d, loss - (fit.level + side * d * d), leverage,
+                tuple(zip(np.round(x, 6).tolist(), np.round(loss, 6).tolist())))

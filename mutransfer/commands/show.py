@@ -29,7 +29,7 @@ def run(overrides: Sequence[str], print_config: bool) -> None:
     cfg = compose(overrides)  # before torch is imported: a bad key fails fast
     from rich.table import Table
 
-    from ..models import model_plan
+    from ..model_kinds import model_plan
     from ..table.decay import decay_on
     from ..train.data import vocab_size
     from .common import console, format_number, warn_model

@@ -29,7 +29,7 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
         cfg = compose(overrides)
     from ..files import CONFIG_FILE, METRICS_COLUMNS, METRICS_FILE, RESULT_FILE, atomic_write_text, new_run_dir, \
         versioned, write_csv, write_json
-    from ..models import build_model  # torch: after the config is known to be good, so a bad key fails fast
+    from ..model_kinds import build_model  # torch: after the config is known to be good, so a bad key fails fast
     from ..train.data import check_validation_split, epochs_warning, load_corpus
     from ..train.noise import NOISE_FIELDS
 

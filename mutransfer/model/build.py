@@ -2,7 +2,7 @@
 
 A user's module comes from ``model.factory`` ("package.module:function", called with the width, its module
 looked for in ``model.factory_path`` first); its parameters get roles from ``model.roles`` (glob pattern →
-role). ``module_plan`` plans any module (a Hugging Face model too: ``hf.build``); ``mutransfer.models`` chooses
+role). ``module_plan`` plans any module (a Hugging Face model too: ``hf.build``); ``mutransfer.model_kinds`` chooses
 among the kinds of model.
 """
 

@@ -115,7 +115,7 @@ class CommandTrainer:
         """The per-parameter plan at the trial's width, depth and learning rate (``model.factory`` specs)."""
         if not self.spec.model:
             return None
-        from ..models import model_plan
+        from ..model_kinds import model_plan
         from ..train.data import vocab_size
 
         path = folder / PLAN_FILE

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from ..model.apply import build_optimizer
 from ..model.gpt import GPT
-from ..models import architecture_of, build_model
+from ..model_kinds import architecture_of, build_model
 from ..schema import Config
 from .data import Batches, Corpus, fixed_batches
 from .loop import EVAL_SEED, loss_of

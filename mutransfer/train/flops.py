@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..models import model_plan
+from ..model_kinds import model_plan
 from ..schema import Config
 from .budget import tokens_read
 from .data import vocab_size

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 
 from ..model.apply import build_optimizer
-from ..models import build_model
+from ..model_kinds import build_model
 from ..model.gpt import next_token_loss
 from ..schema import Config
 from ..table.plan import Plan

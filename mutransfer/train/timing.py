@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 
 from ..model.apply import build_optimizer
-from ..models import build_model
+from ..model_kinds import build_model
 from ..schema import Config
 from .data import eval_batch_size, vocab_size
 from .device import prepare_device, synchronize

@@ -265,7 +265,7 @@ def derived_sections(cfg: Config) -> dict[str, Any]:
     parameter in ``param_groups``) and copies of the model, parametrization and train keys for reading; as
     plain JSON types, as the file writes them (``precision.written``: ``log2_lr`` to the octave's thousandth,
     float noise dropped)."""
-    from ..models import model_plan  # torch: imported here, so that transfer's errors come without it
+    from ..model_kinds import model_plan  # torch: imported here, so that transfer's errors come without it
     from ..train.data import vocab_size
 
     return written(json.loads(json.dumps({

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from ..defaults import BATCH_TOLERANCE, option_text
+from ..schema import TRANSFER_AXES
 
 if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --help` loads no torch)
     from rich.table import Table
@@ -19,7 +20,7 @@ COLUMNS = ("parameter", "role", "shape", "init std", "multiplier", "lr", "depth 
 LEFT = ("parameter", "role", "update")
 
 
-SPELLINGS = {"--width": "width", "--depth": "depth", "--steps": "steps", "--batch-size": "batch", "--tokens": "tokens"}
+SPELLINGS = {axis.option: axis.name for axis in TRANSFER_AXES if axis.option}
 """The options that name a target on one axis, as spellings of ``--at AXIS=VALUE``."""
 
 
@@ -194,8 +195,8 @@ def _next_check(run_dir: Path, result: Transfer) -> str:
 def prediction_line(prediction: dict[str, Any]) -> str:
     """What ``transfer`` prints after the run it reads: log2 η* at the target with its 95 % range, and on the next
     line the fit's lack of fit and the between-point scatter the range carries."""
-    depth = "".join(f", {name} {prediction[name]:,}" for name in ("depth", "steps", "batch", "tokens")
-                    if prediction.get(name) is not None)
+    depth = "".join(f", {axis.name} {prediction[axis.name]:,}" for axis in TRANSFER_AXES[1:]
+                    if prediction.get(axis.name) is not None)
     head = f"prediction at width {prediction['width']}{depth}: log2 η* = {prediction['log2_lr']:.2f}"
     if prediction["interval"] is None:
         return f"{head}, range unknown — {prediction['narrow']}"

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..files import PLAN_FILE, PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TRIAL_DIR_ENV, TRIALS_DIR
 from ..schema import TRANSFER_AXES, Config
-from ..train.budget import tokens_read
 from ..train.result import TrainResult
 from ..trial_io import ResultProblem, TrialResult, read_progress, read_result, write_trial_values
 from ..words import TrialStatus
@@ -22,6 +21,7 @@ from .child_process import BoundedLog, ChildExit, run_child
 from .outcomes import TrialFailed
 from .spec import SweepSpec
 from .trainer_spec import TrainerSpec, fill
+from .trial import axis_value
 
 if TYPE_CHECKING:  # the built-in trainer's module imports torch; a dry run that prints a command needs none
     from .trainer import OnEval, TrialRun
@@ -60,8 +60,7 @@ def trial_values(cfg: Config, setup: str, trial_dir: Path, plan: Optional[Path],
     """Every value a command's placeholders and ``mutransfer.trial()`` may name: the fixed ones, each transfer
     axis by name and by column, and the resolved config by dotted key."""
     config = _dotted("", dataclasses.asdict(cfg))
-    axes = {"width": cfg.model.width, "depth": cfg.model.depth, "steps": cfg.train.steps,
-            "batch": cfg.train.batch_size, "tokens": tokens_read(cfg.train)}
+    axes = {axis.name: axis_value(cfg, axis) for axis in TRANSFER_AXES}
     by_column = {axis.column: axes[axis.name] for axis in TRANSFER_AXES}
     return {**config, **axes, **by_column, "lr": cfg.optimizer.lr, "log2_lr": math.log2(cfg.optimizer.lr),
             "setup": setup, "seed": cfg.train.seed, "trial_dir": str(trial_dir),

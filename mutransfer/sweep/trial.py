@@ -9,7 +9,7 @@ from typing import Any, Optional
 from ..config import compose, to_dict
 from ..errors import UserError
 from ..fingerprint import EXECUTION_CONFIG_KEYS, EXECUTION_KEYS, sweep_record_of
-from ..schema import LR_KEY, ROLES, TRANSFER_AXES, Config, family_of
+from ..schema import LR_KEY, ROLES, TRANSFER_AXES, Axis, Config, family_of
 from ..table.constants import check_constants, scaled
 from ..train.budget import tokens_read
 from ..table.decay import DECAY_OFF_OVERRIDES
@@ -17,7 +17,8 @@ from .search import OFF_X
 from .spec import Point, SweepSpec
 from .keys import StudyKey
 
-__all__ = ["EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS", "Held", "trial_config", "setup_config", "point_overrides", "axis_values",
+__all__ = ["EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS", "Held", "trial_config", "setup_config", "point_overrides",
+           "axis_value", "axis_values",
            "setup_configs", "sweep_record", "auto_trials", "trials_per_batch"]
 
 
@@ -62,12 +63,17 @@ def point_overrides(point: Point) -> list[str]:
     return [f"{axis.config_key}={value}" for axis, value in zip(TRANSFER_AXES, point) if value is not None]
 
 
+def axis_value(cfg: Config, axis: Axis) -> int:
+    """Where ``cfg`` trains on ``axis``: its config key's value; for the token axis, the tokens the run reads,
+    budget or not."""
+    return tokens_read(cfg.train) if axis.name == "tokens" else attrgetter(axis.config_key)(cfg)
+
+
 def axis_values(cfg: Config) -> dict[str, int]:
     """Where ``cfg`` trains on every transfer axis, by trials.csv column: ``{width, depth, horizon, batch_size,
     tokens}`` (the trial user attributes a dashboard filters and groups by, set whether or not the spec sweeps the
-    axis; ``tokens`` is the tokens the run reads, budget or not)."""
-    return {axis.column: tokens_read(cfg.train) if axis.name == "tokens" else attrgetter(axis.config_key)(cfg)
-            for axis in TRANSFER_AXES}
+    axis)."""
+    return {axis.column: axis_value(cfg, axis) for axis in TRANSFER_AXES}
 
 
 def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:

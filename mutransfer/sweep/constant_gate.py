@@ -46,8 +46,9 @@ class StageOutcome:
 
 def stage_outcome(study: optuna.Study, key: StudyKey, th: Thresholds = Thresholds()) -> StageOutcome:
     """The optimum of one study's trials as the analysis places it, and a constant's effect over factor 1."""
-    rows = [(t.params[key.search.column], seed_of(t, key), TrialAttrs.of(t).val_loss, TrialAttrs.of(t).status)
-            for t in live_trials(study, (TrialState.COMPLETE,)) if key.search.column in t.params]
+    rows = [(t.params[key.search.column], seed_of(t, key), attrs.val_loss, attrs.status)
+            for t in live_trials(study, (TrialState.COMPLETE,)) if key.search.column in t.params
+            for attrs in [TrialAttrs.of(t)]]
     if not rows:
         return StageOutcome(None)
     x = np.array([r[0] for r in rows], dtype=float)

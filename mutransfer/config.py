@@ -13,6 +13,7 @@ from .config_checks import check_width, validate
 from .errors import UserError, closest, did_you_mean
 from .schema import Config
 from .table.record import config_data
+from .table.role_defaults import keyed_names, with_role_defaults
 from .train.budget import budget_steps
 
 __all__ = ["config_dir", "packaged_dir", "compose", "load_config_file", "config_from_dict", "compose_parametrization",
@@ -86,20 +87,42 @@ def _missing_key(text: str) -> Optional[str]:
     return full.group(1) if full else "?"
 
 
+@dataclasses.dataclass(frozen=True)
+class _Keyed:
+    """A schema mapping keyed by a registry (``schema.ROLE_KEYED``): its ``kind``, and the dataclass each value is
+    (None for a plain value)."""
+
+    kind: str
+    value: Any
+
+
 @functools.cache
 def _schema_fields(schema: Any) -> dict[str, Any]:
-    """A schema dataclass's field names → the dataclass each holds (through ``Optional``), None for a value or a
-    free-form mapping."""
+    """A schema dataclass's field names → the dataclass each holds (through ``Optional``), a ``_Keyed`` for a
+    mapping keyed by a registry, None for a value or a free-form mapping."""
     hints = typing.get_type_hints(schema)
-    return {f.name: next((t for t in (hints[f.name], *typing.get_args(hints[f.name])) if dataclasses.is_dataclass(t)),
-                         None) for f in dataclasses.fields(schema)}
+
+    def held(f: dataclasses.Field[Any]) -> Any:
+        inner = next((t for t in (hints[f.name], *typing.get_args(hints[f.name])) if dataclasses.is_dataclass(t)),
+                     None)
+        return _Keyed(f.metadata["keyed"], inner) if "keyed" in f.metadata else inner
+
+    return {f.name: held(f) for f in dataclasses.fields(schema)}
+
+
+def _children(schema: Any) -> dict[str, Any]:
+    """The keys a schema node may hold → what each holds (``_schema_fields``); the registered names under a
+    ``_Keyed`` mapping (read each time: a registry may grow)."""
+    if isinstance(schema, _Keyed):
+        return dict.fromkeys(keyed_names(schema.kind), schema.value)
+    return _schema_fields(schema) if schema is not None else {}
 
 
 def is_config_key(dotted: str) -> bool:
     """Whether ``dotted`` (``optimizer.weight_decay``) names a value of the config schema."""
     schema: Any = Config
     for part in dotted.split("."):
-        fields = _schema_fields(schema) if schema is not None else {}
+        fields = _children(schema)
         if part not in fields:
             return False
         schema = fields[part]
@@ -112,7 +135,7 @@ def _unknown_key(where: str) -> UserError:
     schema: Any = Config
     guess: list[str] = []
     for part in where.split("."):
-        fields = _schema_fields(schema) if schema is not None else {}
+        fields = _children(schema)
         match = part if part in fields else closest(part, fields)
         if match is None:
             guess = []
@@ -165,15 +188,16 @@ def compose(overrides: Sequence[str] = (), extra: Optional[dict[str, Any]] = Non
     except Exception as exc:  # Hydra and OmegaConf raise many unrelated types for user mistakes.
         raise _translate(exc) from None
     assert isinstance(obj, Config)
+    obj = with_role_defaults(obj)
     validate(obj)
     return resolved(obj)
 
 
 def _refuse_unknown_keys(tree: Any, schema: Any, prefix: str) -> None:
     """``+key=value`` bypasses Hydra's struct check: compare the composed tree with the dataclasses."""
-    if not isinstance(tree, dict):
+    if not isinstance(tree, dict) or schema is None:
         return
-    fields = _schema_fields(schema)
+    fields = _children(schema)
     for key, value in tree.items():
         where = f"{prefix}.{key}" if prefix else str(key)
         if key not in fields:
@@ -212,6 +236,7 @@ def config_from_dict(data: Any, overrides: Sequence[str] = (), where: str = "con
     except Exception as exc:
         raise _translate(exc) from None
     assert isinstance(obj, Config)
+    obj = with_role_defaults(obj)
     validate(obj)
     return resolved(obj)
 

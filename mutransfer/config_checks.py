@@ -11,8 +11,8 @@ import re
 from typing import Any, Sequence
 
 from .errors import UserError, did_you_mean
-from .schema import (LR_KEY, NS_COEFFS, OPTIMIZER_FAMILY, ROLES, Config, DataConfig, ModelConfig, OptimizerConfig,
-                     ParametrizationConfig, family_of)
+from .schema import (FAMILIES, LR_KEY, NS_COEFFS, ROLES, Config, DataConfig, ModelConfig, OptimizerConfig,
+                     ParametrizationConfig)
 from .table.decay import decay_problem
 from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
 from .train.budget import budget_problem
@@ -32,24 +32,30 @@ def _check_ranges(node: Any, prefix: str) -> None:
     for f in dataclasses.fields(node):
         value = getattr(node, f.name)
         key = f"{prefix}.{f.name}" if prefix else f.name
-        if dataclasses.is_dataclass(value):
-            _check_ranges(value, key)
-            continue
-        bounds = f.metadata.get("range")
-        if bounds is None or value is None or isinstance(value, bool):
-            continue
-        low, high, low_open, high_open = bounds
-        if not math.isfinite(value):
-            raise UserError(f"{key}={value} is not a finite number", "give a finite value")
-        too_low = value <= low if low_open else value < low
-        too_high = value >= high if high_open else value > high
-        if too_low or too_high:
-            left = "(" if low_open else "["
-            right = ")" if high_open else "]"
-            hi = "inf" if high == math.inf else f"{high:g}"
-            hint = (f"; {key} is the learning rate itself, not its log2: for 2^{value:g} write {key}="
-                    f"{2.0 ** value:.4g}" if key == LR_KEY and -64 < value < 0 else "")
-            raise UserError(f"{key}={value} is out of range", f"it must lie in {left}{low:g}, {hi}{right}{hint}")
+        items = value.items() if isinstance(value, dict) and "keyed" in f.metadata else [("", value)]
+        for name, item in items:
+            _check_value(f"{key}.{name}" if name else key, item, f.metadata.get("range"))
+
+
+def _check_value(key: str, value: Any, bounds: Any) -> None:
+    """``value`` (a dataclass: each of its fields) within ``bounds`` (``schema.rng``; None: any)."""
+    if dataclasses.is_dataclass(value):
+        _check_ranges(value, key)
+        return
+    if bounds is None or value is None or isinstance(value, bool):
+        return
+    low, high, low_open, high_open = bounds
+    if not math.isfinite(value):
+        raise UserError(f"{key}={value} is not a finite number", "give a finite value")
+    too_low = value <= low if low_open else value < low
+    too_high = value >= high if high_open else value > high
+    if too_low or too_high:
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        hi = "inf" if high == math.inf else f"{high:g}"
+        hint = (f"; {key} is the learning rate itself, not its log2: for 2^{value:g} write {key}="
+                f"{2.0 ** value:.4g}" if key == LR_KEY and -64 < value < 0 else "")
+        raise UserError(f"{key}={value} is out of range", f"it must lie in {left}{low:g}, {hi}{right}{hint}")
 
 
 def _check_choice(key: str, value: str, options: Sequence[str]) -> None:
@@ -100,7 +106,7 @@ def validate(cfg: Config) -> None:
 
 def _check_choices(cfg: Config) -> None:
     o, p, t = cfg.optimizer, cfg.parametrization, cfg.train
-    _check_choice("optimizer", o.name, tuple(OPTIMIZER_FAMILY))
+    _check_choice("optimizer", o.name, FAMILIES.names())
     _check_choice("data.kind", cfg.data.kind, DATA_KINDS)
     if not re.fullmatch(r"cuda:\d+", t.device):
         _check_choice("train.device", t.device, DEVICES)
@@ -143,22 +149,27 @@ def _check_model(m: ModelConfig, p: ParametrizationConfig) -> None:
 
 
 def _check_roles(cfg: Config) -> None:
-    """Every role has a learning-rate rule for the optimizer's family and valid init and LR rules; tied
-    embeddings only where the embedding and readout roles scale and step alike."""
+    """Every role has a preset row with a learning-rate rule for the optimizer's family and valid init and LR rules;
+    tied embeddings only where the embedding and readout roles scale and step alike."""
     m, p, o = cfg.model, cfg.parametrization, cfg.optimizer
-    family = family_of(o.name)
-    for role in ROLES:
-        row = getattr(p.roles, role)
-        if getattr(row.c, family) is None:
+    family = FAMILIES.named(o.name, "optimizer")
+    column = family.exponents
+    for role in ROLES.names():
+        row = p.roles.get(role)
+        if row is None:
+            raise UserError(f"preset '{p.name}' has no row for role '{role}'",
+                            f"set parametrization.roles.{role} (a, b, c.{column}), or register the role like one "
+                            "the preset lists")
+        if row.c.get(column) is None:
             raise UserError(f"preset '{p.name}' has no learning-rate rule for optimizer '{o.name}' (role {role})",
-                            f"choose another optimizer or set parametrization.roles.{role}.c.{family}")
-        _check_rule(f"optimizer.init.{role}", getattr(o.init, role))
-        _check_rule(f"optimizer.lr_mult.{role}", getattr(o.lr_mult, role))
+                            f"choose another optimizer or set parametrization.roles.{role}.c.{column}")
+        _check_rule(f"optimizer.init.{role}", o.init[role])
+        _check_rule(f"optimizer.lr_mult.{role}", o.lr_mult[role])
     if m.tie_embeddings:
-        emb, out = p.roles.embedding, p.roles.readout
-        if (emb.a, emb.b, getattr(emb.c, family)) != (out.a, out.b, getattr(out.c, family)) or \
-                (o.init.embedding, o.lr_mult.embedding) != (o.init.readout, o.lr_mult.readout) or \
-                o.multiplier.embedding != o.multiplier.readout or family == "muon":
+        emb, out = p.roles["embedding"], p.roles["readout"]
+        if (emb.a, emb.b, emb.c[column]) != (out.a, out.b, out.c[column]) or \
+                (o.init["embedding"], o.lr_mult["embedding"]) != (o.init["readout"], o.lr_mult["readout"]) or \
+                o.multiplier["embedding"] != o.multiplier["readout"] or family.rules_in_groups:
             raise UserError(f"model.tie_embeddings=true is refused under preset '{p.name}' with optimizer '{o.name}': "
                             "the embedding and readout roles scale and step differently",
                             "set model.tie_embeddings=false")

@@ -17,7 +17,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Collection, Iterator, Mapping, Sequence
 
-from .schema import ROLES, TRANSFER_AXES, RoleFlags
+from .registry.roles import shipped_roles
+from .schema import TRANSFER_AXES
 
 __all__ = ["ALWAYS", "DECAY_OFF", "ONE_AXIS", "LaterKey", "EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS", "EXECUTION_TRAINER_KEYS", "LOCATION_KEYS",
            "config_later_keys", "spec_later_keys", "later_defaults", "prune", "restore", "omit_at_defaults",
@@ -67,8 +68,8 @@ def config_later_keys() -> tuple[LaterKey, ...]:
             LaterKey("train.cooldown_frac", 0.2), LaterKey("train.compile", "auto"),
             LaterKey("optimizer.weight_decay_rule", None, DECAY_OFF),
             LaterKey("optimizer.weight_decay_timescale", None, DECAY_OFF),
-            LaterKey("optimizer.decayed", dataclasses.asdict(RoleFlags()), DECAY_OFF),
-            *(LaterKey(f"parametrization.roles.{role}.wd", 0.0, DECAY_OFF) for role in ROLES))
+            LaterKey("optimizer.decayed", {role.name: role.decayed for role in shipped_roles()}, DECAY_OFF),
+            *(LaterKey(f"parametrization.roles.{role.name}.wd", 0.0, DECAY_OFF) for role in shipped_roles()))
 
 
 def spec_later_keys() -> tuple[LaterKey, ...]:

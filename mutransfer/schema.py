@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from .registry import FAMILIES, ROLES, TRANSFER_AXES, Axis, axis_named, axis_of_column, generic_axis
+
 __all__ = [
     "ROLES",
     "FAMILIES",
-    "OPTIMIZER_FAMILY",
     "LR_KEY",
     "searched_column",
     "DEPTH_COLUMN",
@@ -23,12 +24,9 @@ __all__ = [
     "axis_of_column",
     "LR_COLUMN",
     "NS_COEFFS",
-    "FamilyExponents",
+    "ROLE_KEYED",
+    "EXPONENT_KEYED",
     "RoleExponents",
-    "RoleTable",
-    "RoleRules",
-    "RoleFloats",
-    "RoleFlags",
     "HFConfig",
     "ModelConfig",
     "ParametrizationConfig",
@@ -36,12 +34,9 @@ __all__ = [
     "DataConfig",
     "TrainConfig",
     "Config",
-    "family_of",
+    "config_value",
 ]
 
-ROLES: tuple[str, ...] = ("embedding", "hidden", "readout", "gain", "bias")
-FAMILIES: tuple[str, ...] = ("sgd", "adam", "muon")
-OPTIMIZER_FAMILY: dict[str, str] = {"sgd": "sgd", "adamw": "adam", "muon": "muon"}
 LR_KEY = "optimizer.lr"
 """The config key of the base learning rate η, the key a sweep searches by default."""
 LR_COLUMN = "log2_lr"
@@ -51,64 +46,6 @@ LR_COLUMN = "log2_lr"
 def searched_column(key: str) -> str:
     """The trials.csv column that holds a searched key's value (log2 η for the learning rate)."""
     return LR_COLUMN if key == LR_KEY else key
-
-
-@dataclass(frozen=True)
-class Axis:
-    """One transfer axis: what a sweep may vary besides the searched hyperparameter, and the one place that says
-    which config key it sets, which trials.csv column and summary key hold it, and its study-name tag.
-
-    ``TRANSFER_AXES`` lists the axes a sweep spec can vary; ``axis_named`` and ``axis_of_column`` answer any other
-    name with a generic axis (no config key, its name everywhere, log2 coordinates), so that an axis no config key
-    sets and whose values are floats (a parameter count in a table imported from elsewhere) needs no new code."""
-
-    name: str
-    config_key: Optional[str]
-    """The config key a trial's value on the axis sets; None for an axis no config key sets."""
-    column: str
-    plural: str
-    """The spec key and ``SweepSpec`` field that list the axis's values, and the summary key that holds them."""
-    tag: str
-    option: str
-    """The ``transfer`` and ``verify`` option that sets the target's value ('' for an axis they cannot set)."""
-    log2: bool = True
-    """Whether the analysis takes log2 of the axis's value as its coordinate."""
-    example: str = ""
-    """Values a spec might list for the axis, for messages that show how to list them."""
-    counted: str = ""
-    """What a sweep's header calls the axis's values when it counts them (``3 horizons``); '' : its plural."""
-
-
-TRANSFER_AXES: tuple[Axis, ...] = (
-    Axis("width", "model.width", "width", "widths", "w", "--width", example="[32, 64, 128]"),
-    Axis("depth", "model.depth", "depth", "depths", "d", "--depth", example="[2, 4, 8]"),
-    Axis("steps", "train.steps", "horizon", "steps", "t", "--steps", example="[150, 300, 600]", counted="horizons"),
-    Axis("batch", "train.batch_size", "batch_size", "batch_sizes", "b", "--batch-size", example="[4, 8, 16, 32]",
-         counted="batch sizes"),
-    Axis("tokens", "train.tokens", "tokens", "tokens", "tok", "--tokens", example="[65536, 262144]",
-         counted="token budgets"),
-)
-"""Width, depth (number of blocks), the training horizon in steps, the batch size (sequences per step) and the
-token budget (batch × steps × sequence length). The horizon's column is ``horizon`` because ``steps`` in
-trials.csv is the number of steps a trial trained (fewer when it diverged). The first, width, is the axis every
-sweep spec lists. A new axis is one entry here and a field for it in ``sweep.spec.SweepSpec`` (named by its
-``plural``), ``sweep.spec.Point`` and ``sweep.keys.StudyKey`` (named by its ``name``)."""
-
-
-def generic_axis(name: str) -> Axis:
-    """The axis of a name ``TRANSFER_AXES`` does not list: no config key sets it, and ``name`` is its column,
-    plural and tag."""
-    return Axis(name=name, config_key=None, column=name, plural=name, tag=name, option="")
-
-
-def axis_named(name: str) -> Axis:
-    """The registered axis called ``name``, else ``generic_axis(name)``."""
-    return next((a for a in TRANSFER_AXES if a.name == name), None) or generic_axis(name)
-
-
-def axis_of_column(column: str) -> Axis:
-    """The registered axis whose trials.csv column is ``column``, else ``generic_axis(column)``."""
-    return next((a for a in TRANSFER_AXES if a.column == column), None) or generic_axis(column)
 
 
 DEPTH_COLUMN = axis_named("depth").column
@@ -122,72 +59,24 @@ def rng(low: float, high: float = INF, low_open: bool = False, high_open: bool =
     return {"range": (low, high, low_open, high_open)}
 
 
-def family_of(optimizer: str) -> str:
-    """The optimizer family ('sgd' | 'adam' | 'muon') whose exponents and base values an optimizer uses."""
-    return OPTIMIZER_FAMILY[optimizer]
-
-
-@dataclass
-class FamilyExponents:
-    """The learning-rate exponent c for each optimizer family; None means the preset has no rule."""
-
-    sgd: Optional[float] = field(default=None, metadata=rng(-INF))
-    adam: Optional[float] = field(default=None, metadata=rng(-INF))
-    muon: Optional[float] = field(default=None, metadata=rng(-INF))
+ROLE_KEYED = {"keyed": "role"}
+"""Field metadata of a mapping keyed by role (``registry.roles.ROLES``): its keys are checked against the registry,
+and ``config.with_role_defaults`` fills a role it leaves out from the role it is ``like`` (or the role's default)."""
+EXPONENT_KEYED = {"keyed": "exponents"}
+"""Field metadata of a mapping keyed by an optimizer family's exponents column (``OptimizerFamily.exponents``)."""
 
 
 @dataclass
 class RoleExponents:
-    """One row of the abc table: multiplier m^-a, init std σ·m^-b, LR η·m^-c, Adam eps·m^-eps, weight decay
-    λ·m^-wd (for the roles ``optimizer.decayed`` turns on)."""
+    """One row of the abc table: multiplier m^-a, init std σ·m^-b, LR η·m^-c (c per optimizer family's
+    exponents column, None or absent: the preset has no rule), Adam eps·m^-eps, weight decay λ·m^-wd (for the
+    roles ``optimizer.decayed`` turns on)."""
 
     a: float = field(default=0.0, metadata=rng(-INF))
     b: float = field(default=0.0, metadata=rng(-INF))
-    c: FamilyExponents = field(default_factory=FamilyExponents)
+    c: Dict[str, Optional[float]] = field(default_factory=dict, metadata=EXPONENT_KEYED)
     eps: float = field(default=0.0, metadata=rng(-INF))
     wd: float = field(default=0.0, metadata=rng(-INF))
-
-
-@dataclass
-class RoleTable:
-    embedding: RoleExponents = field(default_factory=RoleExponents)
-    hidden: RoleExponents = field(default_factory=RoleExponents)
-    readout: RoleExponents = field(default_factory=RoleExponents)
-    gain: RoleExponents = field(default_factory=RoleExponents)
-    bias: RoleExponents = field(default_factory=RoleExponents)
-
-
-@dataclass
-class RoleRules:
-    """Per-role base values at the base width: a number or a shape rule from INIT_RULES."""
-
-    embedding: str = "1.0"
-    hidden: str = "1.0"
-    readout: str = "1.0"
-    gain: str = "1.0"
-    bias: str = "1.0"
-
-
-@dataclass
-class RoleFloats:
-    embedding: float = field(default=1.0, metadata=rng(0.0, low_open=True))
-    hidden: float = field(default=1.0, metadata=rng(0.0, low_open=True))
-    readout: float = field(default=1.0, metadata=rng(0.0, low_open=True))
-    gain: float = field(default=1.0, metadata=rng(0.0, low_open=True))
-    bias: float = field(default=1.0, metadata=rng(0.0, low_open=True))
-
-
-@dataclass
-class RoleFlags:
-    """Which roles weight decay reaches (``optimizer.decayed``): the hidden matrices and the LM head, not the
-    gains and biases (as is usual), and not the embedding, whose rows move only when their token appears while
-    decoupled decay shrinks every row every step (docs/weight-decay.md says why)."""
-
-    embedding: bool = False
-    hidden: bool = True
-    readout: bool = True
-    gain: bool = False
-    bias: bool = False
 
 
 @dataclass
@@ -232,7 +121,7 @@ class ParametrizationConfig:
     name: str = "mup"
     base_width: int = field(default=128, metadata=rng(1))
     muon_scale_shapes: str = "base"
-    roles: RoleTable = field(default_factory=RoleTable)
+    roles: Dict[str, RoleExponents] = field(default_factory=dict, metadata=ROLE_KEYED)
     base_depth: int = field(default=2, metadata=rng(1))
     depth_alpha: float = field(default=0.0, metadata=rng(0.0, 1.0))
     """Residual branches × (depth / base_depth)^-α: 0 = off, 0.5 = depth-μP, 1 = CompleteP (``table.rules``)."""
@@ -248,7 +137,8 @@ class OptimizerConfig:
     """``lr_scaled`` | ``independent`` (AdamW, Muon) | ``l2`` (SGD); None: the optimizer's own (``table.decay``)."""
     weight_decay_timescale: Optional[float] = field(default=None, metadata=rng(0.0, low_open=True))
     """τ instead of λ: the decay's averaging window as a fraction of the run, per-step decay 1/(τ·T)."""
-    decayed: RoleFlags = field(default_factory=RoleFlags)
+    decayed: Dict[str, bool] = field(default_factory=dict, metadata=ROLE_KEYED)
+    """Which roles weight decay reaches; a role left out: ``Role.decayed`` (``registry.roles``)."""
     momentum: float = field(default=0.95, metadata=rng(0.0, 1.0, high_open=True))
     nesterov: bool = True
     beta1: float = field(default=0.9, metadata=rng(0.0, 1.0, high_open=True))
@@ -258,9 +148,12 @@ class OptimizerConfig:
     ns_steps: int = field(default=5, metadata=rng(1, 50))
     ns_coeffs: list[float] = field(default_factory=lambda: list(NS_COEFFS))
     ns_dtype: str = "auto"
-    init: RoleRules = field(default_factory=RoleRules)
-    multiplier: RoleFloats = field(default_factory=RoleFloats)
-    lr_mult: RoleRules = field(default_factory=RoleRules)
+    init: Dict[str, str] = field(default_factory=dict, metadata=ROLE_KEYED)
+    """Per-role base init std at the base width: a number or a shape rule (``table.rules.INIT_RULES``)."""
+    multiplier: Dict[str, float] = field(default_factory=dict, metadata={**ROLE_KEYED, **rng(0.0, low_open=True)})
+    """Per-role base forward multiplier (> 0)."""
+    lr_mult: Dict[str, str] = field(default_factory=dict, metadata=ROLE_KEYED)
+    """Per-role base LR factor: a number or a shape rule."""
 
 
 @dataclass
@@ -309,3 +202,12 @@ class Config:
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+
+
+def config_value(cfg: Any, dotted: str) -> Any:
+    """The value at a dotted config key (``optimizer.lr_mult.readout``): a field of a config dataclass, or a key of
+    a mapping (the per-role tables)."""
+    value = cfg
+    for part in dotted.split("."):
+        value = value[part] if isinstance(value, dict) else getattr(value, part)
+    return value

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from mutransfer.analysis.result import AxisFit, Summary, measured_point
 from mutransfer.analysis.run_files import read_tables, search_settings
 from mutransfer.analysis.summary import axis_table, final_stages, summarize, summarize_run
 from mutransfer.config import config_from_dict
-from mutransfer.schema import LR_KEY, axis_named
+from mutransfer.schema import LR_KEY, axis_named, config_value
 from mutransfer.transfer.target import read_sweep_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -67,7 +66,7 @@ def effect_table(run_dir: Path, summary: Summary) -> list[str]:
             result = summary.setups(key).get(label)
             point = result.line.points.get(at) if result is not None else None
             effect = point.constant if point is not None else None
-            lines.append(f"| {label} | `{key.removeprefix('optimizer.')}` | `{attrgetter(key)(cfg)}` | "
+            lines.append(f"| {label} | `{key.removeprefix('optimizer.')}` | `{config_value(cfg, key)}` | "
                          f"{interval_cell(point.x_star, point.ci) if point else '—'} | "
                          f"{interval_cell(effect.at_one, fmt='.4f') if effect else '—'} | "
                          f"{interval_cell(effect.gain, effect.gain_ci, '+.4f') if effect else '—'} | "

@@ -17,7 +17,7 @@ import pandas as pd
 from mutransfer.analysis.stability import fit_slopes, judge
 from mutransfer.config import compose, packaged_dir
 from mutransfer.files import load_yaml
-from mutransfer.schema import family_of
+from mutransfer.schema import FAMILIES
 from mutransfer.train.coordcheck import coord_check
 from mutransfer.train.data import load_corpus
 
@@ -29,7 +29,7 @@ SHOWN = (("weight_update", "lm_head.weight"), ("weight_update", "embed.weight"),
 
 def broken_tables(optimizer: str) -> dict[str, list[str]]:
     """Label → overrides: the correct μP table, then one mistake each."""
-    family = family_of(optimizer)
+    family = FAMILIES.named(optimizer).exponents
     roles = load_yaml(packaged_dir("configs") / "parametrization" / "mup.yaml", "preset")["roles"]
     c = {role: roles[role]["c"][family] for role in ("readout", "hidden")}
     key = "parametrization.roles"

@@ -23,7 +23,7 @@ from mutransfer.analysis.plots import drift_figure, key_label, save, transfer_fi
 from mutransfer.analysis.run_files import read_tables, search_settings
 from mutransfer.analysis.summary import axis_table, summarize
 from mutransfer.config import config_from_dict
-from mutransfer.schema import Config, axis_named, family_of
+from mutransfer.schema import FAMILIES, Config, axis_named
 from mutransfer.transfer.decay import decay_rule_name
 from mutransfer.transfer.target import read_sweep_record
 
@@ -38,13 +38,13 @@ DPI = 70
 
 def hidden_lr_exponent(cfg: Config) -> float:
     """The hidden matrices' LR width exponent −c: η_p ∝ m^(−c)."""
-    return -float(getattr(cfg.parametrization.roles.hidden.c, family_of(cfg.optimizer.name)))
+    return -float(cfg.parametrization.roles["hidden"].c[FAMILIES.named(cfg.optimizer.name).exponents])
 
 
 def predicted_width_slopes(cfg: Config) -> dict[str, Optional[float]]:
     """log2 λ* per width doubling that each published rule predicts for a hidden matrix under ``cfg``'s
     parametrization and decay rule (λ_p = λ·m^-wd; per-step decay η_p·λ_p, or λ_p under ``independent``)."""
-    wd = cfg.parametrization.roles.hidden.wd
+    wd = cfg.parametrization.roles["hidden"].wd
     lr = hidden_lr_exponent(cfg)
     rule = 0.0 if cfg.optimizer.weight_decay_rule == "independent" else lr  # per-step decay ∝ m^rule·λ·m^-wd
     adam = cfg.optimizer.name == "adamw"

@@ -24,6 +24,7 @@ from mutransfer.table.constants import Constant, check_constants, coordinate_sta
 from mutransfer.table.rules import base_value
 from mutransfer.analysis.summary import summarize_run
 from mutransfer.config import config_from_dict
+from mutransfer.schema import FAMILIES
 from mutransfer.transfer.constants import TunedConstant, constant_warnings, tuned_constants
 from mutransfer.transfer.target import read_sweep_record
 
@@ -42,20 +43,20 @@ def test_a_constant_is_a_per_role_key_of_the_optimizer_config() -> None:
 
 
 @pytest.mark.parametrize(("keys", "family", "says"), [
-    ([f"optimizer.{k}.readout" for k in ("multiplier", "init", "lr_mult")], "adam", "cannot be told apart"),
+    ([f"optimizer.{k}.readout" for k in ("multiplier", "init", "lr_mult")], "adamw", "cannot be told apart"),
     (["optimizer.eps"], "muon", "AdamW's ε"),
-    (["optimizer.init.bias"], "adam", "zero init"),
-    ([READOUT_LR, READOUT_LR], "adam", "names a constant twice"),
+    (["optimizer.init.bias"], "adamw", "zero init"),
+    ([READOUT_LR, READOUT_LR], "adamw", "names a constant twice"),
     ([f"optimizer.lr_mult.{r}" for r in ("embedding", "hidden", "readout", "gain", "bias")], "muon", "at most 4"),
     ([], "muon", "no constant to search")])
 def test_sets_that_cannot_be_told_apart_or_searched_are_refused(keys: list[str], family: str, says: str) -> None:
     with pytest.raises(UserError, match=says):
-        check_constants(keys, family, INITS)
+        check_constants(keys, FAMILIES.named(family), INITS)
 
 
 def test_two_constants_of_a_role_and_adamws_eps_are_allowed() -> None:
     keys = [READOUT_LR, READOUT_MULT, "optimizer.eps"]
-    assert [c.key for c in check_constants(keys, "adam", INITS)] == keys
+    assert [c.key for c in check_constants(keys, FAMILIES.named("adamw"), INITS)] == keys
 
 
 def test_a_scaled_rule_stays_a_rule_and_the_plan_reads_it() -> None:
@@ -64,7 +65,7 @@ def test_a_scaled_rule_stays_a_rule_and_the_plan_reads_it() -> None:
     assert base_value("0.5*1/fan_in", 64, 128) == pytest.approx(0.5 / 128)
     assert base_value("0.25*spectral", 64, 128) == pytest.approx(0.25 * base_value("spectral", 64, 128))
     cfg = compose(["optimizer=muon", "optimizer.lr_mult.readout=0.5*1/fan_in"])
-    assert cfg.optimizer.lr_mult.readout == "0.5*1/fan_in"
+    assert cfg.optimizer.lr_mult["readout"] == "0.5*1/fan_in"
     with pytest.raises(UserError, match="FACTOR\\*RULE"):
         compose(["optimizer.lr_mult.readout=half*1/fan_in"])
 
@@ -162,7 +163,7 @@ class SurfaceTrainer:
         out = []
         for run in runs:
             cfg = run.cfg
-            rule = cfg.optimizer.lr_mult.readout
+            rule = cfg.optimizer.lr_mult["readout"]
             factor = float(rule.split("*")[0]) if "*" in rule else 1.0
             jitter = zlib.crc32(f"{cfg.train.seed}/{cfg.model.width}".encode()) / 2**32 - 0.5
             x = m.log2(cfg.optimizer.lr)

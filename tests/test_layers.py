@@ -29,7 +29,7 @@ def test_layer_imports(module: str, forbidden: tuple[str, ...]) -> None:
     assert proc.stdout.strip() == "", f"{module} imports {proc.stdout.strip()}"
 
 
-LAYERS = ("mutransfer", "words", "errors", "schema", "yamldoc", "precision", "files", "trial_io", "defaults", "fingerprint", "table",
+LAYERS = ("mutransfer", "words", "errors", "registry", "schema", "yamldoc", "precision", "files", "trial_io", "defaults", "fingerprint", "table",
           "optim", "analysis", "model", "hf", "model_kinds", "train", "config_checks", "config", "sweep", "importing", "simulation", "transfer",
           "api", "trainer_api", "commands", "cli", "__main__")
 """The package's own units, bottom to top: each may import only the units before it (its own modules aside).

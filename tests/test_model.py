@@ -15,7 +15,7 @@ def test_every_parameter_has_exactly_one_role(bias: bool) -> None:
     model = GPT(ModelConfig(width=64, depth=2, bias=bias), vocab_size=256)
     names = [name for name, _ in model.named_parameters()]
     assert sorted(names) == sorted(model.roles)
-    assert set(model.roles.values()) == set(ROLES) if bias else set(ROLES) - {"bias"}
+    assert set(model.roles.values()) == set(ROLES.names()) if bias else set(ROLES.names()) - {"bias"}
     assert model.roles["embed.weight"] == "embedding"
     assert model.roles["lm_head.weight"] == "readout"
     assert model.roles["blocks.1.mlp.down.weight"] == "hidden"

@@ -121,8 +121,8 @@ def shifted(theta: float, sgd: bool = False, only: str = "abce", wd_shift: float
     preset = compose(["parametrization=mup"]).parametrization
     family = "sgd" if sgd else "adam"
     for role in ("embedding", "hidden", "readout", "gain", "bias"):
-        row = getattr(preset.roles, role)
-        c = getattr(row.c, family)
+        row = preset.roles[role]
+        c = row.c[family]
         if "a" in only:
             out.append(f"parametrization.roles.{role}.a={row.a + theta}")
         if "b" in only:
@@ -222,10 +222,21 @@ def test_effective_lr_is_the_size_of_one_real_step(optimizer: str) -> None:
             assert moved.median().item() == pytest.approx(eff, rel=1e-2), name
 
 
-def test_every_optimizer_belongs_to_a_family_with_learning_rate_rules() -> None:
-    from mutransfer.schema import FAMILIES, OPTIMIZER_FAMILY
+def test_every_optimizer_has_learning_rate_rules_in_a_shipped_preset_and_presets_name_only_known_columns() -> None:
+    from mutransfer.config import group_options
+    from mutransfer.files import load_yaml
+    from mutransfer.config import packaged_dir
+    from mutransfer.schema import FAMILIES, ROLES
 
-    assert set(OPTIMIZER_FAMILY.values()) == set(FAMILIES)
+    columns = {family.exponents for family in FAMILIES}
+    covered = set()
+    for preset in group_options("parametrization"):
+        rows = load_yaml(packaged_dir("configs") / "parametrization" / f"{preset}.yaml", "preset")["roles"]
+        assert set(rows) == set(ROLES.names()), preset
+        for row in rows.values():
+            assert set(row["c"]) <= columns, (preset, row)
+        covered |= {column for column in columns if all(row["c"].get(column) is not None for row in rows.values())}
+    assert covered == columns
 
 
 def test_a_token_budget_sets_the_steps_on_a_copy_and_validation_changes_nothing() -> None:

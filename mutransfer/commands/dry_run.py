@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Optional
 from rich.console import Group
 from rich.table import Table
 
-from ..schema import LR_KEY, family_of
+from ..schema import FAMILIES, LR_KEY
 from ..sweep.estimate import SWEEP_OVERHEAD_S, TRIAL_OVERHEAD_S, MeasuredEstimate, MeasuredPoint, SweepEstimate
 from ..sweep.finished import FinishedTrials, read_finished
 from ..sweep.measured_cost import duration_text
@@ -203,7 +203,7 @@ def stop_estimate(plan: SweepPlan, estimate: SweepEstimate, threads: int = 0) ->
         for setup in spec.setups:
             search = next(s for s in setup.search if s.key == LR_KEY)
             first = next(p.key for p in estimate.points if p.key.setup == setup.label)
-            bowl = "adamw" if family_of(_middle_config(spec, first, threads).optimizer.name) == "adam" else "muon"
+            bowl = FAMILIES.named(_middle_config(spec, first, threads).optimizer.name).bowl
             design = Design(widths=tuple(sorted(spec.widths)), low=search.min, high=search.max, step=search.step,
                             seeds=len(spec.seeds), noise_seeds=search.noise_seeds, extend=search.extend,
                             extend_max=search.extend_max)

@@ -97,13 +97,13 @@ def decay_line(cfg: Config, plan: Plan) -> str:
     from ..table.decay import RULE_FORMULAS, decay_on
 
     opt = cfg.optimizer
-    on = [role for role in ROLES if getattr(opt.decayed, role)]
-    off = [role for role in ROLES if role not in on]
+    on = [role for role in ROLES.names() if opt.decayed[role]]
+    off = [role for role in ROLES.names() if role not in on]
     reach = f"on for {', '.join(on) or 'no role'}" + (f", off for {', '.join(off)}" if off else "")
     if not decay_on(opt):
         return f"weight decay: off (optimizer.weight_decay=0); with λ > 0 it is {reach} (optimizer.decayed)"
     rule = plan.weight_decay_rule
-    exponents = ", ".join(f"{role} {getattr(cfg.parametrization.roles, role).wd:g}" for role in on) or "—"
+    exponents = ", ".join(f"{role} {cfg.parametrization.roles[role].wd:g}" for role in on) or "—"
     tau = opt.weight_decay_timescale
     given = (f"τ={tau:g} of T={plan.steps} steps: a step at the peak decays 1/(τ·T)={1 / (tau * plan.steps):.4g}"
              if tau is not None else f"λ={opt.weight_decay:g}")
@@ -123,13 +123,14 @@ def depth_table(plan: Plan) -> Table:
     title = (f"depth {plan.depth} (base {plan.base_depth}, m_L={plan.depth_ratio:g}), depth_alpha {alpha:g}: "
              f"residual branches × {plan.branch_multiplier:.4g}")
     table = Table(title=title)
-    for column in ("role", "in-block parameters", *(f"lr exponent ({f})" for f in FAMILIES), "eps exponent (adam)",
-                   "init exponent"):
+    eps = next(family for family in FAMILIES if family.scaled_eps)
+    for column in ("role", "in-block parameters", *(f"lr exponent ({f.exponents})" for f in FAMILIES),
+                   f"eps exponent ({eps.exponents})", "init exponent"):
         table.add_column(column, justify="left" if column in ("role", "in-block parameters") else "right")
-    rules = {family: depth_exponents(family, alpha) for family in FAMILIES}
-    for role in ROLES:
+    rules = {family.name: depth_exponents(family, alpha) for family in FAMILIES}
+    for role in ROLES.names():
         inside = sum(p.in_block for p in plan.params if p.role == role)
-        lr = [f"{rules[f].lr:+g}" if inside else "—" for f in FAMILIES]
-        table.add_row(role, str(inside), *lr, f"{rules['adam'].eps:+g}" if inside else "—",
-                      f"{rules['adam'].init:+g}" if inside else "—")
+        lr = [f"{rules[f.name].lr:+g}" if inside else "—" for f in FAMILIES]
+        table.add_row(role, str(inside), *lr, f"{rules[eps.name].eps:+g}" if inside else "—",
+                      f"{rules[eps.name].init:+g}" if inside else "—")
     return table

@@ -3,22 +3,20 @@ optimizer with every parameter's LR, eps and update rule. The one place where pl
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import replace
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import torch
 from torch import nn
 
-from ..optim.stacked import StackedAdamW, StackedSGD
-from ..optim.steepest import SteepestDescent
-from ..schema import OptimizerConfig
+from ..registry.families import OptimizerFamily
+from ..schema import FAMILIES, OptimizerConfig
 from ..table.decay import decay_problem, group_weight_decay
 from ..table.plan import ParamPlan, Plan
 
 __all__ = ["initialize", "init_parameters", "attach_multipliers", "refuse_tied", "tied_aliases", "build_optimizer",
-           "plan_entry", "NS_DTYPES", "WRAPPER_PREFIXES"]
-
-NS_DTYPES: dict[str, Optional[torch.dtype]] = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16}
+           "plan_entry", "family_builder", "WRAPPER_PREFIXES"]
 NamedParams = Iterable[tuple[str, nn.Parameter]]
 
 
@@ -101,12 +99,11 @@ def refuse_tied(model: nn.Module) -> None:
                          "differently under width scaling; untie them")
 
 
-def _groups(named_params: NamedParams, plan: Plan, opt: OptimizerConfig,
+def _groups(named_params: NamedParams, plan: Plan, opt: OptimizerConfig, family: OptimizerFamily,
             trial_lrs: Optional[Sequence[float]]) -> list[dict[str, Any]]:
     """One parameter group per parameter with its LR (a tensor of K per-trial LRs when stacked), eps and weight
-    decay (per trial when it depends on the LR)."""
+    decay (per trial when it depends on the LR), and its update rule where the family reads it."""
     table = plan.by_name()
-    muon = opt.name == "muon"
     groups: list[dict[str, Any]] = []
     for name, param in named_params:
         entry = plan_entry(table, name)
@@ -117,7 +114,7 @@ def _groups(named_params: NamedParams, plan: Plan, opt: OptimizerConfig,
         group: dict[str, Any] = {"params": [param], "lr": lr, "name": name, "weight_decay": decay}
         if entry.eps is not None:
             group["eps"] = entry.eps
-        if muon:
+        if family.rules_in_groups:
             group["update"] = entry.update
             if entry.update == "spectral":
                 group["scale_rule"], group["scale_shape"] = entry.scale_rule, entry.scale_shape
@@ -153,13 +150,16 @@ def build_optimizer(
     if steps is not None:
         plan = replace(plan, steps=steps)
     named = model.named_parameters() if isinstance(model, nn.Module) else model
-    groups = _groups(named, plan, opt, trial_lrs)
-    if opt.name == "adamw":
-        adamw = torch.optim.AdamW if trial_lrs is None else StackedAdamW
-        return adamw(groups, lr=plan.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps, weight_decay=0.0)
-    if opt.name == "sgd":
-        sgd = torch.optim.SGD if trial_lrs is None else StackedSGD
-        return sgd(groups, lr=plan.lr, momentum=opt.momentum, nesterov=opt.nesterov and opt.momentum > 0,
-                   weight_decay=0.0)
-    return SteepestDescent(groups, lr=plan.lr, momentum=opt.momentum, nesterov=opt.nesterov, weight_decay=0.0,
-                           ns_steps=opt.ns_steps, ns_coeffs=tuple(opt.ns_coeffs), ns_dtype=NS_DTYPES[opt.ns_dtype])
+    family = FAMILIES.named(opt.name, "optimizer")
+    groups = _groups(named, plan, opt, family, trial_lrs)
+    return family_builder(family)(groups, opt, plan.lr, trial_lrs is not None)
+
+
+def family_builder(family: OptimizerFamily) -> Callable[..., torch.optim.Optimizer]:
+    """The function ``family.builder`` names (``module:function``)."""
+    module, _, name = family.builder.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"optimizer '{family.name}': its builder '{family.builder}' cannot be imported ({exc}); "
+                         "register the family with a builder 'module:function' on the import path") from None

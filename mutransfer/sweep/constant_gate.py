@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from operator import attrgetter
 from typing import Any, Optional
 
 import numpy as np
@@ -21,7 +20,7 @@ from ..analysis.drift import PointTrials, setup_optima
 from ..analysis.optimum import fit_halfwidth
 from ..analysis.result import ConstantEffect
 from ..analysis.thresholds import Thresholds
-from ..schema import LR_KEY
+from ..schema import LR_KEY, config_value
 from ..table.constants import scaled
 from ..words import Effect, TrialStatus
 from .completion import study_finished
@@ -77,7 +76,7 @@ def shipped_values(spec: SweepSpec) -> dict[str, dict[str, Any]]:
     assert spec.constants is not None
     for setup in spec.setups:
         cfg = setup_config(spec, setup.label, [*setup.overrides, *spec.overrides])
-        out[setup.label] = {key: attrgetter(key)(cfg) for key in spec.constants.keys}
+        out[setup.label] = {key: config_value(cfg, key) for key in spec.constants.keys}
     return out
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any, Optional
 
 from ..config import compose, to_dict
 from ..errors import UserError
 from ..fingerprint import EXECUTION_CONFIG_KEYS, EXECUTION_KEYS, sweep_record_of
-from ..schema import LR_KEY, ROLES, TRANSFER_AXES, Axis, Config, family_of
+from ..schema import FAMILIES, LR_KEY, TRANSFER_AXES, Axis, Config, config_value
 from ..table.constants import check_constants, scaled
 from ..train.budget import tokens_read
 from ..table.decay import DECAY_OFF_OVERRIDES
@@ -66,7 +65,7 @@ def point_overrides(point: Point) -> list[str]:
 def axis_value(cfg: Config, axis: Axis) -> int:
     """Where ``cfg`` trains on ``axis``: its config key's value; for the token axis, the tokens the run reads,
     budget or not."""
-    return tokens_read(cfg.train) if axis.name == "tokens" else attrgetter(axis.config_key)(cfg)
+    return tokens_read(cfg.train) if axis.name == "tokens" else config_value(cfg, axis.config_key)
 
 
 def axis_values(cfg: Config) -> dict[str, int]:
@@ -84,8 +83,7 @@ def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:
         cfg = setup_config(spec, setup.label, [*setup.overrides, *spec.overrides, *point_overrides(spec.points()[0]),
                                                f"train.seed={spec.seeds[0]}"])
         if spec.constants is not None:
-            check_constants(spec.constants.keys, family_of(cfg.optimizer.name),
-                            {role: getattr(cfg.optimizer.init, role) for role in ROLES},
+            check_constants(spec.constants.keys, FAMILIES.named(cfg.optimizer.name), cfg.optimizer.init,
                             f"constants (setup {setup.label})")
         out[setup.label] = to_dict(cfg)
     return out

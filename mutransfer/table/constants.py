@@ -8,9 +8,10 @@ the abc symmetry of Yang & Hu, "Tensor Programs IV"), so at most two of them per
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..errors import UserError, did_you_mean
+from ..registry.families import OptimizerFamily
 from ..schema import LR_KEY, ROLES
 
 __all__ = ["CONSTANT_KINDS", "MAX_CONSTANTS", "MAX_PER_ROLE", "EPS_KEY", "Constant", "parse_constant",
@@ -40,7 +41,7 @@ class Constant:
 
 def constant_keys() -> list[str]:
     """Every key a constant search may name."""
-    return [f"optimizer.{kind}.{role}" for kind in CONSTANT_KINDS for role in ROLES] + [EPS_KEY]
+    return [f"optimizer.{kind}.{role}" for kind in CONSTANT_KINDS for role in ROLES.names()] + [EPS_KEY]
 
 
 def parse_constant(key: str) -> Constant:
@@ -52,13 +53,14 @@ def parse_constant(key: str) -> Constant:
         return Constant(parts[1], parts[2])
     raise UserError(f"'{key}' is not a per-role constant",
                     f"{did_you_mean(key, constant_keys())}search optimizer.<{'|'.join(CONSTANT_KINDS)}>.<role> "
-                    f"(roles: {', '.join(ROLES)}) or {EPS_KEY}")
+                    f"(roles: {', '.join(ROLES.names())}) or {EPS_KEY}")
 
 
-def check_constants(keys: Sequence[str], family: str, inits: dict[str, str], where: str = "constants") -> list[Constant]:
-    """The constants ``keys`` name, checked for a setup whose optimizer family is ``family`` and whose shipped
-    inits are ``inits`` (role → rule): at most ``MAX_CONSTANTS``, each once, at most ``MAX_PER_ROLE`` per role, ε
-    only under AdamW, no init of a role initialised at zero (a factor on zero is zero)."""
+def check_constants(keys: Sequence[str], family: OptimizerFamily, inits: Mapping[str, str],
+                    where: str = "constants") -> list[Constant]:
+    """The constants ``keys`` name, checked for a setup whose optimizer is ``family`` and whose shipped inits are
+    ``inits`` (role → rule): at most ``MAX_CONSTANTS``, each once, at most ``MAX_PER_ROLE`` per role, ε only under
+    an optimizer with a per-role ε (AdamW), no init of a role initialised at zero (a factor on zero is zero)."""
     constants = [parse_constant(k) for k in keys]
     if not constants:
         raise UserError(f"{where}: no constant to search", "name one to four, e.g. [optimizer.lr_mult.readout]")
@@ -67,7 +69,7 @@ def check_constants(keys: Sequence[str], family: str, inits: dict[str, str], whe
                         f"keep the {MAX_CONSTANTS} you expect to matter most")
     if len(set(constants)) != len(constants):
         raise UserError(f"{where} names a constant twice", "name each once")
-    for role in ROLES:
+    for role in ROLES.names():
         kinds = [c.kind for c in constants if c.role == role]
         if len(kinds) > MAX_PER_ROLE:
             raise UserError(f"{where}: {', '.join(f'optimizer.{k}.{role}' for k in kinds)} cannot be told apart: under "
@@ -75,7 +77,7 @@ def check_constants(keys: Sequence[str], family: str, inits: dict[str, str], whe
                             "LR multiplier is absorbed by the other two",
                             f"search at most {MAX_PER_ROLE} of them for role {role}")
     for c in constants:
-        if c.kind == "eps" and family != "adam":
+        if c.kind == "eps" and not family.scaled_eps:
             raise UserError(f"{where}: {EPS_KEY} is AdamW's ε; this setup's optimizer has none",
                             "search it only in an AdamW setup")
         if c.kind == "init" and _is_zero(inits.get(c.role, "1.0")):

@@ -22,17 +22,14 @@ import math
 from typing import Any, Optional, TypeVar
 
 from ..fingerprint import DECAY_OFF, config_later_keys, later_defaults, omit_at_defaults
-from ..schema import OptimizerConfig, family_of
+from ..schema import FAMILIES, OptimizerConfig
 
-__all__ = ["DECAY_OFF_VALUES", "DECAY_SYMBOLS", "DECAY_OFF_OVERRIDES", "DECAY_RULES", "RULES_BY_FAMILY",
+__all__ = ["DECAY_OFF_VALUES", "DECAY_SYMBOLS", "DECAY_OFF_OVERRIDES", "DECAY_RULES",
            "RULE_FORMULAS", "decay_on", "decay_rule", "decay_problem",
            "decay_factor", "weight_decay", "group_weight_decay", "decay_per_step", "later_decay_keys",
            "omit_at_defaults"]
 
 DECAY_RULES: tuple[str, ...] = ("lr_scaled", "independent", "l2")
-RULES_BY_FAMILY: dict[str, tuple[str, ...]] = {"adam": ("lr_scaled", "independent"),
-                                               "muon": ("lr_scaled", "independent"), "sgd": ("l2",)}
-"""The rules each optimizer family can apply; the first is its default."""
 RULE_FORMULAS: dict[str, str] = {"lr_scaled": "p ← p − s(t)·η_p·λ_p·p",
                                  "independent": "p ← p − s(t)·λ_p·p", "l2": "g ← g + λ_p·p"}
 
@@ -52,7 +49,7 @@ def decay_on(opt: OptimizerConfig) -> bool:
 
 def decay_rule(opt: OptimizerConfig) -> str:
     """The rule in force: ``optimizer.weight_decay_rule``, or the optimizer's own (lr_scaled; l2 for SGD)."""
-    return opt.weight_decay_rule or RULES_BY_FAMILY[family_of(opt.name)][0]
+    return opt.weight_decay_rule or FAMILIES.named(opt.name, "optimizer").decay_rules[0]
 
 
 def decay_problem(opt: OptimizerConfig) -> Optional[tuple[str, str]]:
@@ -65,7 +62,7 @@ def decay_problem(opt: OptimizerConfig) -> Optional[tuple[str, str]]:
     rule = opt.weight_decay_rule
     if rule is not None and rule not in DECAY_RULES:
         return f"unknown optimizer.weight_decay_rule '{rule}'", f"choose one of: {', '.join(DECAY_RULES)}"
-    allowed = RULES_BY_FAMILY[family_of(opt.name)]
+    allowed = FAMILIES.named(opt.name, "optimizer").decay_rules
     if decay_rule(opt) not in allowed:
         return (f"optimizer.weight_decay_rule={rule} cannot be applied by optimizer '{opt.name}'",
                 f"use {' or '.join(allowed)} with {opt.name}")

@@ -24,9 +24,10 @@ from typing import Any, Mapping, Optional
 
 from ..files import atomic_write_text, dump_yaml
 from ..fingerprint import config_later_keys, prune_config, restore
-from ..schema import OptimizerConfig, ParametrizationConfig, RoleFlags, RoleFloats, RoleRules, family_of
+from ..schema import FAMILIES, ROLES, OptimizerConfig, ParametrizationConfig
+from ..registry.families import OptimizerFamily
 from .decay import decay_factor, decay_on, decay_per_step, decay_rule, weight_decay
-from .rules import UPDATE_BY_FAMILY, DepthExponents, base_value, depth_exponents, matrix_dims, muon_scale
+from .rules import DepthExponents, base_value, depth_exponents, matrix_dims, muon_scale
 
 __all__ = ["ParamPlan", "Plan", "make_plan", "PLAN_FORMAT", "Shape"]
 
@@ -104,7 +105,7 @@ class Plan:
 
     @property
     def depth_rules(self) -> DepthExponents:
-        return depth_exponents(family_of(self.optimizer_name), self.depth_alpha)
+        return depth_exponents(FAMILIES.named(self.optimizer_name), self.depth_alpha)
 
     @property
     def branch_multiplier(self) -> float:
@@ -220,7 +221,7 @@ class Plan:
                                  shape_factor=g.get("shape_factor", 1.0), in_block=bool(g.get("in_block", False)),
                                  depth_lr_factor=g.get("depth_lr_factor", 1.0),
                                  transposed=bool(g.get("transposed", False)), blocks=int(g.get("blocks", 1)),
-                                 decay_factor=float(g.get("decay_factor", getattr(RoleFlags(), g["role"]))))
+                                 decay_factor=float(g.get("decay_factor", ROLES.named(g["role"]).decayed)))
                        for g in doc["param_groups"])
         opt = doc.get("optimizer") or {}
         config = _optimizer_from_dict(opt) if "init" in opt else OptimizerConfig(name=opt.get("name", "muon"))
@@ -236,10 +237,8 @@ class Plan:
 def _optimizer_from_dict(data: Mapping[str, Any]) -> OptimizerConfig:
     """A plan file's optimizer section, the keys it leaves out at their defaults (``to_document``) restored."""
     fields = restore(data, config_later_keys(), prefix="optimizer.")
-    fields["init"] = RoleRules(**fields["init"])
-    fields["multiplier"] = RoleFloats(**fields["multiplier"])
-    fields["lr_mult"] = RoleRules(**fields["lr_mult"])
-    fields["decayed"] = RoleFlags(**fields["decayed"])
+    for key in ("init", "multiplier", "lr_mult", "decayed"):
+        fields[key] = dict(fields[key])
     fields["ns_coeffs"] = list(fields["ns_coeffs"])
     return OptimizerConfig(**fields)
 
@@ -261,7 +260,7 @@ def make_plan(
     ``in_block`` names the parameters inside residual blocks, which get the depth factors at ``depth``;
     ``transposed`` those stored (din, dout); ``blocks`` the number of logical blocks of fused parameters;
     ``steps`` the run's length (a weight-decay timescale needs it)."""
-    ratios = _Ratios(family_of(opt.name), width / preset.base_width, depth / preset.base_depth if depth else 1.0)
+    ratios = _Ratios(FAMILIES.named(opt.name, "optimizer"), width / preset.base_width, depth / preset.base_depth if depth else 1.0)
     plans = []
     for name, shape in shapes.items():
         layout = {"transposed": name in transposed, "blocks": (blocks or {}).get(name, 1)}
@@ -277,7 +276,7 @@ def make_plan(
 class _Ratios:
     """What scales every parameter: the optimizer's family, width / base width and depth / base depth."""
 
-    family: str
+    family: OptimizerFamily
     width: float
     depth: float
 
@@ -285,14 +284,15 @@ class _Ratios:
 def _param_plan(name: str, role: str, shape: Shape, base_shape: Shape, layout: dict[str, Any], inside: bool,
                 ratios: _Ratios, preset: ParametrizationConfig, opt: OptimizerConfig) -> ParamPlan:
     """One parameter's init, multiplier, LR factor, ε, update rule and decay at the plan's width and depth."""
-    row = getattr(preset.roles, role)
     family, m = ratios.family, ratios.width
-    c = getattr(row.c, family)
-    if c is None:
-        raise ValueError(f"preset '{preset.name}' has no LR exponent for role '{role}' with optimizer family '{family}'")
+    row = preset.roles.get(role)
+    c = row.c.get(family.exponents) if row is not None else None
+    if row is None or c is None:
+        raise ValueError(f"preset '{preset.name}' has no LR exponent for role '{role}' with optimizer '{family.name}'")
     dout, din = matrix_dims(role, base_shape, **layout)
-    sigma = base_value(getattr(opt.init, role), dout, din) * m ** -row.b
-    update = UPDATE_BY_FAMILY[family][role]
+    sigma = base_value(opt.init[role], dout, din) * m ** -row.b
+    update = family.update_of(role)
+    constant = ROLES.named(role).constant_init
     scale_shape = None
     if update == "spectral":
         scale_shape = matrix_dims(role, base_shape if preset.muon_scale_shapes == "base" else shape, **layout)
@@ -304,17 +304,17 @@ def _param_plan(name: str, role: str, shape: Shape, base_shape: Shape, layout: d
         role=role,
         shape=tuple(int(s) for s in shape),
         base_shape=tuple(int(s) for s in base_shape),
-        init_mean=sigma if role == "gain" else 0.0,
-        init_std=0.0 if role == "gain" else sigma,
-        multiplier=getattr(opt.multiplier, role) * m ** -row.a,
-        lr_factor=base_value(getattr(opt.lr_mult, role), dout, din) * m ** -c * depth_lr,
+        init_mean=sigma if constant else 0.0,
+        init_std=0.0 if constant else sigma,
+        multiplier=opt.multiplier[role] * m ** -row.a,
+        lr_factor=base_value(opt.lr_mult[role], dout, din) * m ** -c * depth_lr,
         update=update,
-        eps=opt.eps * m ** -row.eps * depth_eps if family == "adam" else None,
+        eps=opt.eps * m ** -row.eps * depth_eps if family.scaled_eps else None,
         scale_rule=opt.muon_scale if update == "spectral" else None,
         scale_shape=scale_shape,
         shape_factor=muon_scale(opt.muon_scale, *scale_shape) if scale_shape else 1.0,
         in_block=inside,
         depth_lr_factor=depth_lr,
-        decay_factor=decay_factor(getattr(opt.decayed, role), m, row.wd),
+        decay_factor=decay_factor(opt.decayed[role], m, row.wd),
         **layout,
     )

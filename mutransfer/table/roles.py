@@ -14,7 +14,7 @@ def match_roles(names: Sequence[str], patterns: Mapping[str, str]) -> dict[str, 
     """Role of each parameter name: the first glob pattern that matches wins; unmatched names are an error."""
     for pattern, role in patterns.items():
         if role not in ROLES:
-            raise ValueError(f"roles['{pattern}'] = '{role}' is not a role; use one of: {', '.join(ROLES)}")
+            raise ValueError(f"roles['{pattern}'] = '{role}' is not a role; use one of: {', '.join(ROLES.names())}")
     roles, unmatched = {}, []
     for name in names:
         role = next((r for pattern, r in patterns.items() if fnmatch.fnmatchcase(name, pattern)), None)

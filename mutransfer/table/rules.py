@@ -8,24 +8,16 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..schema import ROLES
+from ..registry.families import OptimizerFamily
 
-__all__ = ["INIT_RULES", "UPDATE_RULES", "UPDATE_BY_FAMILY", "MUON_SCALES", "DEPTH_ALPHAS", "DEPTH_LR_BRANCHES",
-           "DepthExponents", "matrix_dims", "base_value", "muon_scale", "depth_exponents", "check_depth_alpha"]
+__all__ = ["INIT_RULES", "UPDATE_RULES", "MUON_SCALES", "DEPTH_ALPHAS", "DepthExponents", "matrix_dims", "base_value", "muon_scale", "depth_exponents", "check_depth_alpha"]
 
 INIT_RULES: tuple[str, ...] = ("1/sqrt(fan_in)", "1/fan_in", "spectral")
 UPDATE_RULES: tuple[str, ...] = ("spectral", "row_norm", "sign", "rms")
-UPDATE_BY_FAMILY: dict[str, dict[str, str]] = {
-    "muon": {"embedding": "row_norm", "hidden": "spectral", "readout": "row_norm", "gain": "sign", "bias": "rms"},
-    "adam": {role: "adamw" for role in ROLES},
-    "sgd": {role: "sgd" for role in ROLES},
-}
 MUON_SCALES: tuple[str, ...] = ("naive", "keller", "mup", "moonlight", "scheduled")
 DEPTH_ALPHAS = (0.5, 1.0)
 """The range of a residual-branch exponent α that is on (0 is off): depth-μP (Yang et al., "Tensor Programs VI")
 to CompleteP (Dey et al., "Don't be lazy: CompleteP enables compute-efficient deep transformers")."""
-DEPTH_LR_BRANCHES: dict[str, int] = {"sgd": 2, "adam": 1, "muon": 1}
-"""How many times an in-block update passes the branch multiplier m_L^-α on its way into the residual stream:
-once for Adam and Muon (their step size ignores the gradient's scale), twice for SGD (the gradient carries it)."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +38,7 @@ def matrix_dims(role: str, shape: Sequence[int], transposed: bool = False, block
     (GPT-2's q|k|v); vectors are (d, 1)."""
     if len(shape) == 1:
         dout, din = int(shape[0]), 1
-    elif role == "embedding" or transposed:
+    elif ROLES.named(role).lookup or transposed:
         dout, din = int(shape[-1]), int(shape[-2])
     else:
         dout, din = int(shape[-2]), int(shape[-1])
@@ -103,15 +95,15 @@ def check_depth_alpha(alpha: float) -> None:
         raise ValueError(f"depth_alpha={alpha:g} is neither 0 (off) nor in [{low:g}, {high:g}]")
 
 
-def depth_exponents(family: str, alpha: float) -> DepthExponents:
+def depth_exponents(family: OptimizerFamily, alpha: float) -> DepthExponents:
     """The depth rules for an in-block parameter (GUIDE's summary of Tensor Programs VI, CompleteP and
     EleutherAI's nanoGPT-mup): each block's output enters the residual stream × m_L^-α; so that the sum of L
-    blocks' updates stays Θ(1), the LR goes × m_L^(k·α − 1) with k = ``DEPTH_LR_BRANCHES[family]`` (Adam and
+    blocks' updates stays Θ(1), the LR goes × m_L^(k·α − 1) with k = ``family.depth_branches`` (Adam and
     Muon: m_L^(α−1), none at α = 1; SGD: m_L^(2α−1), none at α = ½); Adam's eps follows the in-block gradients
     × m_L^-α; no depth factor on init. α = 0: every factor is 1 (no residual scaling). Parameters outside the
     blocks (embedding, final norm, LM head) never get a depth factor."""
     check_depth_alpha(alpha)
     if alpha == 0.0:
         return DepthExponents()
-    return DepthExponents(lr=DEPTH_LR_BRANCHES[family] * alpha - 1.0, eps=-alpha if family == "adam" else 0.0,
+    return DepthExponents(lr=family.depth_branches * alpha - 1.0, eps=-alpha if family.scaled_eps else 0.0,
                           init=0.0, branch=-alpha)

@@ -30,8 +30,6 @@ from .loop import EVAL_SEED, loss_of
 __all__ = ["coord_check", "probe_modules", "parameter_label", "columns", "AXES", "PROBE_BATCH"]
 
 AXES = ("width", "depth")
-MATRIX_ROLES = ("hidden", "embedding", "readout")
-"""The roles whose relative weight update ‖ΔW‖₂ / ‖W₀‖₂ is measured."""
 PROBE_BATCH = 8
 
 
@@ -173,7 +171,7 @@ def coord_check(cfg: Config, corpus: Corpus, sizes: Sequence[int], steps: int, l
             probes = [x for x, _ in fixed_batches(corpus.val, PROBE_BATCH, run.train.seq_len, 2, EVAL_SEED + seed,
                                                   device)]
             weights0 = {p.name: dict(model.named_parameters())[p.name].detach().float().clone()
-                        for p in plan.params if p.role in MATRIX_ROLES}
+                        for p in plan.params if len(p.shape) == 2}
             new, reference = _measure(model, probes, None, weights0, (axis, size), 0, seed)
             rows += new
             for step in range(1, steps + 1):

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..model_kinds import model_plan
-from ..schema import Config
+from ..schema import ROLES, Config
 from .budget import tokens_read
 from .data import vocab_size
 
@@ -15,5 +15,5 @@ def training_flops(cfg: Config, tokens: int | None = None) -> float:
     """FLOPs of training ``cfg``'s model on ``tokens`` (default: the tokens its run reads)."""
     tokens = tokens_read(cfg.train) if tokens is None else tokens
     plan = model_plan(cfg, vocab_size(cfg.data))
-    matmul = sum(p.shape[0] * p.shape[1] for p in plan.params if p.role in ("hidden", "readout"))
+    matmul = sum(p.shape[0] * p.shape[1] for p in plan.params if ROLES.named(p.role).matmul)
     return 6 * matmul * tokens + 12 * cfg.model.depth * cfg.train.seq_len * cfg.model.width * tokens

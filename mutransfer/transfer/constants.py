@@ -6,12 +6,11 @@ factor to any width (its optimum's slope across width ≈ 0), so a constant that
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from operator import attrgetter
 from typing import Any, Optional
 
 from ..analysis.result import Summary
 from ..config import config_from_dict, to_dict
-from ..schema import Config
+from ..schema import Config, config_value
 from ..table.constants import constant_keys, scaled
 from ..words import Effect, Verdict
 
@@ -67,7 +66,7 @@ def tuned_constants(summary: Summary, record: dict[str, Any], label: str, base: 
         if point is None or point.x_star is None or key not in constant_keys():
             continue
         fit = result.line if result is not None else None
-        shipped = attrgetter(key)(base)
+        shipped = config_value(base, key)
         out.append(TunedConstant(key, float(point.x_star), point.ci, shipped, scaled(shipped, float(point.x_star)),
                                  point.constant.verdict if point.constant is not None else Effect.UNMEASURED,
                                  fit.slope if fit is not None else None,

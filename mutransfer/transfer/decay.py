@@ -43,14 +43,11 @@ class DecayTransfer:
 def decay_rule_name(cfg: Config) -> str:
     """A setup's decay rule in words: the rule, then any role's λ width exponent and any role it does not
     decay against the defaults (``lr_scaled``, ``lr_scaled wd hidden -0.5 readout off``, ``independent``)."""
-    from ..schema import RoleFlags
-
-    defaults = RoleFlags()
+    rows, decayed = cfg.parametrization.roles, cfg.optimizer.decayed
     parts = [decay_rule(cfg.optimizer)]
-    parts += [f"wd {role} {getattr(cfg.parametrization.roles, role).wd:g}" for role in ROLES
-              if getattr(cfg.parametrization.roles, role).wd]
-    parts += [f"{role} {'on' if getattr(cfg.optimizer.decayed, role) else 'off'}" for role in ROLES
-              if getattr(cfg.optimizer.decayed, role) != getattr(defaults, role)]
+    parts += [f"wd {role} {rows[role].wd:g}" for role in ROLES.names() if rows[role].wd]
+    parts += [f"{role.name} {'on' if decayed[role.name] else 'off'}" for role in ROLES
+              if decayed[role.name] != role.decayed]
     return " ".join(parts)
 
 

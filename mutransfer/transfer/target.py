@@ -19,7 +19,7 @@ from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
 from ..files import CONFIG_FILE, YAML_DIGITS, at_statistic_precision, atomic_write_text, dump_yaml, load_yaml
 from ..precision import lr_digits, octaves, written
-from ..schema import Config, axis_named, family_of
+from ..schema import FAMILIES, Config, axis_named
 from ..table.rules import depth_exponents
 from ..analysis.prediction import Prediction, carried_law, predict_setup
 from ..train.budget import tokens_read
@@ -396,7 +396,7 @@ def _assumed_depth_rule(cfg: Config, swept: int) -> str:
     tail = " — assumed, not measured; the predicted range has no depth term (sweep depths to measure it)"
     if not alpha:
         return head + "parametrization.depth_alpha=0 scales nothing with depth, so every LR is the swept one" + tail
-    rules = depth_exponents(family_of(cfg.optimizer.name), alpha)
+    rules = depth_exponents(FAMILIES.named(cfg.optimizer.name), alpha)
     ratio = depth / cfg.parametrization.base_depth
     return (head + f"the table's depth rule (depth_alpha={alpha:g}, m_L={ratio:g}: in-block LR × m_L^{rules.lr:+g} "
             f"= {ratio ** rules.lr:.4g}, residual branches × {ratio ** rules.branch:.4g}) is applied" + tail)

@@ -58,9 +58,13 @@ def _root(version: bool = typer.Option(False, "--version", callback=_print_versi
 
 
 def _guarded(fn: Callable[[], T]) -> T:
-    """Run a command body; a UserError (or a write that found the disk full) becomes one line on stderr and exit
-    code 2, a non-zero int the exit."""
+    """Run a command body, after the modules ``MUTRANSFER_PLUGINS`` names have registered their entries; a
+    UserError (or a write that found the disk full) becomes one line on stderr and exit code 2, a non-zero int the
+    exit."""
+    from .registry.plugins import load_plugins
+
     try:
+        load_plugins()
         result = fn()
     except UserError as exc:
         typer.echo(f"error: {exc.one_line()}", err=True)

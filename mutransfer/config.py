@@ -118,6 +118,28 @@ def _children(schema: Any) -> dict[str, Any]:
     return _schema_fields(schema) if schema is not None else {}
 
 
+def _under_keyed(dotted: str) -> bool:
+    """Whether ``dotted`` lies under a mapping keyed by a registry (``optimizer.init.hidden``): an override of it
+    adds or replaces its entry (Hydra's ``++``), the key checked against the registry afterwards."""
+    schema: Any = Config
+    for part in dotted.split(".")[:-1]:
+        if isinstance(schema, _Keyed):
+            return True
+        schema = _children(schema).get(part)
+    return isinstance(schema, _Keyed)
+
+
+def _inside_entry(dotted: str) -> bool:
+    """Whether ``dotted`` names a typed entry of a keyed mapping or a field inside one (``parametrization.roles.
+    hidden``, ``parametrization.roles.hidden.b``)."""
+    schema: Any = Config
+    for part in dotted.split("."):
+        if isinstance(schema, _Keyed):
+            return schema.value is not None
+        schema = _children(schema).get(part)
+    return False
+
+
 def is_config_key(dotted: str) -> bool:
     """Whether ``dotted`` (``optimizer.weight_decay``) names a value of the config schema."""
     schema: Any = Config
@@ -173,11 +195,16 @@ def compose(overrides: Sequence[str] = (), extra: Optional[dict[str, Any]] = Non
     overrides = list(overrides)
     for item in overrides:
         check_override_word(item, "`mutransfer --help` for the options of each command", "model.width=256")
-    overrides = [f"++{item}" if item.startswith(OPEN_KEYS) else item for item in overrides]
+    inside = [item for item in overrides if _inside_entry(item.split("=", 1)[0])]
+    overrides = [f"++{item}" if item.startswith(OPEN_KEYS) or _under_keyed(item.split("=", 1)[0]) else item
+                 for item in overrides if item not in inside]
     _store_schema()
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base=VERSION_BASE):
             cfg = hydra_compose(config_name="config", overrides=overrides)
+        if inside:  # Hydra cannot create a typed entry of a keyed mapping from a dotted key; OmegaConf's merge can
+            OmegaConf.set_struct(cfg, False)  # the new entries' keys are checked below
+            cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(inside))
         if extra:
             OmegaConf.set_struct(cfg, False)  # new keys under typed dicts (model.roles); typos are caught below
             cfg = OmegaConf.merge(cfg, extra)

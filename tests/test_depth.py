@@ -187,7 +187,7 @@ def test_a_spec_names_its_depths_and_how_the_axes_combine(tmp_path: Path, text_f
     from mutransfer.sweep.trial import trial_config
 
     one = load_spec(str(depth_spec(tmp_path, text_file)), ["depths=[4,1,2]", "widths=[32,64,128]"])
-    assert one.depths == (1, 2, 4) and one.axes == "one"
+    assert one.listed("depth") == (1, 2, 4) and one.axes == "one"
     assert one.points() == [Point(32, 1), Point(64, 1), Point(128, 1), Point(32, 2), Point(32, 4)]
     product = load_spec(str(depth_spec(tmp_path, text_file)), ["axes=product"])
     assert product.points() == [Point(32, 1), Point(32, 2), Point(64, 1), Point(64, 2)]

@@ -151,7 +151,7 @@ def test_a_setup_narrows_any_searched_key_and_the_study_spec_loads() -> None:
     assert by_setup["mup_muon_lr_scaled"]["optimizer.weight_decay"].min == -5
     assert all(x["optimizer.weight_decay"].at == "optimum" and x["optimizer.weight_decay"].anchors == (OFF_X,)
                for x in by_setup.values())
-    assert spec.steps and len(spec.widths) >= 3
+    assert spec.listed("steps") and len(spec.widths) >= 3
 
 
 def test_the_decay_figures_draw_its_bowls_and_decay_off(staged_run: tuple[Path, Path]) -> None:

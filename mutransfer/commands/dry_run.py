@@ -127,7 +127,7 @@ def estimate_sweep(plan: SweepPlan, workers: int, threads: int) -> SweepEstimate
         shape = repr((replace(cfg, train=replace(cfg.train, steps=1, seed=0, eval_every=0, tokens=None)), batch))
         if shape not in costs:
             costs[shape] = measure_trial(cfg, trials=batch)
-        steps = trained_steps(cfg.train, spec.steps) if _branches(spec, cfg, batch) else cfg.train.steps
+        steps = trained_steps(cfg.train, spec.listed("steps")) if _branches(spec, cfg, batch) else cfg.train.steps
         points.append(PointEstimate.of(keys, batch, steps, cfg.train.eval_every, costs[shape]))
     return SweepEstimate(tuple(points), workers)
 

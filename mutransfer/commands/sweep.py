@@ -217,7 +217,7 @@ def _start(screen: Console, plan: SweepPlan, name: str, overrides: list[str], co
     if spec.coord_check:
         report_precheck(screen, spec)
     sizes = [(len(spec.setups), "setups"),
-             *((len(getattr(spec, axis.plural)), axis.counted or axis.plural) for axis in TRANSFER_AXES),
+             *((len(spec.listed(axis.name)), axis.counted or axis.plural) for axis in TRANSFER_AXES),
              (len(spec.seeds), "seeds")]
     combined = f" (axes: {spec.axes})" if len(spec.swept()) > 1 else ""
     screen.print(f"sweep [bold]{spec.name}[/]: {' × '.join(f'{n} {what}' for n, what in sizes if n)}{combined} · "
@@ -354,11 +354,11 @@ def next_step(spec: SweepSpec, summary: Summary, run_dir: Path, interrupted: int
 
     if interrupted or not summary.setups():
         return "next: run the same command again to resume the sweep"
-    targets = {axis: (1 if axis == "batch" else 4) * max(getattr(spec, axis_named(axis).plural))
+    targets = {axis: (1 if axis == "batch" else 4) * max(spec.listed(axis))
                for axis in spec.swept()}
     targets["width"] = max(4096, targets["width"])
-    command = " ".join(["mutransfer transfer", *(f"{axis_named(axis).option} {value}"
-                                                 for axis, value in targets.items()),
+    command = " ".join(["mutransfer transfer", *(f"{axis_named(axis).option} {value}" if axis_named(axis).option
+                                                 else f"--at {axis}={value}" for axis, value in targets.items()),
                         "--from", shlex.quote(str(run_dir))])
     if any(info.verdict == Verdict.TRANSFERS for info in summary.setups().values()):
         return f"next: {command}"

@@ -52,7 +52,7 @@ def check_trials(spec: SweepSpec, composed: list[tuple[StudyKey, Config]], warne
         if cfg.model.hf is not None and spec.batch_trials not in ("auto", 1):
             raise UserError(f"batch_trials={spec.batch_trials} stacks learning-rate trials of the built-in GPT, not "
                             f"model=hf (setup {key.setup})", "set batch_trials=1 (or auto)")
-        problem = trunk_problem(cfg.train, spec.steps) if spec.branches(cfg.train) else None
+        problem = trunk_problem(cfg.train, spec.listed("steps")) if spec.branches(cfg.train) else None
         if problem is not None:
             raise UserError(*problem)
         corpus = corpora.get(cfg.data, cfg.train.seq_len)

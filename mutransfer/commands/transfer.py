@@ -14,14 +14,15 @@ if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --hel
     from ..transfer.target import Transfer
     from ..sweep.completion import SweepStatus
 
-__all__ = ["run", "prediction_line", "decay_line", "target_values", "transfer_import", "SPELLINGS"]
+__all__ = ["run", "prediction_line", "decay_line", "target_values", "transfer_import", "spellings"]
 
 COLUMNS = ("parameter", "role", "shape", "init std", "multiplier", "lr", "depth factor", "effective lr", "update")
 LEFT = ("parameter", "role", "update")
 
 
-SPELLINGS = {axis.option: axis.name for axis in TRANSFER_AXES if axis.option}
-"""The options that name a target on one axis, as spellings of ``--at AXIS=VALUE``."""
+def spellings() -> dict[str, str]:
+    """The options that name a target on one axis, as spellings of ``--at AXIS=VALUE``."""
+    return {axis.option: axis.name for axis in TRANSFER_AXES if axis.option}
 
 
 def target_values(at: Sequence[str], spelled: Mapping[str, Optional[str]]) -> dict[str, float]:
@@ -32,7 +33,7 @@ def target_values(at: Sequence[str], spelled: Mapping[str, Optional[str]]) -> di
 
     values: dict[str, float] = {}
     pairs = [(f"--at {text}", *text.partition("=")[::2]) for text in at]
-    pairs += [(option, SPELLINGS[option], text) for option, text in spelled.items() if text is not None]
+    pairs += [(option, spellings()[option], text) for option, text in spelled.items() if text is not None]
     for option, name, text in pairs:
         name = name.strip()
         if not name or not text.strip():
@@ -57,7 +58,7 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
 
     from ..analysis.run_files import declared_axes  # pandas: after the checks that need none
     from ..files import transfer_file
-    from ..transfer.target import make_transfer, write_transfer
+    from ..transfer.target import SHAPED_AXES, make_transfer, write_transfer
     from .common import console, unfinished_run
 
     if declared_axes(run_dir):
@@ -67,6 +68,8 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
     given = _sweep_target(at, {"width": None if width is None else str(width), "depth": depth, "steps": steps,
                                 "batch": batch_size, "tokens": tokens})
     depth, steps, batch_size, tokens = given["depth"], given["steps"], given["batch"], given["tokens"]
+    others = {name: positive_number(f"--at {name}", text, "64") for name, text in given.items()
+              if name not in SHAPED_AXES and text is not None}
     if given["width"] is None:
         raise UserError("transfer needs the target width", "give --width N (e.g. --width 4096) or --at width=N")
     target_width = positive_integer("--width", given["width"], "4096")
@@ -76,7 +79,7 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
     budget = positive_integer("--tokens", tokens, "1000000000") if tokens is not None else None
     unfinished = unfinished_run(run_dir, partial, "transfer")
     result = make_transfer(run_dir, target_width, setup, correct_drift, octaves, blocks, horizon, decay_rule, batch, budget,
-                           th)
+                           th, at=others)
     if unfinished is not None:
         result.document = {"partial": unfinished.as_dict(), **result.document}
     path = out or run_dir / transfer_file(target_width, fmt, partial=unfinished is not None)
@@ -131,8 +134,8 @@ def _sweep_target(at: Sequence[str], spelled: dict[str, Optional[str]]) -> dict[
     values added; an axis a sweep cannot have, or one given twice, refused in one line."""
     from ..errors import UserError
 
-    known = {axis: option for option, axis in SPELLINGS.items()}
-    given = dict(spelled)
+    known = {axis.name: axis.option or f"--at {axis.name}" for axis in TRANSFER_AXES}
+    given = {**dict.fromkeys(known), **spelled}
     for name, value in target_values(at, {}).items():
         if name not in known:
             raise UserError(f"--at {name}: a sweep's axes are {', '.join(known)}",

@@ -35,14 +35,18 @@ class Axis:
     """Values a spec might list for the axis, for messages that show how to list them."""
     counted: str = ""
     """What a sweep's header calls the axis's values when it counts them (``3 horizons``); '' : its plural."""
+    cost: int = 0
+    """The power of the axis's value that a trial's cost grows with (width²: parameters; depth, steps and batch
+    size: 1; the token budget 0, since its steps carry it)."""
 
 
 TRANSFER_AXES: Registry[Axis] = Registry("axis", (
-    Axis("width", "model.width", "width", "widths", "w", "--width", example="[32, 64, 128]"),
-    Axis("depth", "model.depth", "depth", "depths", "d", "--depth", example="[2, 4, 8]"),
-    Axis("steps", "train.steps", "horizon", "steps", "t", "--steps", example="[150, 300, 600]", counted="horizons"),
+    Axis("width", "model.width", "width", "widths", "w", "--width", example="[32, 64, 128]", cost=2),
+    Axis("depth", "model.depth", "depth", "depths", "d", "--depth", example="[2, 4, 8]", cost=1),
+    Axis("steps", "train.steps", "horizon", "steps", "t", "--steps", example="[150, 300, 600]", counted="horizons",
+         cost=1),
     Axis("batch", "train.batch_size", "batch_size", "batch_sizes", "b", "--batch-size", example="[4, 8, 16, 32]",
-         counted="batch sizes"),
+         counted="batch sizes", cost=1),
     Axis("tokens", "train.tokens", "tokens", "tokens", "tok", "--tokens", example="[65536, 262144]",
          counted="token budgets"),
 ))

@@ -27,7 +27,7 @@ from functools import cached_property
 from typing import Sequence
 
 from ..analysis.sequential import Look, looks
-from ..schema import LR_KEY
+from ..schema import LR_KEY, TRANSFER_AXES
 from .keys import StudyKey
 from .spec import Point, SearchSpec, SweepSpec
 from .spec_axes import FIRST_LOOK_WIDTHS
@@ -170,9 +170,11 @@ def _constant_studies(spec: SweepSpec) -> list[StudyKey]:
 
 
 def point_cost(point: Point) -> float:
-    """A point's relative cost per trial: width² (parameters) × depth × steps × batch, the axes the spec leaves at
-    the config's counting 1."""
-    return float(point.width) ** 2 * math.prod(v for v in (point.depth, point.steps, point.batch) if v is not None)
+    """A point's relative cost per trial: each axis's value to its ``Axis.cost`` (width² × depth × steps × batch),
+    the axes the spec leaves at the config's counting 1."""
+    width, *others = zip(TRANSFER_AXES, point)
+    return float(width[1]) ** width[0].cost * math.prod(value ** axis.cost for axis, value in others
+                                                          if value is not None and axis.cost)
 
 
 def _tiers(spec: SweepSpec, studies: list[StudyKey]) -> list[Tier]:

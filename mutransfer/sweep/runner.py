@@ -21,6 +21,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..analysis.drift import PointTrials, best_losses
 from ..errors import EXIT_USAGE, UserError
+from ..registry.plugins import load_plugins
 from ..words import TrialStatus
 from .attrs import TrialAttrs
 from .gates import Gates
@@ -191,6 +192,7 @@ def _worker_options(spec: SweepSpec, opts: SweepOptions, index: int) -> SweepOpt
 def _worker_entry(plan: SweepPlan, opts: SweepOptions) -> None:
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # a sweep started with `&` inherits SIGINT ignored
+    load_plugins()
     try:
         with Interrupts().catching():
             run_worker(plan, opts)

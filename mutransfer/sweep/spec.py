@@ -10,7 +10,7 @@ import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ..errors import UserError, did_you_mean
 from ..files import load_yaml
@@ -18,12 +18,13 @@ from ..fingerprint import prune_spec, restore_spec
 from ..schema import LR_KEY, TRANSFER_AXES, TrainConfig
 from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES, SearchSpec,
                      base_searches, check_grid, parse_search, search_name)
-from .spec_axes import AXIS_KEYS, COMBINATIONS, FIRST_LOOK_WIDTHS, combination, int_list, listed_axes, varied_axes
+from .spec_axes import (COMBINATIONS, FIRST_LOOK_WIDTHS, AxisValues, Point, axis_keys, combination, int_list,
+                        listed_axes, varied_axes)
 from .spec_constants import ConstantsSpec, parse_constants
-from .spec_overrides import SETUP_KEYS, SPEC_KEYS, apply_overrides
+from .spec_overrides import SETUP_KEYS, apply_overrides, spec_keys
 from .trainer_spec import TrainerSpec, check_trainer_spec, parse_trainer, trainer_from_dict
 
-__all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "load_spec", "spec_from_dict", "spec_dir", "shipped_specs",
+__all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "AxisValues", "spec_keys", "load_spec", "spec_from_dict", "spec_dir", "shipped_specs",
            "check_grid", "SAMPLERS", "PRUNERS", "SCALES", "COMBINATIONS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
 
 
@@ -36,22 +37,13 @@ class SetupSpec:
     """The training command of a spec with a ``trainer`` section: the spec's, with this setup's fields over it."""
 
 
-class Point(NamedTuple):
-    """Where a study trains: its width, and its depth, horizon, batch size and token budget when the spec sets them
-    (None: the config's). The fields follow ``schema.TRANSFER_AXES``."""
-
-    width: int
-    depth: Optional[int] = None
-    steps: Optional[int] = None
-    batch: Optional[int] = None
-    tokens: Optional[int] = None
-
-
 @dataclass(frozen=True)
 class SweepSpec:
     name: str
     setups: tuple[SetupSpec, ...]
-    widths: tuple[int, ...]
+    values: AxisValues
+    """The values listed on each axis (``spec_axes.listed_axes``): the widths always, every other axis where the spec
+    sweeps it."""
     seeds: tuple[int, ...] = (0,)
     overrides: tuple[str, ...] = ()
     coord_check: bool = False
@@ -60,16 +52,9 @@ class SweepSpec:
     trunks: bool = True
     """Under ``train.schedule: wsd``, one trunk per (learning rate, seed) for a ``steps`` axis, every horizon's decay
     branched off it (``train.trunk``); False: every horizon from scratch. How a sweep runs, not what it computes."""
-    depths: tuple[int, ...] = ()
-    """Depths (``model.depth``) to sweep besides the widths; empty: the config's depth."""
-    steps: tuple[int, ...] = ()
-    """Training horizons (``train.steps``) to sweep; empty: the config's. Warm-up and decay stay fractions."""
-    batch_sizes: tuple[int, ...] = ()
-    """Batch sizes (``train.batch_size``) to sweep; empty: the config's."""
     hold: str = ""
-    """With a batch axis, what it holds fixed (``spec_axes.HOLDS``); empty without one."""
-    tokens: tuple[int, ...] = ()
-    """Token budgets (``train.tokens``) under ``hold: tokens``; one or more."""
+    """With a batch axis, what it holds fixed (``spec_axes.HOLDS``); empty without one. Under ``hold: tokens`` the
+    token axis lists one budget or more."""
     axes: str | tuple[str, ...] = "one"
     """``COMBINATIONS``, or the plurals of the axes crossed with each other (``(batch_sizes, tokens)``)."""
     trainer: Optional[TrainerSpec] = None
@@ -82,6 +67,14 @@ class SweepSpec:
     computes: run again with ``stop=false`` it trains the rest of the design."""
     source: str = field(default="", compare=False)
 
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return self.values["width"]
+
+    def listed(self, axis: str) -> tuple[int, ...]:
+        """The values the spec lists on ``axis`` (by name); () : the config's."""
+        return self.values[axis]
+
     def trainer_for(self, label: str) -> TrainerSpec:
         """The training command of setup ``label`` (a spec with a ``trainer`` section)."""
         found = next(s.trainer for s in self.setups if s.label == label)
@@ -92,15 +85,15 @@ class SweepSpec:
         """Whether a trial trained one by one under ``train`` branches off a trunk (``train.trunk``): a horizon
         axis of two or more steps under ``schedule: wsd``, unless the spec turns trunks off. Stacked trials
         (``batch_trials`` > 1) train from scratch."""
-        return self.trunks and len(self.steps) > 1 and train.schedule == "wsd" and self.trainer is None
+        return self.trunks and len(self.listed("steps")) > 1 and train.schedule == "wsd" and self.trainer is None
 
     def swept(self) -> tuple[str, ...]:
         """The axes this spec varies: width always, the others when it lists two or more values."""
-        return varied_axes({axis.name: getattr(self, axis.plural) for axis in TRANSFER_AXES})
+        return varied_axes(self.values.by_name())
 
     def _values(self) -> list[tuple[Optional[int], ...]]:
         """Each axis's values in ``TRANSFER_AXES`` order; (None,) for an axis the spec leaves at the config's."""
-        return [getattr(self, axis.plural) or (None,) for axis in TRANSFER_AXES]
+        return [values or (None,) for values in self.values.by_name().values()]
 
     def points(self) -> list[Point]:
         """The points studied: every combination of the crossed axes' values (``axes: one``: the widths alone;
@@ -125,6 +118,8 @@ class SweepSpec:
         their defaults (``fingerprint.spec_later_keys``), so those sweeps keep their fingerprint."""
         data = dataclasses.asdict(self)
         data.pop("source")
+        data.pop("values")
+        data.update({axis.plural: self.listed(axis.name) for axis in TRANSFER_AXES})
         for part, owner in [(data, self), *zip(data["setups"], self.setups)]:
             part["trainer"] = owner.trainer.as_dict() if owner.trainer is not None else None
         return prune_spec(data, one_axis=len(self.swept()) == 1)
@@ -243,7 +238,7 @@ def _stop(value: Any, data: dict[str, Any]) -> bool:
         raise UserError(f"stop={value!r} is not true or false", "set stop=true (stop a setup once decided) or "
                         "stop=false (the default: train the whole design)")
     widths = data.get("widths")
-    others = [key for key in AXIS_KEYS if key != "widths" and isinstance(data.get(key), list) and len(data[key]) > 1]
+    others = [key for key in axis_keys() if key != "widths" and isinstance(data.get(key), list) and len(data[key]) > 1]
     if value and (others or not isinstance(widths, list) or len(widths) <= FIRST_LOOK_WIDTHS):
         why = f"it also sweeps {others[0]}" if others else f"it has {len(widths) if isinstance(widths, list) else 0} widths"
         raise UserError(f"stop=true needs a sweep of widths alone with more than {FIRST_LOOK_WIDTHS} widths ({why}): "
@@ -274,10 +269,10 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     """Read a spec by path or shipped name, apply CLI overrides and validate the result."""
     raw, source = _read(spec)
     data = apply_overrides(raw, overrides)
-    unknown = sorted(set(data) - set(SPEC_KEYS), key=str)
+    unknown = sorted(set(data) - set(spec_keys()), key=str)
     if unknown:
         raise UserError(f"unknown key '{unknown[0]}' in sweep spec",
-                        f"{did_you_mean(str(unknown[0]), SPEC_KEYS)}use only: {', '.join(SPEC_KEYS)}")
+                        f"{did_you_mean(str(unknown[0]), spec_keys())}use only: {', '.join(spec_keys())}")
     for key in ("name", "setups", "widths"):
         if key not in data or data[key] in (None, "", [], {}):
             raise UserError(f"sweep spec {source} is missing '{key}'", "see sweeps/default.yaml for the format")
@@ -317,8 +312,7 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
                      seeds=int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
                      trunks=trunks, hold=hold, axes=axes, source=source, trainer=trainer, stop=stop,
-                     constants=constants,
-                     **{axis.plural: values[axis.name] for axis in TRANSFER_AXES})
+                     constants=constants, values=AxisValues.of(values))
 
 
 def _constants_from_dict(data: Optional[dict[str, Any]]) -> Optional[ConstantsSpec]:
@@ -342,4 +336,4 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
                      stop=bool(data.get("stop", False)),
                      constants=_constants_from_dict(data.get("constants")),
                      axes=tuple(data["axes"]) if isinstance(data["axes"], list) else data["axes"],
-                     **{axis.plural: tuple(data[axis.plural]) for axis in TRANSFER_AXES})
+                     values=AxisValues.of({axis.name: data[axis.plural] for axis in TRANSFER_AXES}))

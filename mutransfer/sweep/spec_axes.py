@@ -4,14 +4,15 @@ tuples out; every refusal is one ``UserError`` line."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
 
 from ..errors import UserError
 from ..schema import TRANSFER_AXES, Axis, axis_named
 from .search import spec_number
 
-__all__ = ["COMBINATIONS", "HOLDS", "AXIS_KEYS", "FIRST_LOOK_WIDTHS", "int_list", "axis_list", "batch_axis", "listed_axes",
-           "varied_axes", "combination"]
+__all__ = ["COMBINATIONS", "HOLDS", "FIRST_LOOK_WIDTHS", "AxisValues", "Point", "axis_keys", "int_list", "axis_list",
+           "batch_axis", "listed_axes", "varied_axes", "combination"]
 
 COMBINATIONS = ("one", "product")
 """``axes: one`` sweeps each axis through the base point (the first value of every axis); ``product`` the full
@@ -19,12 +20,67 @@ grid; a list of axes' plurals crosses those."""
 HOLDS = ("tokens", "steps")
 """What a batch axis holds fixed: the token budget (batch × steps × sequence length; the steps follow from it) or
 the steps (the tokens grow with the batch)."""
-AXIS_KEYS: tuple[str, ...] = tuple(key for axis in TRANSFER_AXES
-                                   for key in (axis.plural, *(("hold",) if axis.name == "batch" else ())))
-"""The spec keys of the axes: each axis's plural, in ``TRANSFER_AXES`` order, and ``hold`` after the batch sizes."""
 FIRST_LOOK_WIDTHS = 3
 """Widths in a width-only sweep's first tier (``sweep.plan``): the fewest whose optima leave a line a residual, so a
 slope's interval rests on more than two points."""
+
+
+def axis_keys() -> tuple[str, ...]:
+    """The spec keys of the axes: each registered axis's plural, in ``TRANSFER_AXES`` order, and ``hold`` after the
+    batch sizes."""
+    return tuple(key for axis in TRANSFER_AXES for key in (axis.plural, *(("hold",) if axis.name == "batch" else ())))
+
+
+@dataclass(frozen=True)
+class AxisValues:
+    """The values a spec lists on each registered axis, by axis name; an axis it does not list has ``()`` (the
+    config's value)."""
+
+    listed: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    @classmethod
+    def of(cls, values: Mapping[str, Sequence[int]]) -> "AxisValues":
+        """From ``{axis name: values}``, in ``TRANSFER_AXES`` order, the axes with no values left out."""
+        return cls(tuple((axis.name, tuple(values[axis.name])) for axis in TRANSFER_AXES if values.get(axis.name)))
+
+    def __getitem__(self, name: str) -> tuple[int, ...]:
+        return next((values for axis, values in self.listed if axis == name), ())
+
+    def by_name(self) -> dict[str, tuple[int, ...]]:
+        """Every registered axis's values (``()`` where none are listed), in ``TRANSFER_AXES`` order."""
+        return {axis.name: self[axis.name] for axis in TRANSFER_AXES}
+
+
+class Point(tuple):
+    """Where a study trains: one value per registered axis in ``TRANSFER_AXES`` order, None where the spec leaves
+    the config's (``Point(64)``, ``Point(32, 2)``, ``Point(64, steps=300)``); ``point.depth`` reads an axis by name.
+    Axes registered after the point was made read None; a point unpickled before its axes are registered (a sweep
+    worker, before ``MUTRANSFER_PLUGINS`` is loaded) keeps its values and reads them once they are."""
+
+    def __new__(cls, *values: Optional[int], **named: Optional[int]) -> "Point":
+        names = TRANSFER_AXES.names()
+        full = [*values, *[None] * (len(names) - len(values))]
+        for name, value in named.items():
+            if name not in names:
+                raise TypeError(f"'{name}' is not a registered axis ({', '.join(names)})")
+            full[names.index(name)] = value
+        return super().__new__(cls, full)
+
+    def __getnewargs__(self) -> tuple[Optional[int], ...]:
+        return tuple(self)
+
+    def __getattr__(self, name: str) -> Optional[int]:
+        names = TRANSFER_AXES.names()
+        if name not in names:
+            raise AttributeError(name)
+        index = names.index(name)
+        return self[index] if index < len(self) else None
+
+    def _replace(self, **changes: Optional[int]) -> "Point":
+        return Point(**{**dict(zip(TRANSFER_AXES.names(), self)), **changes})
+
+    def __repr__(self) -> str:
+        return f"Point({', '.join(f'{name}={value}' for name, value in zip(TRANSFER_AXES.names(), self))})"
 
 
 def int_list(where: str, value: Any, positive: bool) -> tuple[int, ...]:

@@ -13,12 +13,17 @@ from ..config import check_override_word
 from ..errors import UserError, closest
 from ..yamldoc import YAMLBoundError, parse_yaml
 from .search import SEARCH_KEYS
-from .spec_axes import AXIS_KEYS
+from .spec_axes import axis_keys
 
-__all__ = ["SPEC_KEYS", "SETUP_KEYS", "apply_overrides"]
+__all__ = ["spec_keys", "SETUP_KEYS", "apply_overrides"]
 
-SPEC_KEYS = ("name", "setups", *AXIS_KEYS, "axes", "seeds", "search", "overrides", "coord_check", "batch_trials",
-             "trunks", "model", "trainer", "stop", "constants")
+
+def spec_keys() -> tuple[str, ...]:
+    """The keys a sweep spec may hold (every registered axis's plural among them)."""
+    return ("name", "setups", *axis_keys(), "axes", "seeds", "search", "overrides", "coord_check", "batch_trials",
+            "trunks", "model", "trainer", "stop", "constants")
+
+
 SETUP_KEYS = ("overrides", "search", "trainer")
 
 
@@ -48,7 +53,7 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
         key, raw = item.split("=", 1)
         head = key.split(".")[0]
         _refuse_near_spec_key(head)
-        spec_key = head in SPEC_KEYS and key != "overrides" and (
+        spec_key = head in spec_keys() and key != "overrides" and (
             head != "model" or key == "model" or key.startswith(("model.factory", "model.roles")))
         if spec_key:
             try:
@@ -70,8 +75,8 @@ def _refuse_near_spec_key(head: str) -> None:
     the spec key, rather than later as an unknown config key."""
     from ..config import GROUPS
 
-    if head in SPEC_KEYS or closest(head.lstrip("+~"), GROUPS):
+    if head in spec_keys() or closest(head.lstrip("+~"), GROUPS):
         return
-    match = f"search.{head}" if head in SEARCH_KEYS else closest(head, SPEC_KEYS)
+    match = f"search.{head}" if head in SEARCH_KEYS else closest(head, spec_keys())
     if match:
         raise UserError(f"unknown key '{head}'", f"did you mean the spec key '{match}'?")

@@ -46,7 +46,7 @@ def collect(plan: SweepPlan, storage: Any, prefix: str,
     axis (at the base point)."""
     spec = plan.spec
     axes = [axis for axis in TRANSFER_AXES[1:] if axis.name in spec.swept() or
-            (spec.batch_sizes and axis.name == "tokens")]
+            (spec.listed("batch") and axis.name == "tokens")]
     axis_columns = [axis.column for axis in axes] + (["hold"] if spec.hold else [])
     stage_columns = ["stage"] if spec.constants is not None else []
     base = spec.points()[0]

@@ -57,4 +57,4 @@ class InProcessTrainer:
         """The trunk a trial trained on its own branches off (``SweepSpec.branches``), None without one."""
         if not self.spec.branches(cfg.train):
             return None
-        return trunk_for(cfg, self.run_dir / TRUNK_DIR, self.spec.steps)
+        return trunk_for(cfg, self.run_dir / TRUNK_DIR, self.spec.listed("steps"))

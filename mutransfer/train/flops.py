@@ -15,5 +15,5 @@ def training_flops(cfg: Config, tokens: int | None = None) -> float:
     """FLOPs of training ``cfg``'s model on ``tokens`` (default: the tokens its run reads)."""
     tokens = tokens_read(cfg.train) if tokens is None else tokens
     plan = model_plan(cfg, vocab_size(cfg.data))
-    matmul = sum(p.shape[0] * p.shape[1] for p in plan.params if ROLES.named(p.role).matmul)
+    matmul = sum(p.shape[0] * p.shape[1] for p in plan.params if ROLES.named(p.role).matmul and len(p.shape) == 2)
     return 6 * matmul * tokens + 12 * cfg.model.depth * cfg.train.seq_len * cfg.model.width * tokens

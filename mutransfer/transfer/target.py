@@ -8,8 +8,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Optional, Sequence
-
+from typing import Any, Mapping, Optional, Sequence
 
 from ..analysis.thresholds import Thresholds
 from ..analysis.result import SetupResult, Summary
@@ -19,7 +18,8 @@ from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
 from ..files import CONFIG_FILE, YAML_DIGITS, at_statistic_precision, atomic_write_text, dump_yaml, load_yaml
 from ..precision import lr_digits, octaves, written
-from ..schema import FAMILIES, Config, axis_named
+from ..schema import FAMILIES, TRANSFER_AXES, Config, axis_named
+from ..sweep.trial import axis_value
 from ..table.rules import depth_exponents
 from ..analysis.prediction import Prediction, carried_law, predict_setup
 from ..train.budget import tokens_read
@@ -31,11 +31,14 @@ from .decay import (DecayTransfer, decay_rule_name, decay_setups, decay_verdicts
 from .trainer_target import TrainerTarget, builtin_plan, trainer_target
 
 __all__ = ["Transfer", "make_transfer", "write_transfer", "read_sweep_record", "derived_sections",
-           "check_derived_sections", "FAR_FACTOR", "FORMATS", "DEFAULT_TOLERANCE"]
+           "check_derived_sections", "FAR_FACTOR", "FORMATS", "DEFAULT_TOLERANCE", "SHAPED_AXES"]
 
 FAR_FACTOR = 64
 FORMATS = ("yaml", "json")
 DEFAULT_TOLERANCE = TRANSFER_TOLERANCE
+SHAPED_AXES = ("width", "depth", "steps", "batch", "tokens")
+"""The axes whose target the transfer builds itself: the model's shape, and the batch with the horizon
+(``batch.target_horizon``). Any other registered axis's target (``at``) is set through its config key."""
 
 
 class Transfer:
@@ -97,12 +100,13 @@ def _choose(summary: Summary, setup: Optional[str],
 def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correct_drift: bool = False,
                   tolerance: float = DEFAULT_TOLERANCE, depth: Optional[int] = None,
                   steps: Optional[int] = None, decay_rule: Optional[str] = None, batch_size: Optional[int] = None,
-                  tokens: Optional[int] = None, th: Thresholds = Thresholds(), sections: bool = True) -> Transfer:
+                  tokens: Optional[int] = None, th: Thresholds = Thresholds(), sections: bool = True,
+                  at: Mapping[str, float] = {}) -> Transfer:
     """The transfer to ``width`` (and ``depth``, ``batch_size`` and the horizon, ``steps`` or a budget of
     ``tokens``: the swept base point's when None); a sweep that searched the decay carries its prediction too,
     under the setup's rule (``decay_rule`` chooses among them); ``th`` carries the critical batch's tolerance;
     ``sections=False`` leaves out the per-parameter plan and the trainer's command (``verify`` needs neither, and
-    both import torch)."""
+    both import torch); ``at`` the target on any other registered axis (its swept base point's when absent)."""
     _check_request(width, depth, tolerance)
     record = read_sweep_record(run_dir)
     summary = summarize_run(run_dir, th)
@@ -114,10 +118,14 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     horizon = target_horizon(base, batch_size, tokens, steps)
     target = {"width": width, "depth": base.model.depth if depth is None else depth,
               **horizon.point(base.train.seq_len)}
+    others = [axis for axis in TRANSFER_AXES if axis.name not in SHAPED_AXES and axis.config_key]
+    target.update({axis.name: at.get(axis.name, axis_value(base, axis)) for axis in others})
     prediction = _as_written(predict_setup(info, target, correct_drift, tolerance))
     cfg = replace(base, model=replace(base.model, width=width, depth=target["depth"]),
                   train=replace(base.train, steps=horizon.steps, batch_size=horizon.batch, tokens=horizon.tokens),
                   optimizer=replace(base.optimizer, lr=lr_digits(2.0**prediction.log2_lr)))
+    moved = [f"{axis.config_key}={_number(at[axis.name])}" for axis in others if axis.name in at]
+    cfg = config_from_dict(to_dict(cfg), moved) if moved else cfg
     decay = predict_decay(summary, record, label, target, tolerance)
     if decay is not None:
         decay = replace(decay, value=lr_digits(decay.value),
@@ -146,6 +154,11 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         **({"config": to_dict(cfg)} if builtin else {}),
     }
     return Transfer(document, cfg, warnings, prediction, decay, constants, drift, trainer)
+
+
+def _number(value: float) -> str:
+    """A target's value as a config override's text: an integer where it is one."""
+    return str(int(value)) if float(value).is_integer() else repr(value)
 
 
 def _as_written(prediction: Prediction) -> Prediction:

@@ -72,8 +72,8 @@ def trainer_target(record: Mapping[str, Any], label: str, cfg: Config, log2_lr: 
     model = spec.model or {}
     return TrainerTarget(setup=label, command=trainer.templates(), cwd=trainer.cwd,
                          at_target=command_words(trainer, values),
-                         axes={axis.plural: list(getattr(spec, axis.plural)) for axis in TRANSFER_AXES
-                               if getattr(spec, axis.plural)},
+                         axes={axis.plural: list(spec.listed(axis.name)) for axis in TRANSFER_AXES
+                               if spec.listed(axis.name)},
                          overrides=[*spec.overrides, *setup.overrides],
                          model_factory=str(model["factory"]) if model.get("factory") else None)
 

@@ -31,7 +31,7 @@ from ..errors import UserError
 from ..files import VERIFY_FILE, VERIFY_REPORT, VERIFY_VERSION, atomic_write_text, write_json
 from ..schema import LR_COLUMN, LR_KEY, Config
 from ..sweep.search import OFF_X
-from ..sweep.spec import MIN_GRID_POINTS, SearchSpec, SetupSpec, SweepSpec, spec_from_dict
+from ..sweep.spec import MIN_GRID_POINTS, AxisValues, SearchSpec, SetupSpec, SweepSpec, spec_from_dict
 from ..table.decay import DECAY_OFF_VALUES
 from ..words import TrialStatus
 from .decay import DecayTransfer
@@ -201,10 +201,10 @@ class Verification:
         r, sweep = self.request, self.sweep
         budget = r.tokens is not None or (sweep.hold == "tokens" and r.steps is None)
         out = []
-        for key, values, wanted in (("model.depth", sweep.depths, r.depth),
-                                    ("train.batch_size", sweep.batch_sizes, r.batch_size),
-                                    ("train.tokens", sweep.tokens if budget else (), r.tokens),
-                                    ("train.steps", sweep.steps, r.steps)):
+        for key, values, wanted in (("model.depth", sweep.listed("depth"), r.depth),
+                                    ("train.batch_size", sweep.listed("batch"), r.batch_size),
+                                    ("train.tokens", sweep.listed("tokens") if budget else (), r.tokens),
+                                    ("train.steps", sweep.listed("steps"), r.steps)):
             if wanted is not None or values:
                 out.append(f"{key}={wanted if wanted is not None else values[0]}")
         return tuple(out)
@@ -228,7 +228,7 @@ class Verification:
                            for t in targets)
             setups += tuple(SetupSpec(t.setup + SHIPPED, self._setup(t.setup).overrides, (t.search,),
                                       self._setup(t.setup).trainer) for t in targets if t.constants)
-            out.append(SweepSpec(name=f"{self.sweep.name}-verify", setups=setups, widths=(width,),
+            out.append(SweepSpec(name=f"{self.sweep.name}-verify", setups=setups, values=AxisValues.of({"width": [width]}),
                                  seeds=(self.sweep.seeds[0],),
                                  overrides=(*self.sweep.overrides, *self.point_overrides(), *self.request.overrides),
                                  batch_trials=self.sweep.batch_trials, model=self.sweep.model,

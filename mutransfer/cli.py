@@ -107,7 +107,7 @@ class _SweepCommand(TyperCommand):
     """``sweep --help`` names every shipped spec, read from ``sweeps/`` when the help is shown (not at import)."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        from .sweep.spec import shipped_specs
+        from .sweep.spec.sweep_spec import shipped_specs
 
         for param in self.params:
             if param.name == "spec":

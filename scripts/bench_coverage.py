@@ -27,7 +27,7 @@ from pathlib import Path
 from mutransfer.simulation.calibration import CALIBRATED, FLAT_CURVATURE, departures, one_departure, real_truth
 from mutransfer.simulation.simulate import Design, Truth
 from mutransfer.simulation.simulated_rates import coverage, real_coverage, real_law_coverage
-from mutransfer.sweep.spec import SweepSpec, load_spec
+from mutransfer.sweep.spec.sweep_spec import SweepSpec, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 

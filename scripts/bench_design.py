@@ -35,7 +35,7 @@ from mutransfer.analysis.result import Summary
 from mutransfer.analysis.summary import summarize_run
 from mutransfer.simulation.calibration import real_truth
 from mutransfer.simulation.simulate import Design, Truth, simulate
-from mutransfer.sweep.spec import load_spec
+from mutransfer.sweep.spec.sweep_spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE_SPEC = ROOT / "docs" / "data" / "default_0.6" / "spec.yaml"

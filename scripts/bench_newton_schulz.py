@@ -20,7 +20,7 @@ import torch
 import mutransfer.optim.steepest as steepest
 from mutransfer.config import compose
 from mutransfer.optim.newton_schulz import msign
-from mutransfer.sweep.spec import load_spec
+from mutransfer.sweep.spec.sweep_spec import load_spec
 from mutransfer.train.data import load_corpus
 from mutransfer.train.loop import train_model
 

@@ -28,10 +28,10 @@ import optuna
 import yaml
 from optuna.trial import TrialState
 
-from mutransfer.sweep.plan import SweepPlan
-from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.storage import open_storage
-from mutransfer.sweep.studies import prefixed_studies
+from mutransfer.sweep.plan.sweep_plan import SweepPlan
+from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.store.storage import open_storage
+from mutransfer.sweep.store.studies import prefixed_studies
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

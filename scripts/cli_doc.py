@@ -36,7 +36,7 @@ def _cell(text: str) -> str:
 
 def _spec_help() -> str:
     """``sweep``'s spec argument as ``--help`` shows it: with the shipped specs' names, read from ``sweeps/``."""
-    from mutransfer.sweep.spec import shipped_specs
+    from mutransfer.sweep.spec.sweep_spec import shipped_specs
 
     names = ", ".join(f"`{name}`" for name in shipped_specs())
     return f"Sweep spec: a YAML path or a shipped name: {names} ([shipped specs](sweeps.md#shipped-specs))."

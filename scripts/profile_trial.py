@@ -30,7 +30,7 @@ from bench import matmul_peak  # noqa: E402
 import mutransfer.optim.steepest as steepest  # noqa: E402
 import mutransfer.train.loop as loop  # noqa: E402
 from mutransfer.config import compose  # noqa: E402
-from mutransfer.sweep.spec import load_spec  # noqa: E402
+from mutransfer.sweep.spec.sweep_spec import load_spec  # noqa: E402
 from mutransfer.train.data import load_corpus  # noqa: E402
 from mutransfer.train.flops import training_flops  # noqa: E402
 

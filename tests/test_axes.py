@@ -34,9 +34,9 @@ def axes_spec(tmp_path: Path, text_file: Path, **extra: object) -> Path:
 
 
 def test_a_spec_sweeps_horizons_through_the_base_point(tmp_path: Path, text_file: Path) -> None:
-    from mutransfer.sweep.spec import Point, load_spec
-    from mutransfer.sweep.plan import SweepPlan
-    from mutransfer.sweep.trial import trial_config
+    from mutransfer.sweep.spec.sweep_spec import Point, load_spec
+    from mutransfer.sweep.plan.sweep_plan import SweepPlan
+    from mutransfer.sweep.plan.trial import trial_config
 
     spec = load_spec(str(axes_spec(tmp_path, text_file, depths=[1, 2])))
     assert spec.swept() == ("width", "depth", "steps")

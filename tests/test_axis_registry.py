@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 
 from mutransfer.schema import TRANSFER_AXES, Axis, axis_named, axis_of_column, generic_axis
-from mutransfer.sweep.keys import StudyKey
-from mutransfer.sweep.spec import Point, SweepSpec, load_spec, shipped_specs, spec_from_dict, spec_keys
+from mutransfer.sweep.plan.keys import StudyKey
+from mutransfer.sweep.spec.sweep_spec import Point, SweepSpec, load_spec, shipped_specs, spec_from_dict, spec_keys
 
 
 def test_a_name_the_registry_does_not_list_is_a_generic_axis() -> None:

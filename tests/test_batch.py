@@ -39,9 +39,9 @@ def batch_spec(tmp_path: Path, text_file: Path, **extra: object) -> Path:
 
 
 def test_a_spec_crosses_batches_with_budgets_and_names_its_studies(tmp_path: Path, text_file: Path) -> None:
-    from mutransfer.sweep.spec import load_spec, spec_from_dict
-    from mutransfer.sweep.plan import SweepPlan
-    from mutransfer.sweep.trial import trial_config
+    from mutransfer.sweep.spec.sweep_spec import load_spec, spec_from_dict
+    from mutransfer.sweep.plan.sweep_plan import SweepPlan
+    from mutransfer.sweep.plan.trial import trial_config
 
     spec = load_spec(str(batch_spec(tmp_path, text_file)))
     assert spec.hold == "tokens" and spec.swept() == ("width", "batch", "tokens")
@@ -61,8 +61,8 @@ def test_a_spec_crosses_batches_with_budgets_and_names_its_studies(tmp_path: Pat
 
 
 def test_specs_without_a_batch_axis_keep_their_names_and_records() -> None:
-    from mutransfer.sweep.spec import load_spec
-    from mutransfer.sweep.plan import SweepPlan
+    from mutransfer.sweep.spec.sweep_spec import load_spec
+    from mutransfer.sweep.plan.sweep_plan import SweepPlan
 
     for name in ("default", "axes", "horizon", "weight_decay"):
         spec = load_spec(name)

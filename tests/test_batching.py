@@ -19,9 +19,9 @@ from mutransfer.optim.stacked import StackedAdamW, StackedSGD
 from mutransfer.optim.steepest import SteepestDescent
 from mutransfer.train.stacking import clip_grad_norm_per_trial_, keep_trials
 from mutransfer.schema import ModelConfig
-from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.plan import SweepPlan
-from mutransfer.sweep.trial import auto_trials, trials_per_batch
+from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.plan.sweep_plan import SweepPlan
+from mutransfer.sweep.plan.trial import auto_trials, trials_per_batch
 from mutransfer.train.loop import TrainResult, train_model, train_trials
 
 TOL = 1e-4

@@ -20,8 +20,8 @@ from mutransfer.cli import app
 from mutransfer.simulation.calibration import real_truth
 from mutransfer.simulation.simulate import Design
 from mutransfer.simulation.simulated_rates import compare_rates
-from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.trial import sweep_record
+from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.plan.trial import sweep_record
 
 BASELINE = Path(__file__).parent / "baselines" / "smoke"
 LR_TIMES_WIDTH_SQUARED = ["parametrization.roles.embedding.c.muon=2", "parametrization.roles.hidden.c.muon=2",

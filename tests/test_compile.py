@@ -14,9 +14,9 @@ from conftest import invoke, write_edge_spec
 from mutransfer.config import compose
 from mutransfer.model_kinds import build_model
 from mutransfer.schema import TrainConfig
-from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.trial import setup_configs, sweep_record, trial_config
-from mutransfer.sweep.plan import SweepPlan
+from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.plan.trial import setup_configs, sweep_record, trial_config
+from mutransfer.sweep.plan.sweep_plan import SweepPlan
 from mutransfer.train import compiled
 from mutransfer.train.compiled import AUTO_MIN_STEPS, AUTO_WIDTHS, TrainingForward, compile_wanted
 from mutransfer.train.data import load_corpus

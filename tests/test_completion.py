@@ -19,14 +19,14 @@ from mutransfer.analysis.summary import read_summary
 from mutransfer.commands.dry_run import search_range
 from mutransfer.errors import UserError
 from mutransfer.files import dump_yaml
-from mutransfer.sweep.completion import SweepStatus
-from mutransfer.sweep.search import parse_search
-from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.trainer import InProcessTrainer
+from mutransfer.sweep.store.completion import SweepStatus
+from mutransfer.sweep.spec.search import parse_search
+from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.run.trainer import InProcessTrainer
 
 TRAINED_BEFORE_CTRL_C = 3
 """Trials the interrupted sweep trains before Ctrl-C: the first setup's grid at the first width (the setups take
-turns width by width, ``sweep.plan``), so the other is not started."""
+turns width by width, ``sweep.plan.sweep_plan``), so the other is not started."""
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from mutransfer.schema import LR_KEY
 from mutransfer.simulation.calibration import real_truth
 from mutransfer.simulation.constants import (ConstantSurface, ConstantTruth, SurfacePoint, recheck_constant,
                                              search_constants)
-from mutransfer.sweep.search import SearchSpec
+from mutransfer.sweep.spec.search import SearchSpec
 from mutransfer.table.constants import Constant, check_constants, coordinate_stages, parse_constant, scaled
 from mutransfer.table.rules import base_value
 from mutransfer.analysis.summary import summarize_run
@@ -182,7 +182,7 @@ def test_a_sweep_tunes_the_constants_then_sweeps_the_lr_with_them_and_rechecks_w
     import yaml
     from typer.testing import CliRunner
 
-    import mutransfer.sweep.worker as worker_module
+    import mutransfer.sweep.run.worker as worker_module
     from conftest import invoke
 
     trainer = SurfaceTrainer()

@@ -12,7 +12,7 @@ import pytest
 from conftest import load_script
 from mutransfer.analysis.prediction import predict
 from mutransfer.analysis.summary import summarize_run
-from mutransfer.sweep.spec import load_spec
+from mutransfer.sweep.spec.sweep_spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = ROOT / "docs" / "data" / "default_0.6"

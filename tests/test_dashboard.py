@@ -19,12 +19,12 @@ import yaml
 from typer.testing import CliRunner
 
 from conftest import invoke
-from mutransfer.sweep.plan import SweepPlan
-from mutransfer.sweep.runner import run_sweep
-from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.storage import JOURNAL_FILE, open_storage
-from mutransfer.sweep.studies import is_bookkeeping, load_study, seed_of
-from mutransfer.sweep.worker import SweepOptions
+from mutransfer.sweep.plan.sweep_plan import SweepPlan
+from mutransfer.sweep.run.runner import run_sweep
+from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.store.storage import JOURNAL_FILE, open_storage
+from mutransfer.sweep.store.studies import is_bookkeeping, load_study, seed_of
+from mutransfer.sweep.run.worker import SweepOptions
 
 POINT_ATTRS = ("setup", "width", "depth", "horizon", "seed")
 LOOPBACK = "127.0.0.1"

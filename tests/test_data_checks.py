@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from conftest import invoke, refused_in_one_line
 from mutransfer.commands.sweep_checks import validate_trials
 from mutransfer.config import compose, to_yaml
-from mutransfer.sweep.spec import load_spec
+from mutransfer.sweep.spec.sweep_spec import load_spec
 
 TINY = ["model.width=32", "model.depth=1", "parametrization.base_width=32", "train.batch_size=4",
         "train.seq_len=32", "train.eval_every=0", "train.eval_batches=1"]

@@ -19,9 +19,9 @@ import sqlalchemy
 from optuna.trial import TrialState
 
 from mutransfer.errors import UserError
-from mutransfer.sweep.resilient import ResilientRDBStorage, connection_lost
-from mutransfer.sweep.storage import open_storage
-from mutransfer.sweep.studies import is_bookkeeping, prefixed_studies, reap_orphans
+from mutransfer.sweep.store.resilient import ResilientRDBStorage, connection_lost
+from mutransfer.sweep.store.storage import open_storage
+from mutransfer.sweep.store.studies import is_bookkeeping, prefixed_studies, reap_orphans
 from conftest import FaultTally, no_loss
 from test_reliability import CLI, GRID, finished_points, wait_for, write_spec
 
@@ -115,7 +115,7 @@ class Clock:
 @pytest.fixture()
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    monkeypatch.setattr("mutransfer.sweep.resilient.time", fake)
+    monkeypatch.setattr("mutransfer.sweep.store.resilient.time", fake)
     return fake
 
 

@@ -182,9 +182,9 @@ def depth_spec(tmp_path: Path, text_file: Path, **extra: object) -> Path:
 
 
 def test_a_spec_names_its_depths_and_how_the_axes_combine(tmp_path: Path, text_file: Path) -> None:
-    from mutransfer.sweep.spec import Point, load_spec
-    from mutransfer.sweep.plan import SweepPlan
-    from mutransfer.sweep.trial import trial_config
+    from mutransfer.sweep.spec.sweep_spec import Point, load_spec
+    from mutransfer.sweep.plan.sweep_plan import SweepPlan
+    from mutransfer.sweep.plan.trial import trial_config
 
     one = load_spec(str(depth_spec(tmp_path, text_file)), ["depths=[4,1,2]", "widths=[32,64,128]"])
     assert one.listed("depth") == (1, 2, 4) and one.axes == "one"

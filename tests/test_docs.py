@@ -227,7 +227,7 @@ def not_measured() -> dict[str, tuple[str, ...]]:
     """Per page, the phrases whose durations, trial counts and slopes are settings (of the code, a benchmark or a
     simulated truth), not measurements: the check of measured literals skips them. The estimate's constants are
     spelt from the code, so a changed constant fails the check until its page says the new one."""
-    from mutransfer.sweep.estimate import SWEEP_OVERHEAD_S, TRIAL_OVERHEAD_S
+    from mutransfer.sweep.plan.estimate import SWEEP_OVERHEAD_S, TRIAL_OVERHEAD_S
 
     trial, sweep = f"{TRIAL_OVERHEAD_S:g} s", f"{SWEEP_OVERHEAD_S:g} s"
     return {

@@ -20,18 +20,18 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-import mutransfer.sweep.worker as worker_module
+import mutransfer.sweep.run.worker as worker_module
 from conftest import invoke
 from mutransfer.analysis.result import AxisFit, Summary
 from mutransfer.analysis.sequential import boundaries, decided_at, looks, spent
 from mutransfer.simulation.calibration import real_truth
 from mutransfer.simulation.sequential import simulate_sequential
 from mutransfer.simulation.simulate import Design
-from mutransfer.sweep.runner import Snapshot, run_sweep
-from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.plan import FINE, SweepPlan, Tier
-from mutransfer.sweep.trainer import InProcessTrainer, OnEval, TrialRun
-from mutransfer.sweep.worker import SweepOptions
+from mutransfer.sweep.run.runner import Snapshot, run_sweep
+from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.plan.sweep_plan import FINE, SweepPlan, Tier
+from mutransfer.sweep.run.trainer import InProcessTrainer, OnEval, TrialRun
+from mutransfer.sweep.run.worker import SweepOptions
 from mutransfer.train.result import TrainResult
 
 WIDTHS = [32, 64, 96, 128]
@@ -86,7 +86,7 @@ def bowl(monkeypatch: pytest.MonkeyPatch) -> BowlTrainer:
 
 def old_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """The walk before the tiers: every study in the plan's order, each trained to the end at once."""
-    import mutransfer.sweep.plan as plan_module
+    import mutransfer.sweep.plan.sweep_plan as plan_module
 
     monkeypatch.setattr(plan_module, "_tiers", lambda spec, studies: [Tier(tuple(studies), tuple(spec.points()))])
     monkeypatch.setattr(worker_module, "PHASES", (FINE,))

@@ -18,13 +18,13 @@ from typer.testing import CliRunner
 
 from mutransfer.cli import app
 from mutransfer.config import compose
-from mutransfer.sweep.estimate import EXTENSION_GIVEN_EDGE, SWEEP_OVERHEAD_S, TRIAL_OVERHEAD_S, PointEstimate, \
+from mutransfer.sweep.plan.estimate import EXTENSION_GIVEN_EDGE, SWEEP_OVERHEAD_S, TRIAL_OVERHEAD_S, PointEstimate, \
     SweepEstimate, extension_trials
-from mutransfer.sweep.finished import read_finished
-from mutransfer.sweep.measured_cost import ASSUMED_POWER, TrialSeconds, duration_text, fit_width_law, measured_cost
-from mutransfer.sweep.spec import SearchSpec, load_spec
-from mutransfer.sweep.plan import SweepPlan
-from mutransfer.sweep.policy import GridPolicy
+from mutransfer.sweep.plan.finished import read_finished
+from mutransfer.sweep.plan.measured_cost import ASSUMED_POWER, TrialSeconds, duration_text, fit_width_law, measured_cost
+from mutransfer.sweep.spec.sweep_spec import SearchSpec, load_spec
+from mutransfer.sweep.plan.sweep_plan import SweepPlan
+from mutransfer.sweep.plan.policy import GridPolicy
 from mutransfer.train.data import load_corpus
 from mutransfer.train.loop import train_model
 from mutransfer.train.timing import TrialCost, evaluations, measure_trial

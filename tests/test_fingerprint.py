@@ -18,8 +18,8 @@ from mutransfer.files import VERSION_KEY
 from mutransfer.fingerprint import (DECAY_OFF, config_later_keys, fingerprint_of, later_defaults, restore,
                                     restore_spec, spec_later_keys)
 from mutransfer.schema import TRANSFER_AXES
-from mutransfer.sweep.spec import load_spec, spec_from_dict
-from mutransfer.sweep.trial import setup_configs, sweep_record
+from mutransfer.sweep.spec.sweep_spec import load_spec, spec_from_dict
+from mutransfer.sweep.plan.trial import setup_configs, sweep_record
 
 BASELINES = Path(__file__).parent / "baselines"
 FINGERPRINTS: dict[str, str] = json.loads((BASELINES / "fingerprints.json").read_text())
@@ -34,7 +34,7 @@ def test_the_fingerprint_of_a_sweep_is_the_one_recorded_before(words: str) -> No
 
 
 def test_every_shipped_spec_has_a_recorded_fingerprint() -> None:
-    from mutransfer.sweep.spec import shipped_specs
+    from mutransfer.sweep.spec.sweep_spec import shipped_specs
 
     assert set(shipped_specs()) <= set(FINGERPRINTS)
 

@@ -27,8 +27,8 @@ from mutransfer.commands.sweep import resolve_workers
 from mutransfer.config import compose, load_config_file
 from mutransfer.errors import UserError
 from mutransfer.schema import DataConfig
-from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.storage import open_storage
+from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.store.storage import open_storage
 from mutransfer.table.plan import Plan
 from mutransfer.train.data import load_corpus
 from mutransfer.transfer.target import check_derived_sections, make_transfer

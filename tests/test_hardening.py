@@ -235,7 +235,7 @@ def test_a_full_disk_fails_in_one_line_and_leaves_the_previous_outputs_intact(tm
 def completed_points(journal: Path) -> list[tuple[int, float]]:
     import optuna
 
-    from mutransfer.sweep.storage import open_storage
+    from mutransfer.sweep.store.storage import open_storage
 
     storage = open_storage(str(journal), journal.parent)
     return [(t.user_attrs["width"], t.params["log2_lr"]) for s in optuna.get_all_study_summaries(storage)

@@ -15,7 +15,7 @@ import optuna
 import pytest
 
 from mutransfer.sweep.interrupts import Interrupts, Terminated, held
-from mutransfer.sweep.storage import open_storage
+from mutransfer.sweep.store.storage import open_storage
 
 ROUNDS = 150
 """Signals sent at random moments into a loop of journal writes; Optuna's bare ``JournalStorage`` failed 20 to 31

@@ -83,6 +83,33 @@ def test_the_package_s_own_arrows_run_one_way() -> None:
     assert upward(arrows) == []
 
 
+SWEEP_LAYERS = ("interrupts", "spec", "plan", "store", "run")
+"""The sweep's layers, bottom to top: the spec, the plan built from it, the Optuna storage, the processes that run
+it; ``interrupts`` serves every layer."""
+
+
+def test_the_sweep_s_layers_import_only_those_below() -> None:
+    """Inside ``mutransfer/sweep/``: no sub-package imports one above it (``sweep.plan`` never imports
+    ``sweep.store`` or ``sweep.run``), those inside functions too."""
+    root = Path(__file__).resolve().parents[1] / "mutransfer"
+    rank = {unit: i for i, unit in enumerate(SWEEP_LAYERS)}
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for path in sorted((root / "sweep").rglob("*.py")):
+        parts = path.relative_to(root / "sweep").with_suffix("").parts
+        if parts[0] == "__init__":
+            continue
+        package = ".".join(["mutransfer", "sweep", *parts[:-1]])
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else [])).split(".")
+                if target[:2] == ["mutransfer", "sweep"] and len(target) > 2:
+                    arrows.setdefault((parts[0], target[2]), []).append(path.name)
+    assert ("run", "store") in arrows and ("plan", "spec") in arrows, "the check sees the sweep's arrows"
+    assert set(rank) >= {unit for arrow in arrows for unit in arrow}
+    assert [arrow for arrow in arrows if arrow[0] != arrow[1] and rank[arrow[1]] > rank[arrow[0]]] == []
+
+
 def test_the_arrow_check_refuses_an_upward_arrow() -> None:
     """The check fails on the arrows the package once had: the model builder importing ``hf``, training
     importing ``config`` and ``hf``."""

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from mutransfer.cli import app
 from mutransfer.config import compose, config_from_dict, load_config_file, to_dict
 from mutransfer.errors import UserError
-from mutransfer.sweep.spec import MIN_GRID_POINTS, load_spec, spec_dir
+from mutransfer.sweep.spec.sweep_spec import MIN_GRID_POINTS, load_spec, spec_dir
 from mutransfer.table.plan import Plan
 from mutransfer.transfer.verify import Verification, VerifyRequest
 from mutransfer.yamldoc import MAX_ALIAS_NODES
@@ -51,7 +51,7 @@ def cli(args: list[str]) -> str:
 
 LOAD_SPEC = """import sys
 from mutransfer.errors import UserError
-from mutransfer.sweep.spec import load_spec
+from mutransfer.sweep.spec.sweep_spec import load_spec
 try:
     load_spec(sys.argv[1])
 except UserError as exc:

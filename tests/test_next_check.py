@@ -11,8 +11,8 @@ import pytest
 
 from mutransfer.config import compose
 from mutransfer.files import TRIALS_FILE
-from mutransfer.sweep.estimate import TRIAL_OVERHEAD_S
-from mutransfer.sweep.finished import read_finished
+from mutransfer.sweep.plan.estimate import TRIAL_OVERHEAD_S
+from mutransfer.sweep.plan.finished import read_finished
 from mutransfer.transfer.next_check import VERIFY_BUDGET_S, VERIFY_TRIALS, next_check, verify_estimate
 
 SECONDS = {32: 0.5, 64: 1.0, 128: 2.0}

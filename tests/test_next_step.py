@@ -14,13 +14,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-import mutransfer.sweep.spec as spec_module
+import mutransfer.sweep.spec.sweep_spec as spec_module
 from conftest import invoke, write_edge_spec
 from mutransfer.analysis.result import AxisFit, KeyResult, SetupResult, Summary
 from mutransfer.commands.sweep import next_step
 from mutransfer.files import VERSION_KEY, first_difference
 from mutransfer.schema import LR_KEY
-from mutransfer.sweep.spec import load_spec
+from mutransfer.sweep.spec.sweep_spec import load_spec
 
 
 @pytest.fixture(scope="module")

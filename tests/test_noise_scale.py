@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from conftest import invoke
 from mutransfer.config import compose
 from mutransfer.files import METRICS_COLUMNS
-from mutransfer.sweep.storage import open_storage
+from mutransfer.sweep.store.storage import open_storage
 from mutransfer.train.data import Corpus, load_corpus
 from mutransfer.train.loop import TrainResult, train_model, train_trials
 from mutransfer.train.noise import (NOISE_FIELDS, NOISE_MICRO_BATCHES, measure_noise, noise_estimates, noise_scale,

@@ -18,15 +18,15 @@ from typer.testing import CliRunner
 
 import mutransfer.commands.common as common
 from conftest import invoke
-from mutransfer.sweep.plan import SweepPlan
+from mutransfer.sweep.plan.sweep_plan import SweepPlan
 from mutransfer.commands.display import trial_lines
-from mutransfer.sweep.estimate import TRIAL_OVERHEAD_S
-from mutransfer.sweep.measured_cost import duration_text
-from mutransfer.sweep.runner import FinishedTrial, Snapshot, is_finished, run_sweep
-from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.storage import open_storage
-from mutransfer.sweep.studies import is_bookkeeping
-from mutransfer.sweep.worker import SweepOptions
+from mutransfer.sweep.plan.estimate import TRIAL_OVERHEAD_S
+from mutransfer.sweep.plan.measured_cost import duration_text
+from mutransfer.sweep.run.runner import FinishedTrial, Snapshot, is_finished, run_sweep
+from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.store.storage import open_storage
+from mutransfer.sweep.store.studies import is_bookkeeping
+from mutransfer.sweep.run.worker import SweepOptions
 
 TRIAL_LINE = re.compile(r"^\s*(\d+)/(\d+) · (\S+) · (width \d+[^·]*) · seed (\d+) · log2_lr (-?\d+\.\d\d) "
                         r"\(lr [\d.e+-]+\) · loss ([\d.]+|-) · (\w+) · [\d.]+ s$")

@@ -1,4 +1,4 @@
-"""The sweep's plan (``sweep.plan``): built once from the spec, the same studies in the same tiers as the sweep
+"""The sweep's plan (``sweep.plan.sweep_plan``): built once from the spec, the same studies in the same tiers as the sweep
 trained before the plan existed, and the waits as edges."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from mutransfer.schema import LR_KEY
-from mutransfer.sweep.plan import SweepPlan, Wait
-from mutransfer.sweep.spec import load_spec, shipped_specs
+from mutransfer.sweep.plan.sweep_plan import SweepPlan, Wait
+from mutransfer.sweep.spec.sweep_spec import load_spec, shipped_specs
 
 BASELINE = json.loads((Path(__file__).parent / "baselines" / "plan.json").read_text(encoding="utf-8"))
 """Every shipped spec's study names, tiers and planned information as commit 1be432a listed them

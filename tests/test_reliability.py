@@ -16,8 +16,8 @@ import yaml
 from optuna.trial import TrialState
 
 from conftest import FaultTally, no_loss
-from mutransfer.sweep.storage import open_storage
-from mutransfer.sweep.studies import prefixed_studies
+from mutransfer.sweep.store.storage import open_storage
+from mutransfer.sweep.store.studies import prefixed_studies
 
 CLI = [sys.executable, "-m", "mutransfer"]
 

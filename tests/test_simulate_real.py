@@ -16,7 +16,7 @@ from mutransfer.analysis.fidelity import measure_fidelity
 from mutransfer.simulation.calibration import BOWLS, FLAT_CURVATURE, departures, one_departure, real_truth
 from mutransfer.simulation.simulate import Design, SharedSeeds, SimulatedPoint, Truth, simulate, simulate_verify
 from mutransfer.simulation.simulated_rates import coverage, law_coverage, real_coverage, real_law_coverage
-from mutransfer.sweep.spec import SearchSpec
+from mutransfer.sweep.spec.sweep_spec import SearchSpec
 
 DEPARTURE_FIELDS = ("curvature_slope", "asymmetry_slope", "seed_correlation", "seed_curvature", "departure",
                     "noise_growth", "spike_rate", "spike_size")

@@ -184,7 +184,7 @@ def test_an_option_summary_lists_what_help_lists(page: Path) -> None:
 
 
 def test_the_command_line_page_lists_the_shipped_specs() -> None:
-    from mutransfer.sweep.spec import shipped_specs
+    from mutransfer.sweep.spec.sweep_spec import shipped_specs
 
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     assert all(f"`{name}`" in text for name in shipped_specs()), "python scripts/cli_doc.py"

@@ -4,8 +4,8 @@ import pytest
 
 from mutransfer.errors import UserError
 from mutransfer.schema import LR_KEY
-from mutransfer.sweep.spec import load_spec, shipped_specs, spec_dir
-from mutransfer.sweep.trial import sweep_record
+from mutransfer.sweep.spec.sweep_spec import load_spec, shipped_specs, spec_dir
+from mutransfer.sweep.plan.trial import sweep_record
 
 
 @pytest.mark.parametrize("name", ["default", "smoke", "gpu", "factorial"])
@@ -93,7 +93,7 @@ def test_anchors_round_trip_and_stay_out_of_plain_specs() -> None:
     fingerprint); one with anchors survives the round trip through its record."""
     from dataclasses import replace
 
-    from mutransfer.sweep.spec import load_spec, spec_from_dict
+    from mutransfer.sweep.spec.sweep_spec import load_spec, spec_from_dict
 
     spec = load_spec("default")
     assert all("anchors" not in s for setup in spec.as_dict()["setups"] for s in setup["search"])

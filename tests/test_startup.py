@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from conftest import invoke, load_script
 from mutransfer.files import CONFIG_FILE, TRIALS_FILE, dump_yaml
 from mutransfer.schema import LR_KEY
-from mutransfer.sweep.estimate import TRIAL_OVERHEAD_S
-from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.tables import TRIAL_COLUMNS
-from mutransfer.sweep.trial import setup_configs, sweep_record
+from mutransfer.sweep.plan.estimate import TRIAL_OVERHEAD_S
+from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.store.tables import TRIAL_COLUMNS
+from mutransfer.sweep.plan.trial import setup_configs, sweep_record
 
 heavy_imports = load_script("bench_startup").heavy_imports
 

@@ -21,22 +21,22 @@ from optuna.trial import TrialState
 from typer.testing import CliRunner
 
 import mutransfer
-import mutransfer.sweep.trainer as sweep_module
-import mutransfer.sweep.worker as worker_module
-from mutransfer.sweep.plan import SweepPlan
+import mutransfer.sweep.run.trainer as sweep_module
+import mutransfer.sweep.run.worker as worker_module
+from mutransfer.sweep.plan.sweep_plan import SweepPlan
 from mutransfer.cli import app
 from conftest import invoke
 from mutransfer.analysis.optimum import local_optimum
 from mutransfer.analysis.result import SUMMARY_VERSION, Summary
 from mutransfer.files import VERSION_KEY
-from mutransfer.sweep.claims import Claimer
+from mutransfer.sweep.run.claims import Claimer
 from mutransfer.sweep.interrupts import Interrupts, Terminated
-from mutransfer.sweep.reaper import Reaper
-from mutransfer.sweep.spec import load_spec
-from mutransfer.sweep.storage import JOURNAL_FILE, open_storage
-from mutransfer.sweep.studies import is_bookkeeping, load_study
-from mutransfer.sweep.runner import run_sweep, snapshot
-from mutransfer.sweep.worker import SweepOptions, run_worker
+from mutransfer.sweep.store.reaper import Reaper
+from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.store.storage import JOURNAL_FILE, open_storage
+from mutransfer.sweep.store.studies import is_bookkeeping, load_study
+from mutransfer.sweep.run.runner import run_sweep, snapshot
+from mutransfer.sweep.run.worker import SweepOptions, run_worker
 
 
 class Counter:
@@ -253,7 +253,7 @@ def test_dry_run_trains_nothing_and_writes_nothing(runner: CliRunner, spec_file:
 
 
 def test_an_unreaped_killed_worker_counts_as_dead() -> None:
-    from mutransfer.sweep.liveness import is_alive as _alive
+    from mutransfer.sweep.store.liveness import is_alive as _alive
 
     zombie = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 10
@@ -359,7 +359,7 @@ def test_spec_can_ask_for_a_coord_check_first(runner: CliRunner, spec_file: Path
 
 @pytest.mark.slow
 def test_workers_auto_measures_the_layouts(runner: CliRunner, spec_file: Path, tmp_path: Path) -> None:
-    from mutransfer.sweep.layout import layouts
+    from mutransfer.sweep.run.layout import layouts
 
     assert layouts(2) == [(1, 2), (2, 1)] and layouts(4) == [(1, 4), (2, 2), (4, 1)]
     result = invoke(runner, "sweep", str(spec_file), "--out", str(tmp_path / "run"), "--workers", "auto",
@@ -449,7 +449,7 @@ def test_a_trial_declared_dead_meanwhile_is_never_told_twice() -> None:
     """Another worker may fail a trial (its heartbeat went stale during an outage) between this worker's last
     attribute and its tell: the result is dropped as a finished trial's (``UpdateFinishedTrialError``, which the
     worker handles), and a failure is not recorded over it."""
-    from mutransfer.sweep.outcomes import _tell_running, record_failure
+    from mutransfer.sweep.run.outcomes import _tell_running, record_failure
 
     study = optuna.create_study()
     trial = study.ask()

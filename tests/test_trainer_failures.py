@@ -17,7 +17,7 @@ import yaml
 from typer.testing import CliRunner
 
 from conftest import invoke, process_alive
-from mutransfer.sweep.trainer_spec import script_words
+from mutransfer.sweep.spec.trainer import script_words
 
 TRAINER = '''
 import json, math, os, sys, time

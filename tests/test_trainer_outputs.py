@@ -23,8 +23,8 @@ from conftest import invoke
 from mutransfer.config import load_config_file
 from mutransfer.files import TRIAL_DIR_ENV
 from mutransfer.precision import lr_digits, octaves, written
-from mutransfer.sweep.setup_labels import setup_names
-from mutransfer.sweep.spec import load_spec
+from mutransfer.sweep.spec.setup_labels import setup_names
+from mutransfer.sweep.spec.sweep_spec import load_spec
 from mutransfer.transfer.target import check_derived_sections
 
 BASELINE = Path(__file__).parent / "baselines" / "smoke"

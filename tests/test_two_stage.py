@@ -18,8 +18,8 @@ from mutransfer.cli import app
 from mutransfer.analysis.decay_effect import decay_effect
 from mutransfer.analysis.result import PointResult, Summary, measured_point
 from mutransfer.analysis.summary import read_summary
-from mutransfer.sweep.search import OFF_X
-from mutransfer.sweep.spec import load_spec, spec_from_dict
+from mutransfer.sweep.spec.search import OFF_X
+from mutransfer.sweep.spec.sweep_spec import load_spec, spec_from_dict
 
 TAU = "optimizer.weight_decay_timescale"
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from mutransfer.analysis.fidelity import measure_fidelity
-from mutransfer.sweep.policy import GridPolicy
+from mutransfer.sweep.plan.policy import GridPolicy
 from mutransfer.simulation.simulate import Truth
 from mutransfer.simulation.simulated_rates import verify_coverage
-from mutransfer.sweep.spec import SearchSpec
+from mutransfer.sweep.spec.sweep_spec import SearchSpec
 from mutransfer.transfer.verify import VerifyRequest, verify_search
 
 REQUEST = VerifyRequest(widths=(512,))

@@ -16,8 +16,8 @@ from mutransfer.config import compose, config_from_dict, to_dict
 from mutransfer.model.apply import build_optimizer
 from mutransfer.model.build import gpt_plan
 from mutransfer.model_kinds import build_model
-from mutransfer.sweep.spec import spec_from_dict
-from mutransfer.sweep.trial import setup_configs, sweep_record
+from mutransfer.sweep.spec.sweep_spec import spec_from_dict
+from mutransfer.sweep.plan.trial import setup_configs, sweep_record
 from mutransfer.table.plan import Plan
 from mutransfer.train.data import load_corpus
 from mutransfer.train.loop import train_model, train_trials
@@ -236,7 +236,7 @@ def test_a_run_directory_swept_before_with_decay_does_not_resume(runner: CliRunn
     import json
 
     from mutransfer.files import dump_yaml
-    from mutransfer.sweep.spec import load_spec
+    from mutransfer.sweep.spec.sweep_spec import load_spec
     from mutransfer.table.decay import later_decay_keys, omit_at_defaults
 
     spec = load_spec(str(spec_file), ["optimizer.weight_decay=0.1"])

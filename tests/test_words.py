@@ -64,7 +64,7 @@ def test_a_trials_attributes_read_typed_and_a_misspelt_name_is_refused(tmp_path)
     refused rather than written where nothing reads it."""
     import optuna
 
-    from mutransfer.sweep.attrs import TrialAttrs
+    from mutransfer.sweep.store.attrs import TrialAttrs
 
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'attrs.db'}")
     study.enqueue_trial({"x": 1.0}, user_attrs=TrialAttrs.queued(seed=3))

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 from conftest import invoke, process_alive, refused_in_one_line
 from mutransfer.errors import UserError
 from mutransfer.files import TRIAL_DIR_ENV
-from mutransfer.sweep.child_process import BoundedLog
-from mutransfer.sweep.command_trainer import child_environment
-from mutransfer.sweep.spec import load_spec, spec_dir
-from mutransfer.sweep.trial import sweep_record
+from mutransfer.sweep.run.child_process import BoundedLog
+from mutransfer.sweep.run.command_trainer import child_environment
+from mutransfer.sweep.spec.sweep_spec import load_spec, spec_dir
+from mutransfer.sweep.plan.trial import sweep_record
 from mutransfer.trainer_api import report, trial
 from mutransfer.trial_io import read_progress, read_result, write_trial_values
 
@@ -155,8 +155,8 @@ def test_failures_retries_timeouts_and_diverged_runs(runner: CliRunner, tmp_path
 
 
 def test_a_failed_point_is_missing_not_an_infinite_loss_for_the_grid_extension(tmp_path: Path) -> None:
-    from mutransfer.sweep.policy import GridPolicy
-    from mutransfer.sweep.search import parse_search
+    from mutransfer.sweep.plan.policy import GridPolicy
+    from mutransfer.sweep.spec.search import parse_search
 
     search = parse_search("search", {"log2_min": -7, "log2_max": -5, "step": 1, "noise_seeds": 0})
     policy = GridPolicy(search, 0)

@@ -314,7 +314,7 @@ def optimum_of_arrays(point: float, x: np.ndarray, seed: np.ndarray, loss: np.nd
     """The optimum at one width from parallel arrays (the fast path the coverage simulations use).
 
     Every seed's mean loss at each point places the fit window (where the noise probes trained, their losses
-    move it, as they move the probes: ``sweep.policy.probe_points``); the grid seeds' curve, which the grid's
+    move it, as they move the probes: ``sweep.plan.policy.probe_points``); the grid seeds' curve, which the grid's
     extension brackets, decides censoring at the grid's edge; the seeds that trained the whole window (grid seeds
     and noise probes alike) give the estimate, balanced, and their spread its error. Every vertex is the two-sided
     parabola's at the asymmetry ``bowl`` (the setup's, ``analysis.bowl``), allowed one grid spacing past the

@@ -296,7 +296,7 @@ class Basis:
 @dataclass
 class Summary:
     """``summary.json``: every searched key's results, what a batch axis held fixed, the sweep's status
-    (``sweep.completion.SweepStatus.as_dict``) when a sweep wrote it, and for an imported table how its noise was
+    (``sweep.store.completion.SweepStatus.as_dict``) when a sweep wrote it, and for an imported table how its noise was
     measured."""
 
     keys: dict[str, KeyResult] = field(default_factory=dict)
@@ -306,7 +306,7 @@ class Summary:
     provisional: Optional[Basis] = None
     """Written by a sweep still training: what this answer rests on so far (None: the sweep's final answer)."""
     stopped: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Setups a sweep that stops when decided stopped at a look (``sweep.stopping.Stop.as_dict``)."""
+    """Setups a sweep that stops when decided stopped at a look (``sweep.run.stopping.Stop.as_dict``)."""
 
     def setups(self, key: str = LR_KEY) -> dict[str, SetupResult]:
         """The setups' results for ``key`` (none when the sweep did not search it)."""

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the commands import these late (start-up: `mutransfer --hel
 
     from ..analysis.thresholds import Thresholds
     from ..schema import Config
-    from ..sweep.completion import SweepStatus
+    from ..sweep.store.completion import SweepStatus
 
 __all__ = ["console", "format_number", "positive_number", "positive_integer", "warn_model", "condition_changes",
            "warn_conditions", "CONDITION_KEYS", "unfinished_run"]
@@ -132,7 +132,7 @@ def unfinished_run(run_dir: Path, partial: bool, command: str) -> Optional[Sweep
 
     from ..errors import UserError
     from ..files import SUMMARY_FILE
-    from ..sweep.completion import SweepStatus
+    from ..sweep.store.completion import SweepStatus
 
     from ..analysis.result import Basis
 

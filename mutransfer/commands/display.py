@@ -19,12 +19,12 @@ from ..schema import LR_KEY, axis_named
 from ..analysis.plots import key_label
 from ..table.constants import constant_keys
 from ..table.decay import DECAY_OFF_VALUES
-from ..sweep.search import OFF_X
+from ..sweep.spec.search import OFF_X
 from ..words import Verdict
 
 if TYPE_CHECKING:  # the sweep runner imports optuna: only its types here
-    from ..sweep.runner import FinishedTrial, Snapshot
-    from ..sweep.plan import SweepPlan
+    from ..sweep.run.runner import FinishedTrial, Snapshot
+    from ..sweep.plan.sweep_plan import SweepPlan
     from .log_eta import LogEta
 
 __all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "summary_tables",

@@ -1,5 +1,5 @@
 """``mutransfer sweep --dry-run``: the corpus, studies, trials (grid, probes, expected extension), tokens and FLOPs
-per trial, and a time estimate measured on this machine with its range (``sweep.estimate``); once the run
+per trial, and a time estimate measured on this machine with its range (``sweep.plan.estimate``); once the run
 directory holds finished trials (a resume), the trials left priced by their recorded seconds instead, which
 ``verify --dry-run`` uses too. The measured estimate imports torch; the one from finished trials does not."""
 
@@ -12,14 +12,14 @@ from rich.console import Group
 from rich.table import Table
 
 from ..schema import FAMILIES, LR_KEY
-from ..sweep.estimate import SWEEP_OVERHEAD_S, TRIAL_OVERHEAD_S, MeasuredEstimate, MeasuredPoint, SweepEstimate
-from ..sweep.finished import FinishedTrials, read_finished
-from ..sweep.measured_cost import duration_text
-from ..sweep.search import SearchSpec
-from ..sweep.keys import StudyKey
-from ..sweep.plan import SweepPlan
-from ..sweep.spec import SweepSpec
-from ..sweep.trial import trial_config
+from ..sweep.plan.estimate import SWEEP_OVERHEAD_S, TRIAL_OVERHEAD_S, MeasuredEstimate, MeasuredPoint, SweepEstimate
+from ..sweep.plan.finished import FinishedTrials, read_finished
+from ..sweep.plan.measured_cost import duration_text
+from ..sweep.spec.search import SearchSpec
+from ..sweep.plan.keys import StudyKey
+from ..sweep.plan.sweep_plan import SweepPlan
+from ..sweep.spec.sweep_spec import SweepSpec
+from ..sweep.plan.trial import trial_config
 
 if TYPE_CHECKING:
     from ..schema import Config
@@ -111,8 +111,8 @@ def estimate_sweep(plan: SweepPlan, workers: int, threads: int) -> SweepEstimate
     (points that differ only in their horizon share one measurement)."""
     from dataclasses import replace
 
-    from ..sweep.estimate import PointEstimate
-    from ..sweep.trial import trials_per_batch
+    from ..sweep.plan.estimate import PointEstimate
+    from ..sweep.plan.trial import trials_per_batch
     from ..train.timing import measure_trial
     from ..train.trunk import trained_steps
 
@@ -240,7 +240,7 @@ def _search_lines(plan: SweepPlan) -> list[str]:
 
 def _command_lines(plan: SweepPlan) -> list[str]:
     """Each setup's trainer command as its first trial (the grid's middle point) runs it."""
-    from ..sweep.command_trainer import command_words, trial_values
+    from ..sweep.run.command_trainer import command_words, trial_values
 
     spec = plan.spec
     lines: dict[str, str] = {}

@@ -14,10 +14,10 @@ def export_run(storage_url: str, prefix: str, out: Path) -> Summary:
     import optuna
 
     from ..files import claim_run_dir
-    from ..sweep.plan import SweepPlan
-    from ..sweep.spec import spec_from_dict
-    from ..sweep.storage import open_storage
-    from ..sweep.studies import RECORD_ATTR, prefixed_studies
+    from ..sweep.plan.sweep_plan import SweepPlan
+    from ..sweep.spec.sweep_spec import spec_from_dict
+    from ..sweep.store.storage import open_storage
+    from ..sweep.store.studies import RECORD_ATTR, prefixed_studies
     from .sweep import finalize
 
     if out.exists() and not out.is_dir():

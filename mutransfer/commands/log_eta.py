@@ -1,6 +1,6 @@
 """The ETA line of a plain log (a sweep's output sent to a file: nohup, Slurm), at most once every
 ``ETA_EVERY_S``: the trials left, spread over the widths as the plan still holds them, each priced by the finished
-trials' seconds (``sweep.measured_cost``: the median at a measured width, the fitted law elsewhere) plus its
+trials' seconds (``sweep.plan.measured_cost``: the median at a measured width, the fitted law elsewhere) plus its
 bookkeeping, and divided among the workers. Trials running now count as not started."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
-from ..sweep.estimate import TRIAL_OVERHEAD_S
-from ..sweep.finished import TIMED_STATUS
-from ..sweep.measured_cost import MeasuredCost, TrialSeconds, duration_text, measured_cost
+from ..sweep.plan.estimate import TRIAL_OVERHEAD_S
+from ..sweep.plan.finished import TIMED_STATUS
+from ..sweep.plan.measured_cost import MeasuredCost, TrialSeconds, duration_text, measured_cost
 
 if TYPE_CHECKING:
-    from ..sweep.runner import FinishedTrial, Snapshot
-    from ..sweep.plan import SweepPlan
+    from ..sweep.run.runner import FinishedTrial, Snapshot
+    from ..sweep.plan.sweep_plan import SweepPlan
 
 __all__ = ["ETA_EVERY_S", "LogEta", "planned_widths", "eta_seconds", "eta_line"]
 

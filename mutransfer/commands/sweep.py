@@ -21,10 +21,10 @@ if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key an
     from rich.console import Console
 
     from ..analysis.thresholds import Thresholds
-    from ..sweep.runner import Snapshot
-    from ..sweep.plan import SweepPlan
-    from ..sweep.spec import SweepSpec
-    from ..sweep.worker import SweepOptions
+    from ..sweep.run.runner import Snapshot
+    from ..sweep.plan.sweep_plan import SweepPlan
+    from ..sweep.spec.sweep_spec import SweepSpec
+    from ..sweep.run.worker import SweepOptions
     from .display import SweepDisplay, TrialLog
 
 __all__ = ["run", "split_spec", "resolve_workers", "up_to_date_summary", "finalize", "next_step", "corpus_lines",
@@ -102,10 +102,10 @@ def finalize(plan: SweepPlan, run_dir: Path, storage_url: Optional[str], prefix:
     from ..analysis.run_files import write_tables
     from ..analysis.summary import write_summary
     from ..files import remove_partial_outputs
-    from ..sweep.completion import sweep_status
-    from ..sweep.gates import Gates
-    from ..sweep.storage import open_storage
-    from ..sweep.tables import collect
+    from ..sweep.store.completion import sweep_status
+    from ..sweep.run.gates import Gates
+    from ..sweep.store.storage import open_storage
+    from ..sweep.store.tables import collect
 
     storage = open_storage(storage_url, run_dir)
     trials, curves = collect(plan, storage, prefix)
@@ -142,9 +142,9 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
     """The sweep command; returns the exit code (130 after Ctrl-C, with the tables written; 1 when the same failure
     repeated or every trial failed). ``retry_failed``: train the failed trials' points again."""
     from ..files import SUMMARY_FILE
-    from ..sweep.plan import SweepPlan
-    from ..sweep.spec import load_spec
-    from ..sweep.trial import setup_configs, sweep_record
+    from ..sweep.plan.sweep_plan import SweepPlan
+    from ..sweep.spec.sweep_spec import load_spec
+    from ..sweep.plan.trial import setup_configs, sweep_record
     from .common import batch_tolerance, console, effect_margin
 
     name, overrides = split_spec(spec_name, words)
@@ -192,7 +192,7 @@ def _start(screen: Console, plan: SweepPlan, name: str, overrides: list[str], co
     spec = plan.spec
     workers, threads = how.workers, how.threads
     if workers is None:
-        from ..sweep.layout import choose_layout
+        from ..sweep.run.layout import choose_layout
 
         workers, threads, message = choose_layout(plan)
         screen.print(f"--workers auto: {message}")
@@ -202,8 +202,8 @@ def _start(screen: Console, plan: SweepPlan, name: str, overrides: list[str], co
         screen.print(sweep_dry_run(plan, workers, threads, how.run_dir))
         return 0
     from ..files import claim_run_dir  # torch (the worker's trials): after the dry run, which needs none
-    from ..sweep.storage import open_storage
-    from ..sweep.worker import SweepOptions
+    from ..sweep.store.storage import open_storage
+    from ..sweep.run.worker import SweepOptions
 
     run_dir = how.run_dir
     if run_dir.exists() and not run_dir.is_dir():
@@ -275,8 +275,8 @@ def _execute(screen: Console, plan: SweepPlan, opts: SweepOptions, th: Threshold
     """Run the workers under a live display on a terminal, one line per finished trial otherwise; then write
     the outputs. Ctrl-C, and the same failure repeated (``trainer.max_failures``), still write them."""
     from ..sweep.interrupts import Interrupts
-    from ..sweep.repeats import RepeatedFailure
-    from ..sweep.runner import run_sweep
+    from ..sweep.run.repeats import RepeatedFailure
+    from ..sweep.run.runner import run_sweep
     from .display import progress_view
 
     spec = plan.spec

@@ -13,9 +13,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..schema import Config
-    from ..sweep.keys import StudyKey
-    from ..sweep.plan import SweepPlan
-    from ..sweep.spec import SweepSpec
+    from ..sweep.plan.keys import StudyKey
+    from ..sweep.plan.sweep_plan import SweepPlan
+    from ..sweep.spec.sweep_spec import SweepSpec
 
 __all__ = ["compose_trials", "validate_trials", "check_trials", "precheck", "report_precheck"]
 
@@ -23,7 +23,7 @@ __all__ = ["compose_trials", "validate_trials", "check_trials", "precheck", "rep
 def compose_trials(plan: SweepPlan) -> list[tuple[StudyKey, Config]]:
     """Each study's key with its trial config at the first grid point: a bad override or width fails here, before
     torch is imported."""
-    from ..sweep.trial import trial_config
+    from ..sweep.plan.trial import trial_config
 
     return [(key, trial_config(plan.spec, key, key.search.grid()[0])) for key in plan.studies]
 
@@ -33,8 +33,8 @@ def validate_trials(spec: SweepSpec, warned: Optional[set[str]] = None,
     """Compose every (setup, width) config once (``composed``, when the caller has) so a bad override or width fails
     before any training; check each corpus against what the trials read, warning once per data and horizon that
     reads more than one epoch (once across calls that share ``warned``). Returns each setup's config."""
-    from ..sweep.plan import SweepPlan
-    from ..sweep.trial import setup_configs
+    from ..sweep.plan.sweep_plan import SweepPlan
+    from ..sweep.plan.trial import setup_configs
 
     check_trials(spec, compose_trials(SweepPlan.of(spec)) if composed is None else composed, warned)
     return setup_configs(spec)

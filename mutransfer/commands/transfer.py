@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --hel
     from rich.table import Table
 
     from ..transfer.target import Transfer
-    from ..sweep.completion import SweepStatus
+    from ..sweep.store.completion import SweepStatus
 
 __all__ = ["run", "prediction_line", "decay_line", "target_values", "transfer_import", "spellings"]
 

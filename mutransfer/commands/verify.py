@@ -14,9 +14,9 @@ if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --hel
     from rich.console import Console, RenderableType
     from rich.table import Table
 
-    from ..sweep.completion import SweepStatus
-    from ..sweep.plan import SweepPlan
-    from ..sweep.spec import SweepSpec
+    from ..sweep.store.completion import SweepStatus
+    from ..sweep.plan.sweep_plan import SweepPlan
+    from ..sweep.spec.sweep_spec import SweepSpec
     from ..transfer.verify import Verification
 
 __all__ = ["run", "EXIT_MISSED"]
@@ -65,7 +65,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     request = VerifyRequest(widths, parse_setups(setup_text, run_dir), span, step, tolerance, correct_drift, factors,
                             tuple(overrides), depth, steps, batch, tokens)
     verification = Verification(run_dir, request)
-    from ..sweep.plan import SweepPlan
+    from ..sweep.plan.sweep_plan import SweepPlan
 
     specs = verification.specs()
     plans = [SweepPlan.of(spec) for spec in specs]
@@ -74,7 +74,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     _warn_conditions(verification, configs)
     screen = console()
     if workers is None:
-        from ..sweep.layout import choose_layout
+        from ..sweep.run.layout import choose_layout
 
         workers, threads, message = choose_layout(plans[-1])
         screen.print(f"--workers auto: {message}")
@@ -94,7 +94,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
 def _composed(spec: SweepSpec) -> dict[str, Any]:
     """Each setup's config at the target (a bad override fails here); the dry run leaves composing every trial and
     the corpus checks, which read the data and import torch, to the run."""
-    from ..sweep.trial import setup_configs
+    from ..sweep.plan.trial import setup_configs
 
     return setup_configs(spec)
 
@@ -104,7 +104,7 @@ def _dry_run_estimate(verification: Verification, plan: SweepPlan, trees: dict[s
     """The trials at one target width, priced by the sweep's finished trials (``trials.csv``; a setup's seconds
     scaled by its steps here over the sweep's); a built-in sweep whose trials recorded no time is measured on this
     machine instead."""
-    from ..sweep.finished import read_finished
+    from ..sweep.plan.finished import read_finished
     from ..transfer.target import read_sweep_record
     from ..transfer.verify import SHIPPED
     from .dry_run import dry_run_table, measured_estimate, measured_table
@@ -160,10 +160,10 @@ def _execute(screen: Console, verification: Verification, plans: Sequence[SweepP
     import pandas as pd
 
     from ..sweep.interrupts import Interrupts
-    from ..sweep.runner import run_sweep
-    from ..sweep.storage import open_storage
-    from ..sweep.tables import collect
-    from ..sweep.worker import SweepOptions
+    from ..sweep.run.runner import run_sweep
+    from ..sweep.store.storage import open_storage
+    from ..sweep.store.tables import collect
+    from ..sweep.run.worker import SweepOptions
     from .display import progress_view
     from .sweep import interrupt_code
 

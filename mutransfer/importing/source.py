@@ -182,7 +182,7 @@ def study_table(study: Any) -> pd.DataFrame:
 def _read_study(storage: str, name: str) -> tuple[pd.DataFrame, Source]:
     import optuna
 
-    from ..sweep.storage import open_storage
+    from ..sweep.store.storage import open_storage
 
     if "://" not in storage and not Path(storage).is_file():
         raise UserError(f"--storage {storage} is not a file", "give an Optuna journal file or a database URL")

@@ -19,8 +19,8 @@ from ..analysis.optimum import Optimum, fit_halfwidth, optimum_of_arrays
 from ..analysis.result import AxisFit, ConstantEffect
 from ..analysis.thresholds import Thresholds
 from ..schema import LR_KEY
-from ..sweep.policy import GridPolicy
-from ..sweep.search import SearchSpec
+from ..sweep.plan.policy import GridPolicy
+from ..sweep.spec.search import SearchSpec
 from ..table.constants import coordinate_stages
 from .simulate import Truth
 

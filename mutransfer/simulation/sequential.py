@@ -11,7 +11,7 @@ import numpy as np
 
 from ..analysis.sequential import Look, decided_at, looks
 from ..analysis.thresholds import Thresholds
-from ..sweep.plan import width_information, width_tiers
+from ..sweep.plan.sweep_plan import width_information, width_tiers
 from .simulate import Design, Truth, analyse, simulate_points
 
 __all__ = ["SequentialOutcome", "simulate_sequential", "design_looks", "tier_odds"]

@@ -28,8 +28,8 @@ from ..analysis.result import AxisFit
 from ..analysis.optimum import Optimum, fit_halfwidth
 from ..analysis.thresholds import Thresholds
 from ..analysis.fidelity import Fidelity, measure_fidelity
-from ..sweep.policy import GridPolicy, extension_point, probe_points
-from ..sweep.spec import SearchSpec
+from ..sweep.plan.policy import GridPolicy, extension_point, probe_points
+from ..sweep.spec.sweep_spec import SearchSpec
 from ..words import TrialStatus
 
 __all__ = ["SWEPT_SE_LOG", "Truth", "Design", "Outcome", "SharedSeeds", "SimulatedPoint", "sweep_point", "simulate",

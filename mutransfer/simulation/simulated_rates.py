@@ -20,7 +20,7 @@ from ..analysis.summary import summarize
 from ..schema import LR_COLUMN, LR_KEY, axis_named
 from .simulate import (Design, SharedSeeds, SimulatedPoint, Truth, population_loss, simulate, simulate_verify,
                        sweep_point, true_optima)
-from ..sweep.spec import SearchSpec
+from ..sweep.spec.sweep_spec import SearchSpec
 from ..words import Verdict
 
 __all__ = ["coverage", "real_coverage", "law_coverage", "real_law_coverage", "verify_coverage", "compare_rates"]

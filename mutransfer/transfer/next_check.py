@@ -1,6 +1,6 @@
 """What ``transfer`` suggests next: ``verify`` at the target when this machine can train its trials within
 ``VERIFY_BUDGET_S``, estimated from the sweep's own finished trials (``trials.csv``'s seconds: the median at a
-swept width, a + b·width^p fitted over the swept widths elsewhere, ``sweep.measured_cost``), whatever trained them,
+swept width, a + b·width^p fitted over the swept widths elsewhere, ``sweep.plan.measured_cost``), whatever trained them,
 the built-in GPT or the user's command; otherwise the widest doubling of the swept widths that fits, and the target
 left to the machine that will train it. ``verify --dry-run`` gives the same estimate per setup and trial."""
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..schema import Config
-from ..sweep.estimate import TRIAL_OVERHEAD_S
-from ..sweep.finished import SetupCost, read_finished
+from ..sweep.plan.estimate import TRIAL_OVERHEAD_S
+from ..sweep.plan.finished import SetupCost, read_finished
 from .verify import DEFAULT_SPAN, DEFAULT_STEP
 
 __all__ = ["VERIFY_BUDGET_S", "VERIFY_TRIALS", "VerifyEstimate", "verify_estimate", "horizon_factor", "next_check"]

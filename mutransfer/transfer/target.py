@@ -19,7 +19,7 @@ from ..errors import UserError
 from ..files import CONFIG_FILE, YAML_DIGITS, at_statistic_precision, atomic_write_text, dump_yaml, load_yaml
 from ..precision import lr_digits, octaves, written
 from ..schema import FAMILIES, TRANSFER_AXES, Config, axis_named
-from ..sweep.trial import axis_value
+from ..sweep.plan.trial import axis_value
 from ..table.rules import depth_exponents
 from ..analysis.prediction import Prediction, carried_law, predict_setup
 from ..train.budget import tokens_read

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from ..schema import TRANSFER_AXES, Config
-from ..sweep.spec import SweepSpec, spec_from_dict
+from ..sweep.spec.sweep_spec import SweepSpec, spec_from_dict
 
 __all__ = ["TrainerTarget", "trainer_target", "builtin_plan", "trainer_text", "TRIAL_PLACEHOLDERS"]
 
@@ -59,7 +59,7 @@ def builtin_plan(record: Mapping[str, Any]) -> bool:
 def trainer_target(record: Mapping[str, Any], label: str, cfg: Config, log2_lr: float) -> Optional[TrainerTarget]:
     """The trainer of setup ``label`` at the target ``cfg`` (whose ``optimizer.lr`` is η* as written, and
     ``log2_lr`` its log2 as written); None for a sweep of the built-in loop."""
-    from ..sweep.command_trainer import command_words, trial_values  # imports torch: only for a trainer's sweep
+    from ..sweep.run.command_trainer import command_words, trial_values  # imports torch: only for a trainer's sweep
 
     spec = _spec(record)
     if spec is None:

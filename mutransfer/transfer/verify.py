@@ -30,8 +30,8 @@ from ..defaults import VERIFY_SPAN, VERIFY_STEP, VERIFY_TOLERANCE
 from ..errors import UserError
 from ..files import VERIFY_FILE, VERIFY_REPORT, VERIFY_VERSION, atomic_write_text, write_json
 from ..schema import LR_COLUMN, LR_KEY, Config
-from ..sweep.search import OFF_X
-from ..sweep.spec import MIN_GRID_POINTS, AxisValues, SearchSpec, SetupSpec, SweepSpec, spec_from_dict
+from ..sweep.spec.search import OFF_X
+from ..sweep.spec.sweep_spec import MIN_GRID_POINTS, AxisValues, SearchSpec, SetupSpec, SweepSpec, spec_from_dict
 from ..table.decay import DECAY_OFF_VALUES
 from ..words import TrialStatus
 from .decay import DecayTransfer

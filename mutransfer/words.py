@@ -4,7 +4,7 @@ Each is a ``Word``: a ``str`` whose text is its value wherever it goes (JSON, CS
 every Python the package supports. ``(str, Enum)`` alone is not enough: ``str()`` and ``format()`` of one print
 ``Verdict.TRANSFERS`` on Python 3.12 where 3.10 printed the value, its hash is its name's (so a dict keyed by the
 text would miss it), and ``yaml.safe_dump`` refuses a ``str`` subclass (``files.dump_yaml`` writes a word as its
-text). ``tests/test_words.py`` writes each through every format and compares the bytes with the plain text's.
+text). ``tests/core/test_words.py`` writes each through every format and compares the bytes with the plain text's.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def _interval(values: Optional[Sequence[float]]) -> str:
 
 
 def table(run_dir: Path, axis_name: str = "width") -> str:
-    """The Markdown table of one axis of the sweep in ``run_dir`` (tests/test_docs.py checks the pages' copies)."""
+    """The Markdown table of one axis of the sweep in ``run_dir`` (tests/project/test_docs.py checks the pages' copies)."""
     axis = axis_named(axis_name)
     summary = summarize_run(run_dir)
     setups = summary.setups()

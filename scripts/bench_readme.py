@@ -10,7 +10,7 @@ one-minute load average to fall to ``--max-load`` and records it (``load``).
 
 Each run replaces its parts' rows in ``--out``, writes the ``readme`` section of docs/data/numbers.yaml from the
 whole CSV (each part's duration as ``duration_text`` writes it, and the trials of the sweeps it ran), and prints the
-table docs/performance.md quotes. The README gives those numbers as literals (``tests/test_docs.py`` checks them
+table docs/performance.md quotes. The README gives those numbers as literals (``tests/project/test_docs.py`` checks them
 against the numbers file). Run it on an otherwise idle machine: it
 refuses to start while the load stays above ``--max-load``."""
 

@@ -3,7 +3,7 @@ every option with its default and help text.
 
     python scripts/cli_doc.py [--out docs/cli.md]
 
-``tests/test_docs.py`` renders it again and fails when the page differs, so the page lists exactly the options the
+``tests/project/test_docs.py`` renders it again and fails when the page differs, so the page lists exactly the options the
 app has.
 """
 

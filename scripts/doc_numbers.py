@@ -4,7 +4,7 @@ script that measures them, each number stored as the text a page shows (``35 s``
 
 A script that measures writes its section with ``write_numbers``; a page shows a number as ``{{ section.key }}``,
 which the site's build hook (``scripts/mkdocs_hooks.py``) replaces with its text and which fails the build when the
-file has no such number. The README, read raw on a repository page, keeps its literals; ``tests/test_docs.py``
+file has no such number. The README, read raw on a repository page, keeps its literals; ``tests/project/test_docs.py``
 compares them with this file."""
 
 from __future__ import annotations

@@ -17,24 +17,24 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GENERATED = "tests/test_generated_input.py"
+GENERATED = "tests/robustness/test_generated_input.py"
 FAULTS = (  # (what goes wrong, test file, test)
-    ("Ctrl-C (SIGINT) mid-sweep, then rerun", "test_reliability.py",
+    ("Ctrl-C (SIGINT) mid-sweep, then rerun", "sweep/test_reliability.py",
      "test_interrupted_sweep_stops_cleanly_and_resumes[SIGINT]"),
-    ("SIGTERM mid-sweep, then rerun", "test_reliability.py",
+    ("SIGTERM mid-sweep, then rerun", "sweep/test_reliability.py",
      "test_interrupted_sweep_stops_cleanly_and_resumes[SIGTERM]"),
-    ("SIGKILL mid-sweep, then rerun", "test_reliability.py", "test_sigkill_then_resume_finishes_without_retraining"),
-    ("journal cut mid-record, then rerun", "test_hardening.py",
+    ("SIGKILL mid-sweep, then rerun", "sweep/test_reliability.py", "test_sigkill_then_resume_finishes_without_retraining"),
+    ("journal cut mid-record, then rerun", "robustness/test_hardening.py",
      "test_a_journal_cut_mid_record_is_repaired_and_the_rerun_finishes_every_point_once"),
-    ("full disk while writing outputs", "test_hardening.py",
+    ("full disk while writing outputs", "robustness/test_hardening.py",
      "test_a_full_disk_fails_in_one_line_and_leaves_the_previous_outputs_intact"),
-    ("two sweeps of one spec on one directory", "test_hardening.py",
+    ("two sweeps of one spec on one directory", "robustness/test_hardening.py",
      "test_two_sweeps_of_the_same_spec_on_one_directory_share_the_work"),
-    ("two machines on PostgreSQL", "test_reliability.py",
+    ("two machines on PostgreSQL", "sweep/test_reliability.py",
      "test_two_machines_share_postgres_and_train_each_point_once"),
-    ("a PostgreSQL worker killed mid-trial", "test_reliability.py",
+    ("a PostgreSQL worker killed mid-trial", "sweep/test_reliability.py",
      "test_killed_worker_trial_is_finished_by_the_other"),
-    ("PostgreSQL restarted, then stopped 6 s, mid-sweep", "test_database_faults.py",
+    ("PostgreSQL restarted, then stopped 6 s, mid-sweep", "sweep/test_database_faults.py",
      "test_a_restart_and_an_outage_mid_sweep_lose_and_duplicate_nothing"),
 )
 COUNTS = ("points", "lost", "duplicates", "tracebacks")

@@ -3,7 +3,7 @@
 
     python scripts/make_readme_figure.py [--run-dir runs/default] [--skip-sweep]
 
-`--skip-sweep --run-dir docs/data/readme` redraws both from the kept table (tests/test_docs.py checks the README's
+`--skip-sweep --run-dir docs/data/readme` redraws both from the kept table (tests/project/test_docs.py checks the README's
 table against ``tables``).
 """
 

@@ -34,7 +34,7 @@ def imported(test: Path, known: set[str]) -> set[str]:
 
 def table() -> str:
     known = set(modules())
-    tests = {path.name: imported(path, known) for path in sorted((ROOT / "tests").glob("test_*.py"))}
+    tests = {path.name: imported(path, known) for path in sorted((ROOT / "tests").rglob("test_*.py"))}
     lines = ["| module | tests that import it |", "|---|---|"]
     for module in sorted(known):
         users = [name.removesuffix(".py") for name, used in tests.items() if module in used]

@@ -29,7 +29,7 @@ CALIBRATED: dict[str, float] = {
     "spike_size": 0.0,
 }
 """``Truth`` fields at the values ``scripts/calibrate_simulator.py`` measures on μP + Muon's curves in docs/data/
-(two significant digits; ``--check`` and tests/test_calibration.py hold them to it). A quantity the tables cannot
+(two significant digits; ``--check`` and tests/simulation/test_calibration.py hold them to it). A quantity the tables cannot
 resolve stays 0: the seeds' correlation across widths and their own curvature (8 seeds), loss spikes (none seen).
 On these short runs the bowl is steeper below the optimum than above it (asymmetry < 1); ``FLAT_CURVATURE`` is
 AdamW's bowl. ``departure`` and ``asymmetry`` are the analysis's own between-point scatter and the asymmetry it

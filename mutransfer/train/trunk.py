@@ -5,7 +5,7 @@ A trunk is checkpointed on disk after each horizon's ``cooldown_start`` (its bra
 starts from the latest checkpoint at or before its own branch point, trains on (checkpointing the branch points
 it passes) and then decays. The checkpoint holds everything the next step reads — weights, optimizer state, the
 batch sampler's generator and torch's RNG — and the run's record so far, so a branch is the from-scratch run
-of its horizon step for step (``tests/test_trunk.py`` holds them equal). Checkpoints are written atomically, so
+of its horizon step for step (``tests/train/test_trunk.py`` holds them equal). Checkpoints are written atomically, so
 a killed run resumes from the last one written.
 """
 

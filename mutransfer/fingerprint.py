@@ -11,7 +11,6 @@ it again (``restore``). Plain data: imports no torch, Optuna or Hydra.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass

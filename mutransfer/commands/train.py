@@ -72,7 +72,7 @@ def _refuse_edited_plan(path: Path, saved: Config) -> None:
     """A transfer file's param_groups (and the other sections computed from its config) must be what its config
     gives: training reads only the config, so an edit there would be silently ignored."""
     from ..files import load_yaml
-    from ..transfer.target import check_derived_sections
+    from ..transfer.derived import check_derived_sections
 
     document = load_yaml(path, "config file")
     if isinstance(document, dict) and "param_groups" in document:

@@ -58,7 +58,8 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
 
     from ..analysis.run_files import declared_axes  # pandas: after the checks that need none
     from ..files import transfer_file
-    from ..transfer.target import SHAPED_AXES, make_transfer, write_transfer
+    from ..transfer.target import make_transfer, write_transfer
+    from ..transfer.target_warnings import SHAPED_AXES
     from .common import console, unfinished_run
 
     if declared_axes(run_dir):

@@ -3,7 +3,6 @@ init std, multiplier, LR and update rule at the target width, computed by the co
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import replace
@@ -16,29 +15,24 @@ from ..analysis.summary import summarize_run
 from ..defaults import TRANSFER_TOLERANCE
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
-from ..files import CONFIG_FILE, YAML_DIGITS, at_statistic_precision, atomic_write_text, dump_yaml, load_yaml
+from ..files import CONFIG_FILE, at_statistic_precision, atomic_write_text, dump_yaml, load_yaml
 from ..precision import lr_digits, octaves, written
-from ..schema import FAMILIES, TRANSFER_AXES, Config, axis_named
+from ..schema import TRANSFER_AXES, Config, axis_named
 from ..sweep.plan.trial import axis_value
-from ..table.rules import depth_exponents
 from ..analysis.prediction import Prediction, carried_law, predict_setup
-from ..train.budget import tokens_read
 from ..words import Verdict
-from .batch import batch_warnings, target_horizon
+from .batch import target_horizon
 from .constants import TunedConstant, constant_warnings, tuned_constants, with_constants
 from .decay import (DecayTransfer, decay_rule_name, decay_setups, decay_verdicts, decay_warnings, predict_decay,
                     with_decay)
+from .derived import derived_sections, with_digest
+from .target_warnings import SHAPED_AXES, drift_warning, implied_error, target_warnings
 from .trainer_target import TrainerTarget, builtin_plan, trainer_target
 
-__all__ = ["Transfer", "make_transfer", "write_transfer", "read_sweep_record", "derived_sections",
-           "check_derived_sections", "FAR_FACTOR", "FORMATS", "DEFAULT_TOLERANCE", "SHAPED_AXES"]
+__all__ = ["Transfer", "make_transfer", "write_transfer", "read_sweep_record", "FORMATS", "DEFAULT_TOLERANCE"]
 
-FAR_FACTOR = 64
 FORMATS = ("yaml", "json")
 DEFAULT_TOLERANCE = TRANSFER_TOLERANCE
-SHAPED_AXES = ("width", "depth", "steps", "batch", "tokens")
-"""The axes whose target the transfer builds itself: the model's shape, and the batch with the horizon
-(``batch.target_horizon``). Any other registered axis's target (``at``) is set through its config key."""
 
 
 class Transfer:
@@ -135,8 +129,8 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     constants = tuned_constants(summary, record, label, base)
     cfg = with_constants(cfg, constants)
     warnings += constant_warnings(label, constants)
-    drift = _drift_warning(label, info, prediction, correct_drift)
-    warnings += _target_warnings(label, info, base, cfg, target, prediction, drift, builtin)
+    drift = drift_warning(label, info, prediction, correct_drift)
+    warnings += target_warnings(label, info, base, cfg, target, prediction, drift, builtin)
     trainer = trainer_target(record, label, cfg, prediction.log2_lr) if sections else None
     document = {
         "mutransfer_transfer": 1,
@@ -146,8 +140,8 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         **({"decay": {**_decay_section(decay), "rule": decay_rule_name(base)}} if decay is not None else {}),
         **({"constants": {c.key: c.as_dict() for c in constants}} if constants else {}),
         "correct_drift": correct_drift,
-        "implied_error_octaves": octaves(_implied_error(info, prediction)),
-        **(_with_digest(derived_sections(cfg)) if builtin and sections else
+        "implied_error_octaves": octaves(implied_error(info, prediction)),
+        **(with_digest(derived_sections(cfg)) if builtin and sections else
            {"lr": cfg.optimizer.lr, "log2_lr": prediction.log2_lr}),
         **({"trainer": trainer.as_dict()} if trainer is not None else {}),
         "warnings": warnings,
@@ -206,33 +200,6 @@ def _check_target_shape(base: Config, label: str, width: int, depth: Optional[in
                         "leave the depth out (the factory's module fixes it)")
 
 
-def _implied_error(info: SetupResult, prediction: Prediction) -> float:
-    """Octaves the LR is off at the target if the fitted drift is real and left uncorrected."""
-    slope = info.line.slope
-    return abs(slope * prediction.doublings) if slope is not None else math.nan
-
-
-def _target_warnings(label: str, info: SetupResult, base: Config, cfg: Config, target: dict[str, int],
-                     prediction: Prediction, drift: str, builtin: bool) -> list[str]:
-    """What to know before training at ``target``: the width's drift (``drift``), and each other axis moved from
-    the swept point — measured by the sweep (its verdict) or assumed (the built-in model's rule carried without a
-    measurement; for a trainer command's own model, the LR kept)."""
-    swept = {"depth": base.model.depth, "steps": base.train.steps, "batch": base.train.batch_size,
-             "tokens": tokens_read(base.train)}
-    law = carried_law(info)
-    measured = law.axes if law is not None else []
-    warnings = _warnings(label, info, prediction, drift)
-    for name in ("depth", "tokens" if base.train.tokens is not None else "steps", "batch"):
-        if target[name] == swept[name]:
-            continue
-        if name in measured:
-            warnings += _axis_warnings(label, info, name, target[name], swept[name], name in prediction.applied)
-        elif name != "batch":
-            warnings.append(_assumed_depth_rule(cfg, swept["depth"]) if name == "depth" and builtin else
-                            _assumed_horizon(name, target[name], swept[name]))
-    return warnings + batch_warnings(label, info, target["batch"], swept["batch"], target["tokens"], "batch" in measured)
-
-
 def _source(run_dir: Path, label: str, info: SetupResult, base: Config, builtin: bool) -> dict[str, Any]:
     """The transfer file's ``source``: the sweep, the setup and what its analysis found across the swept axes
     (the base depth where the tool knows the model: not a trainer command's own). Statistics at their
@@ -251,11 +218,6 @@ def _source(run_dir: Path, label: str, info: SetupResult, base: Config, builtin:
             **written(found, octave_keys=in_octaves, lr_keys=())}
 
 
-def _with_digest(sections: dict[str, Any]) -> dict[str, Any]:
-    """The computed sections and their digest, which ``check_derived_sections`` compares on reading."""
-    return {**sections, "computed_digest": _digest(sections)}
-
-
 def _decay_rule_setups(record: dict[str, Any], rule: str, run_dir: Path) -> list[str]:
     resolved = record.get("setups") if isinstance(record.get("setups"), dict) else {}
     configs = {label: config_from_dict(data, where=f"{run_dir}/{CONFIG_FILE}") for label, data in resolved.items()}
@@ -271,148 +233,6 @@ def _swept_axes(info: SetupResult) -> dict[str, Any]:
             out.update({f"{name}_slope": fit.slope, f"{name}_slope_ci": list(fit.slope_ci) if fit.slope_ci else None,
                         f"{name}_verdict": fit.verdict, f"swept_{plural}": sorted(fit.points)})
     return out
-
-
-def derived_sections(cfg: Config) -> dict[str, Any]:
-    """The parts of a transfer file computed from its ``config``: the plan (η, optimizer, one entry per
-    parameter in ``param_groups``) and copies of the model, parametrization and train keys for reading; as
-    plain JSON types, as the file writes them (``precision.written``: ``log2_lr`` to the octave's thousandth,
-    float noise dropped)."""
-    from ..model_kinds import model_plan  # torch: imported here, so that transfer's errors come without it
-    from ..train.data import vocab_size
-
-    return written(json.loads(json.dumps({
-        **model_plan(cfg, vocab_size(cfg.data)).to_document(), "model": to_dict(cfg)["model"],
-        "parametrization": {"name": cfg.parametrization.name, "base_width": cfg.parametrization.base_width,
-                            **({"base_depth": cfg.parametrization.base_depth,
-                                "depth_alpha": cfg.parametrization.depth_alpha}
-                               if cfg.parametrization.depth_alpha else {})},
-        "train": to_dict(cfg)["train"]})), octave_keys={"log2_lr"}, lr_keys=())
-
-
-def _digest(sections: dict[str, Any], rounded: bool = True) -> str:
-    """A digest of the computed sections as a transfer file holds them: floats at the ``YAML_DIGITS`` the YAML
-    keeps, so the file as written and as read back digest alike (``rounded=False``: every digit, as files
-    written before YAML rounded its floats were digested)."""
-    def written(value: Any) -> Any:
-        if isinstance(value, float) and rounded:
-            return float(f"{value:.{YAML_DIGITS}g}")
-        if isinstance(value, dict):
-            return {k: written(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [written(v) for v in value]
-        return value
-
-    return hashlib.sha256(json.dumps(written(sections), sort_keys=True).encode()).hexdigest()[:16]
-
-
-def check_derived_sections(document: dict[str, Any], cfg: Config, path: Path) -> None:
-    """Training reads only a transfer file's ``config``. The sections computed from it may be stale after an
-    edit to the config (their ``computed_digest`` still matches: fine), but an edit to them would be silently
-    ignored: refuse it, naming the first field that differs from what the config gives."""
-    expected = derived_sections(cfg)
-    found = {k: document.get(k) for k in expected}
-    where = _first_difference(found, expected, "")
-    if where is not None and document.get("computed_digest") not in (_digest(found), _digest(found, rounded=False)):
-        key, found, wanted = where
-        raise UserError(f"{path}: {key} is {found!r} but its config gives {wanted!r}; train reads only the file's "
-                        "config section", "edit the config keys instead (e.g. train --config FILE optimizer.lr=0.01 "
-                        "or parametrization.roles.hidden.c.muon=1), or run mutransfer transfer again")
-
-
-def _first_difference(found: Any, wanted: Any, key: str) -> Optional[tuple[str, Any, Any]]:
-    """The first path at which ``found`` differs from ``wanted`` (numbers to 1e-9 relative), or None."""
-    if isinstance(wanted, dict):
-        if not isinstance(found, dict):
-            return key, found, wanted
-        for name in wanted:
-            diff = _first_difference(found.get(name), wanted[name], f"{key}.{name}" if key else name)
-            if diff:
-                return diff
-        extra = next((name for name in found if name not in wanted), None)
-        return (f"{key}.{extra}" if key else extra, found[extra], None) if extra is not None else None
-    if isinstance(wanted, list) and wanted and all(isinstance(w, dict) and "name" in w for w in wanted):
-        if not isinstance(found, list) or [f.get("name") if isinstance(f, dict) else f for f in found] != \
-                [w["name"] for w in wanted]:
-            return key, "a different list of parameters", "one entry per model parameter"
-        return next((d for f, w in zip(found, wanted) if (d := _first_difference(f, w, f"{key}[{w['name']}]"))),
-                    None)
-    if isinstance(wanted, (int, float)) and not isinstance(wanted, bool) and isinstance(found, (int, float)) \
-            and not isinstance(found, bool):
-        return None if math.isclose(found, wanted, rel_tol=1e-9, abs_tol=1e-300) else (key, found, wanted)
-    return None if found == wanted else (key, found, wanted)
-
-
-def _drift_warning(label: str, info: SetupResult, prediction: Prediction, correct_drift: bool) -> str:
-    """The warning on a setup that drifts ('' for one that does not): how far the plain η* is expected off at the
-    target, or, with ``--correct-drift``, how far the fitted slope moved it there."""
-    if info.verdict != Verdict.DRIFTS or info.line.slope is None:
-        return ""
-    head = f"setup '{label}' drifts ({info.line.slope:+.2f} octaves of LR per width doubling)"
-    shift = info.line.slope * prediction.doublings
-    if correct_drift:
-        return (f"{head}: --correct-drift moved η* {shift:+.2f} octaves along the fitted line to width "
-                f"{prediction.width}; verify measures how far it is off there")
-    return (f"{head}: expect the optimum at width {prediction.width} to be off by about {abs(shift):.1f} octaves; "
-            "--correct-drift applies the fitted slope")
-
-
-def _warnings(label: str, info: SetupResult, prediction: Prediction, drift: str) -> list[str]:
-    """What a user should know before trusting the transferred η* at the target width."""
-    warnings = []
-    width, largest = prediction.width, max(int(w) for w in info.line.points)
-    if not prediction.within_tolerance:
-        span = f"reaches {prediction.half_width:.2f} octaves from η*" if prediction.half_width is not None else \
-            "is unknown"
-        warnings.append(f"the predicted range at width {width} {span}, wider than transfer's --tolerance "
-                        f"{prediction.tolerance:g}: {prediction.narrow}")
-    if drift:
-        warnings.append(drift)
-    if info.verdict == Verdict.INCONCLUSIVE and info.reason:
-        warnings.append(f"setup '{label}' is inconclusive: {info.reason}; {info.fix}")
-    if width > FAR_FACTOR * largest:
-        warnings.append(f"width {width} is more than {FAR_FACTOR}× the largest swept width {largest}")
-    return warnings
-
-
-def _axis_warnings(label: str, info: SetupResult, name: str, value: int, swept: int, applied: bool) -> list[str]:
-    """What a measured depth or steps axis says about carrying η* from the swept base point to ``value``."""
-    assert info.law is not None
-    entry = info.axes.get(name)
-    slope = info.law.coefficients[name]
-    largest = max((int(v) for v in entry.points), default=swept) if entry is not None else swept
-    verdict = entry.verdict if entry is not None else None
-    moved = slope * math.log2(value / swept)
-    warnings = []
-    if applied:
-        warnings.append(f"setup '{label}': the fitted {name} slope ({slope:+.2f} octaves of LR per doubling) is "
-                        f"applied, moving η* by {moved:+.2f} octaves from {name} {swept} to {value}" +
-                        ("" if verdict == Verdict.TRANSFERS else f" ({name} axis {verdict or 'not measured'})"))
-    if entry is not None and entry.verdict == Verdict.INCONCLUSIVE and entry.reason:
-        warnings.append(f"setup '{label}' is inconclusive across {name}: {entry.reason}; {entry.fix}")
-    if value > FAR_FACTOR * largest:
-        warnings.append(f"{name} {value} is more than {FAR_FACTOR}× the largest swept {name} {largest}")
-    return warnings
-
-
-def _assumed_horizon(name: str, value: int, swept: int) -> str:
-    """The warning for a horizon (``steps``, or a budget of ``tokens``) the sweep did not measure."""
-    return (f"{name} {value} differs from the swept horizon {swept}: the LR is kept — assumed, not measured; the "
-            f"optimum usually falls as training gets longer (sweep {name}: [...] to measure it), and the predicted "
-            f"range has no {name} term")
-
-
-def _assumed_depth_rule(cfg: Config, swept: int) -> str:
-    """The warning for a target depth the sweep did not measure: the table's rule stands in for a measurement."""
-    alpha, depth = cfg.parametrization.depth_alpha, cfg.model.depth
-    head = f"depth {depth} differs from the swept depth {swept}: "
-    tail = " — assumed, not measured; the predicted range has no depth term (sweep depths to measure it)"
-    if not alpha:
-        return head + "parametrization.depth_alpha=0 scales nothing with depth, so every LR is the swept one" + tail
-    rules = depth_exponents(FAMILIES.named(cfg.optimizer.name), alpha)
-    ratio = depth / cfg.parametrization.base_depth
-    return (head + f"the table's depth rule (depth_alpha={alpha:g}, m_L={ratio:g}: in-block LR × m_L^{rules.lr:+g} "
-            f"= {ratio ** rules.lr:.4g}, residual branches × {ratio ** rules.branch:.4g}) is applied" + tail)
 
 
 def write_transfer(transfer: Transfer, path: Path, fmt: str = "yaml") -> None:

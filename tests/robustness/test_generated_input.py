@@ -31,7 +31,8 @@ from mutransfer.sweep.spec.sweep_spec import load_spec
 from mutransfer.sweep.store.storage import open_storage
 from mutransfer.table.plan import Plan
 from mutransfer.train.data import load_corpus
-from mutransfer.transfer.target import check_derived_sections, make_transfer
+from mutransfer.transfer.derived import check_derived_sections
+from mutransfer.transfer.target import make_transfer
 from mutransfer.transfer.verify import parse_factors, parse_widths
 
 BASELINE = Path(__file__).parents[1] / "baselines" / "smoke"

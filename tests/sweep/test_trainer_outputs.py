@@ -25,7 +25,7 @@ from mutransfer.files import TRIAL_DIR_ENV
 from mutransfer.precision import lr_digits, octaves, written
 from mutransfer.sweep.spec.setup_labels import setup_names
 from mutransfer.sweep.spec.sweep_spec import load_spec
-from mutransfer.transfer.target import check_derived_sections
+from mutransfer.transfer.derived import check_derived_sections
 
 BASELINE = Path(__file__).parents[1] / "baselines" / "smoke"
 DRIFTING_TRAINER = '''

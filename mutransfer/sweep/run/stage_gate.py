@@ -12,7 +12,6 @@ from typing import Any, Optional
 
 import optuna
 import pandas as pd
-from optuna.trial import TrialState
 
 from ...analysis.drift import SearchSettings, analyze
 from ...words import TrialStatus
@@ -20,24 +19,14 @@ from ..store.attrs import TrialAttrs
 from ..plan.keys import StudyKey
 from ..plan.sweep_plan import SweepPlan, Wait
 from ..spec.sweep_spec import Point
-from ..store.studies import finished_points, live_trials, load_study, seed_of
+from ..store.completion import study_finished
+from ..store.studies import live_trials, load_study, seed_of
 from ..store.tables import STATE_STATUS
 
-__all__ = ["StageGate", "STAGE_POLL", "stage_done", "point_optimum"]
+__all__ = ["StageGate", "STAGE_POLL", "point_optimum"]
 
 STAGE_POLL = 2.0
 """Seconds between looks at the learning-rate studies another worker is finishing, for a search at their optimum."""
-
-
-def stage_done(study: optuna.Study, key: StudyKey) -> bool:
-    """Whether a study has nothing running, waiting or left to queue (a sampler's: its budget reached)."""
-    if live_trials(study, (TrialState.RUNNING, TrialState.WAITING)):
-        return False
-    policy = key.policy()
-    finished = finished_points(live_trials(study, tuple(TrialState)), key)
-    if not policy.queued:
-        return len(finished) >= policy.budget()
-    return bool(finished) and not policy.missing_initial_points(finished) and not policy.next_points(finished)
 
 
 def _rows(study: optuna.Study, key: StudyKey) -> list[dict[str, Any]]:
@@ -61,7 +50,7 @@ def point_optimum(plan: SweepPlan, key: StudyKey, storage: optuna.storages.BaseS
     search = None
     for lr_key in plan.waits_for(key, Wait.LR_OPTIMUM):
         study = load_study(storage, lr_key, prefix)
-        if not stage_done(study, lr_key):
+        if not study_finished(study, lr_key):
             return None
         rows += _rows(study, lr_key)
         search = lr_key.search

@@ -1,4 +1,5 @@
-"""The words the tool writes into its files and prints, as types: a verdict, a trial's status, a constant's effect.
+"""The words the tool writes into its files and prints, as types: a verdict, a trial's status, a constant's effect
+and the weight decay's.
 
 Each is a ``Word``: a ``str`` whose text is its value wherever it goes (JSON, CSV, f-strings, ``format``, rich), on
 every Python the package supports. ``(str, Enum)`` alone is not enough: ``str()`` and ``format()`` of one print
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["Word", "Verdict", "TrialStatus", "Effect"]
+__all__ = ["Word", "Verdict", "TrialStatus", "Effect", "DecayVerdict"]
 
 
 class Word(str, Enum):
@@ -59,5 +60,14 @@ class Effect(Word):
     """Whether a searched constant moves the loss at its tuning width, beyond the margin (``constant_effect``)."""
 
     MATTERS = "matters"
+    NO_EFFECT = "no effect"
+    UNMEASURED = "unmeasured"
+
+
+class DecayVerdict(Word):
+    """Whether the best weight decay beats decay off at a point, beyond the seeds' noise (``decay_effect``). Its
+    words are older than ``Effect``'s and stay as the files hold them: ``effect`` where a constant ``matters``."""
+
+    EFFECT = "effect"
     NO_EFFECT = "no effect"
     UNMEASURED = "unmeasured"

@@ -190,3 +190,19 @@ def differences(a: Any, b: Any, rel_tol: float = 1e-9, path: str = "") -> list[s
         same = a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=rel_tol, abs_tol=1e-12)
         return [] if same else [f"{path}: {a!r} != {b!r}"]
     return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+SAME_RUN_TOL = 1e-4
+"""How far a stacked trial's losses may differ from the same trial trained alone (float reduction order)."""
+
+
+def assert_same_run(batched: Any, alone: Any) -> None:
+    """One of K trials trained stacked (``train.loop.train_trials``) ran as it does alone (``train_model``): the same
+    status, steps, learning rates, and losses to ``SAME_RUN_TOL``."""
+    assert batched.status == alone.status and batched.steps == alone.steps
+    for a, b in zip(batched.curve, alone.curve, strict=True):
+        assert a["step"] == b["step"] and a["lr"] == pytest.approx(b["lr"])
+        assert a["train_loss"] == pytest.approx(b["train_loss"], abs=SAME_RUN_TOL)
+    assert [e["step"] for e in batched.evals] == [e["step"] for e in alone.evals]
+    for a, b in zip(batched.evals, alone.evals, strict=True):
+        assert a["val_loss"] == pytest.approx(b["val_loss"], abs=SAME_RUN_TOL)

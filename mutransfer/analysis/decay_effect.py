@@ -9,12 +9,13 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from ..words import DecayVerdict
 from .result import AxisFit, DecayEffect, PointResult
 from .anchored import gain_over_anchor
 
 __all__ = ["EFFECTS", "decay_effect", "add_decay_effects"]
 
-EFFECTS = ("effect", "no effect", "unmeasured")
+EFFECTS = tuple(DecayVerdict)
 """``effect``: the best decay's loss is below decay off's beyond the seeds' noise (the interval's upper end < 0);
 ``no effect``: it is not; ``unmeasured``: fewer than two seeds on a side, so the noise is unknown."""
 
@@ -25,7 +26,8 @@ def decay_effect(point: PointResult, off_losses: np.ndarray) -> DecayEffect:
     found = gain_over_anchor(point.best_loss, point.seed_best_losses, off_losses)
     effect = None if found.gain is None else -found.gain
     ci = None if found.ci is None else (-found.ci[1], -found.ci[0])
-    verdict = "unmeasured" if ci is None else "effect" if ci[1] < 0 else "no effect"
+    verdict = (DecayVerdict.UNMEASURED if ci is None else DecayVerdict.EFFECT if ci[1] < 0
+               else DecayVerdict.NO_EFFECT)
     return DecayEffect(found.anchor, found.anchor_seeds, effect, ci, verdict)
 
 

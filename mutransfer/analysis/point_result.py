@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional
 
-from ..words import Effect
+from ..words import DecayVerdict, Effect
 
 __all__ = ["PointValue", "point_key", "point_value", "DecayEffect", "ConstantEffect", "PointResult", "measured_point",
            "json_interval", "json_ready", "json_copy"]
@@ -69,8 +69,8 @@ class DecayEffect:
     off_seed_losses: list[float]
     effect: Optional[float]
     effect_ci: Optional[tuple[float, float]]
-    verdict: str
-    """``decay_effect.EFFECTS``: effect, no effect or unmeasured."""
+    verdict: DecayVerdict
+    """Effect, no effect or unmeasured."""
 
     def to_json(self) -> dict[str, Any]:
         return json_ready({"off_loss": self.off_loss, "off_seed_losses": self.off_seed_losses, "effect": self.effect,
@@ -80,7 +80,7 @@ class DecayEffect:
     def from_json(cls, data: Mapping[str, Any]) -> "DecayEffect":
         return cls(off_loss=data.get("off_loss"), off_seed_losses=list(data.get("off_seed_losses") or []),
                    effect=data.get("effect"), effect_ci=json_interval(data.get("effect_ci")),
-                   verdict=str(data.get("verdict", data.get("decay_effect", "unmeasured"))))
+                   verdict=DecayVerdict(data.get("verdict", data.get("decay_effect", DecayVerdict.UNMEASURED))))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from ..analysis.trial_table import key_value
 from ..errors import UserError
 from ..schema import ROLES, Config
 from ..table.decay import DECAY_OFF_VALUES, DECAY_SYMBOLS, decay_rule
+from ..words import DecayVerdict
 from ..words import Verdict
 
 __all__ = ["DecayTransfer", "decay_rule_name", "decay_search", "decay_setups", "predict_decay", "with_decay",
@@ -101,7 +102,7 @@ def decay_warnings(label: str, decay: DecayTransfer) -> list[str]:
     optimum does not stay put."""
     symbol = DECAY_SYMBOLS.get(decay.key, decay.key)
     out = []
-    effect, points = decay.effects.get("effect", 0), sum(decay.effects.values())
+    effect, points = decay.effects.get(DecayVerdict.EFFECT, 0), sum(decay.effects.values())
     if points and not effect:
         out.append(f"setup '{label}': the best {symbol} beat decay off by more than the seeds' noise at none of the "
                    f"{points} swept points (decay_effect): {symbol} = {decay.value:.4g} is carried, but the sweep "

@@ -14,9 +14,9 @@ import yaml
 from rich.console import Console
 
 from mutransfer.files import dump_yaml
-from mutransfer.words import Effect, TrialStatus, Verdict, Word
+from mutransfer.words import DecayVerdict, Effect, TrialStatus, Verdict, Word
 
-WORDS = [word for kind in (Verdict, TrialStatus, Effect) for word in kind]
+WORDS = [word for kind in (Verdict, TrialStatus, Effect, DecayVerdict) for word in kind]
 
 
 def written(value: object) -> dict[str, bytes]:
@@ -55,6 +55,7 @@ def test_the_vocabularies_are_the_texts_the_files_hold() -> None:
     assert {s.value for s in TrialStatus} == {"ok", "diverged", "failed", "pruned", "interrupted", "abandoned",
                                                "stopped"}
     assert [e.value for e in Effect] == ["matters", "no effect", "unmeasured"]
+    assert [e.value for e in DecayVerdict] == ["effect", "no effect", "unmeasured"]
     with pytest.raises(ValueError):
         Verdict("transfer")
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from conftest import invoke
+from conftest import SAME_RUN_TOL, assert_same_run, invoke
 from mutransfer.config import compose
 from mutransfer.train.data import load_corpus
 from mutransfer.model.gpt import GPT
@@ -22,19 +22,8 @@ from mutransfer.schema import ModelConfig
 from mutransfer.sweep.spec.sweep_spec import load_spec
 from mutransfer.sweep.plan.sweep_plan import SweepPlan
 from mutransfer.sweep.plan.trial import auto_trials, trials_per_batch
-from mutransfer.train.loop import TrainResult, train_model, train_trials
+from mutransfer.train.loop import train_model, train_trials
 
-TOL = 1e-4
-
-
-def assert_same_run(batched: TrainResult, alone: TrainResult) -> None:
-    assert batched.status == alone.status and batched.steps == alone.steps
-    for a, b in zip(batched.curve, alone.curve, strict=True):
-        assert a["step"] == b["step"] and a["lr"] == pytest.approx(b["lr"])
-        assert a["train_loss"] == pytest.approx(b["train_loss"], abs=TOL)
-    assert [e["step"] for e in batched.evals] == [e["step"] for e in alone.evals]
-    for a, b in zip(batched.evals, alone.evals, strict=True):
-        assert a["val_loss"] == pytest.approx(b["val_loss"], abs=TOL)
 
 
 def test_stacked_gpt_is_k_independent_models() -> None:
@@ -219,7 +208,7 @@ def test_a_batched_sweep_finds_what_a_one_by_one_sweep_finds(runner: CliRunner, 
     assert len(a) == len(b) == 16
     assert (a[columns] == b[columns]).all().all() and (a["status"] == b["status"]).all()
     finite = a["val_loss"].notna()
-    assert (a.loc[finite, "val_loss"] - b.loc[finite, "val_loss"]).abs().max() < TOL
+    assert (a.loc[finite, "val_loss"] - b.loc[finite, "val_loss"]).abs().max() < SAME_RUN_TOL
     assert set(b["batch_trials"]) == {1, 3} and set(a["batch_trials"]) == {1}
     again = invoke(runner, "sweep", str(spec_file), "--out", str(tmp_path / "three"), "batch_trials=2", *ranges)
     assert again.exit_code == 0, again.output  # the batch size is how a sweep runs, not what it computes

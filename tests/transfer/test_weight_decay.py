@@ -108,7 +108,7 @@ def test_lr_scaled_decay_follows_mup_lr_across_width_and_independent_does_not() 
 def test_stacked_trials_decay_as_the_plain_optimizers_do(tiny: list[str], extra: list[str]) -> None:
     """Independent decay and a timescale give each trial its own per-group decay (λ_p / η_p): K trials stacked
     train as K plain optimizers."""
-    from test_batching import assert_same_run
+    from conftest import assert_same_run
 
     cfg = compose([*tiny, "train.steps=8", *extra])
     corpus = load_corpus(cfg.data, cfg.train.seq_len)

@@ -33,6 +33,8 @@ __all__ = ["Prediction", "predict", "predict_setup", "carried_law", "transferred
            "MAX_EXTRA_SEEDS"]
 
 MAX_EXTRA_SEEDS = 32
+PAIRED_AXES = (("depth", "steps"), ("batch", "tokens"))
+"""Axes a prediction writes in pairs (the other one null when only one is in the law), as transfer files hold them."""
 """The most noise seeds the advice considers adding before it says seeds will not do."""
 
 
@@ -49,12 +51,8 @@ class Prediction:
     """log2(target width) − the swept widths' weighted centre: how far the slope is extrapolated."""
     narrow: str
     """What would narrow the range, computed from the measured noise."""
-    depth: Optional[int] = None
-    """The target depth and horizon, for the axes of the law the prediction comes from (a sweep over them)."""
-    steps: Optional[int] = None
-    batch: Optional[int] = None
-    """The target batch size and token budget, for a law fitted across them."""
-    tokens: Optional[int] = None
+    at: tuple[tuple[str, float], ...] = ()
+    """The target on each axis besides width of the law the prediction comes from (a sweep over them), by name."""
     applied: tuple[str, ...] = ()
     """The axes whose fitted slope moved η* (a law's prediction)."""
     lack_of_fit: str = ""
@@ -64,10 +62,13 @@ class Prediction:
         out = {"width": self.width, "log2_lr": self.log2_lr, "interval": list(self.interval) if self.interval else None,
                "half_width": self.half_width, "within_tolerance": self.within_tolerance, "tolerance": self.tolerance,
                "extrapolated_doublings": self.doublings, "narrow": self.narrow, "lack_of_fit": self.lack_of_fit}
-        if self.depth is not None or self.steps is not None:
-            out.update(depth=self.depth, steps=self.steps, applied_slopes=list(self.applied))
-        if self.batch is not None or self.tokens is not None:
-            out.update(batch=self.batch, tokens=self.tokens, applied_slopes=list(self.applied))
+        at = dict(self.at)
+        for pair in PAIRED_AXES:  # these two pairs are written together, as files have held them
+            if any(name in at for name in pair):
+                out.update({name: at.get(name) for name in pair}, applied_slopes=list(self.applied))
+        for name, value in at.items():
+            if not any(name in pair for pair in PAIRED_AXES):
+                out.update({name: value}, applied_slopes=list(self.applied))
         return out
 
 
@@ -179,10 +180,8 @@ def law_prediction(info: SetupResult, target: Mapping[str, int], correct_drift: 
     else:
         narrow = "sweep points nearer the target on the axes it extrapolates, or more noise seeds"
     return Prediction(width, log2_lr, (lo, hi), reach, reach <= tolerance, tolerance, doublings,
-                      narrow, depth=target.get("depth") if "depth" in law.axes else None,
-                      steps=target.get("steps") if "steps" in law.axes else None,
-                      batch=target.get("batch") if "batch" in law.axes else None,
-                      tokens=target.get("tokens") if "tokens" in law.axes else None, applied=applied,
+                      narrow, at=tuple((name, target[name]) for name in law.axes if name != "width" and
+                                       target.get(name) is not None), applied=applied,
                       lack_of_fit=law.lack_of_fit_line or "")
 
 

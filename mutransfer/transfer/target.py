@@ -113,7 +113,8 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     target = {"width": width, "depth": base.model.depth if depth is None else depth,
               **horizon.point(base.train.seq_len)}
     others = [axis for axis in TRANSFER_AXES if axis.name not in SHAPED_AXES and axis.config_key]
-    target.update({axis.name: at.get(axis.name, axis_value(base, axis)) for axis in others})
+    target.update({axis.name: _integral(at[axis.name]) if axis.name in at else axis_value(base, axis)
+                   for axis in others})
     prediction = _as_written(predict_setup(info, target, correct_drift, tolerance))
     cfg = replace(base, model=replace(base.model, width=width, depth=target["depth"]),
                   train=replace(base.train, steps=horizon.steps, batch_size=horizon.batch, tokens=horizon.tokens),
@@ -150,9 +151,14 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     return Transfer(document, cfg, warnings, prediction, decay, constants, drift, trainer)
 
 
+def _integral(value: float) -> int | float:
+    """A target's value: an integer where it is one (``--at context=64`` is 64, not 64.0)."""
+    return int(value) if float(value).is_integer() else value
+
+
 def _number(value: float) -> str:
-    """A target's value as a config override's text: an integer where it is one."""
-    return str(int(value)) if float(value).is_integer() else repr(value)
+    """A target's value as a config override's text."""
+    return str(_integral(value)) if float(value).is_integer() else repr(value)
 
 
 def _as_written(prediction: Prediction) -> Prediction:

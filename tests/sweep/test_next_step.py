@@ -20,7 +20,7 @@ from mutransfer.analysis.result import AxisFit, KeyResult, SetupResult, Summary
 from mutransfer.commands.sweep import next_step
 from mutransfer.files import VERSION_KEY, first_difference
 from mutransfer.schema import LR_KEY
-from mutransfer.sweep.spec.sweep_spec import load_spec
+from mutransfer.sweep.spec.sweep_spec import AxisValues, load_spec
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_a_finished_sweep_names_the_next_command_and_every_file_it_wrote(finishe
 
 
 def test_the_next_command_follows_the_swept_axes(edge_spec: Path) -> None:
-    spec = replace(load_spec(str(edge_spec)), widths=(32, 2048), depths=(1, 3))
+    spec = replace(load_spec(str(edge_spec)), values=AxisValues.of({"width": (32, 2048), "depth": (1, 3)}))
     line = AxisFit("width", "transfers", "confidence")
     summary = Summary({LR_KEY: KeyResult(LR_KEY, {"mup_muon": SetupResult("mup_muon", {"width": line}, "transfers")})})
     assert next_step(spec, summary, Path("runs/my run")) == \

@@ -110,10 +110,10 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
         doc = result.document
         screen.print(f"depth {doc['depth']} (base {doc['base_depth']}, depth_alpha {doc['depth_alpha']:g}): every "
                      f"residual branch × {doc['branch_multiplier']:.4g}; in-block LRs carry the depth factor shown")
-    src = result.document["source"]
-    ci = src["slope_ci"]
-    slope = f"slope {src['slope']:+.2f} octaves/doubling" if src["slope"] is not None else "no slope"
-    screen.print(f"from {src['run_dir']} (widths {src['swept_widths']}): verdict [bold]{src['verdict']}[/], "
+    src = result.source
+    ci = src.slope_ci
+    slope = f"slope {src.slope:+.2f} octaves/doubling" if src.slope is not None else "no slope"
+    screen.print(f"from {src.run_dir} (widths {src.swept_widths}): verdict [bold]{src.verdict}[/], "
                  + slope + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "") + (" (drift corrected)" if correct_drift
                                                                               else ""))
     for warning in result.warnings:
@@ -191,7 +191,7 @@ def _next_check(run_dir: Path, result: Transfer) -> str:
     from ..transfer.next_check import next_check
     from ..transfer.target import read_sweep_record
 
-    label = result.document["source"]["setup"]
+    label = result.source.setup
     swept = config_from_dict(read_sweep_record(run_dir)["setups"][label], where=str(run_dir))
     return next_check(run_dir, label, swept, result.config)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from ..analysis.bowl import UNMEASURED, Asymmetry
 from ..analysis.thresholds import Thresholds
 from ..analysis.result import SetupResult, Summary
 from ..analysis.summary import summarize_run
@@ -29,10 +30,44 @@ from .derived import derived_sections, with_digest
 from .target_warnings import SHAPED_AXES, drift_warning, implied_error, target_warnings
 from .trainer_target import TrainerTarget, builtin_plan, trainer_target
 
-__all__ = ["Transfer", "make_transfer", "write_transfer", "read_sweep_record", "FORMATS", "DEFAULT_TOLERANCE"]
+__all__ = ["Transfer", "TransferSource", "make_transfer", "write_transfer", "read_sweep_record", "FORMATS", "DEFAULT_TOLERANCE"]
 
 FORMATS = ("yaml", "json")
 DEFAULT_TOLERANCE = TRANSFER_TOLERANCE
+
+
+@dataclass(frozen=True)
+class TransferSource:
+    """A transfer file's ``source``: the sweep and the setup it comes from, the setup's verdict across width, and
+    what its analysis found across the swept axes (``found``: each value at the precision the file writes)."""
+
+    run_dir: str
+    setup: str
+    verdict: Verdict
+    found: Mapping[str, Any]
+
+    @property
+    def slope(self) -> Optional[float]:
+        return self.found.get("slope")
+
+    @property
+    def slope_ci(self) -> Optional[tuple[float, float]]:
+        ci = self.found.get("slope_ci")
+        return (float(ci[0]), float(ci[1])) if ci else None
+
+    @property
+    def swept_widths(self) -> list[int]:
+        return list(self.found.get("swept_widths") or [])
+
+    @property
+    def asymmetry(self) -> Asymmetry:
+        """The bowl's asymmetry the setup measured (``UNMEASURED`` when it did not)."""
+        if self.found.get("asymmetry") is None:
+            return UNMEASURED
+        return Asymmetry(float(self.found["asymmetry"]), float(self.found.get("asymmetry_se_log") or 0.0))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run_dir": self.run_dir, "setup": self.setup, "verdict": self.verdict, **self.found}
 
 
 class Transfer:
@@ -41,9 +76,10 @@ class Transfer:
     ``warnings`` (``drift``, '' when it does not drift) and the trainer's target where a trainer ran the sweep."""
 
     def __init__(self, document: dict[str, Any], config: Config, warnings: list[str], prediction: Prediction,
-                 decay: Optional[DecayTransfer] = None, constants: Sequence[TunedConstant] = (), drift: str = "",
-                 trainer: Optional[TrainerTarget] = None) -> None:
+                 source: TransferSource, decay: Optional[DecayTransfer] = None, constants: Sequence[TunedConstant] = (),
+                 drift: str = "", trainer: Optional[TrainerTarget] = None) -> None:
         self.document, self.config, self.warnings, self.prediction = document, config, warnings, prediction
+        self.source = source
         self.decay = decay
         self.constants = list(constants)
         self.drift, self.trainer = drift, trainer
@@ -133,10 +169,11 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     drift = drift_warning(label, info, prediction, correct_drift)
     warnings += target_warnings(label, info, base, cfg, target, prediction, drift, builtin)
     trainer = trainer_target(record, label, cfg, prediction.log2_lr) if sections else None
+    source = _source(run_dir, label, info, base, builtin)
     document = {
         "mutransfer_transfer": 1,
         "prediction": written(prediction.as_dict()),
-        "source": _source(run_dir, label, info, base, builtin),
+        "source": source.as_dict(),
         **({"backtest": info.backtest.brief()} if info.backtest is not None and info.backtest.points else {}),
         **({"decay": {**_decay_section(decay), "rule": decay_rule_name(base)}} if decay is not None else {}),
         **({"constants": {c.key: c.as_dict() for c in constants}} if constants else {}),
@@ -148,7 +185,7 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
         "warnings": warnings,
         **({"config": to_dict(cfg)} if builtin else {}),
     }
-    return Transfer(document, cfg, warnings, prediction, decay, constants, drift, trainer)
+    return Transfer(document, cfg, warnings, prediction, source, decay, constants, drift, trainer)
 
 
 def _integral(value: float) -> int | float:
@@ -206,7 +243,7 @@ def _check_target_shape(base: Config, label: str, width: int, depth: Optional[in
                         "leave the depth out (the factory's module fixes it)")
 
 
-def _source(run_dir: Path, label: str, info: SetupResult, base: Config, builtin: bool) -> dict[str, Any]:
+def _source(run_dir: Path, label: str, info: SetupResult, base: Config, builtin: bool) -> TransferSource:
     """The transfer file's ``source``: the sweep, the setup and what its analysis found across the swept axes
     (the base depth where the tool knows the model: not a trainer command's own). Statistics at their
     significant digits, slopes and optima in octaves (``precision``)."""
@@ -220,8 +257,7 @@ def _source(run_dir: Path, label: str, info: SetupResult, base: Config, builtin:
         **_swept_axes(info), "log2_lr_star": {str(w): o.x_star for w, o in info.line.points.items()},
         **({"law": law.to_json()} if law is not None else {})})
     in_octaves = {key for key in found if key.endswith(("slope", "slope_ci")) or key == "log2_lr_star"}
-    return {"run_dir": str(run_dir), "setup": label, "verdict": info.verdict,
-            **written(found, octave_keys=in_octaves, lr_keys=())}
+    return TransferSource(str(run_dir), label, info.verdict, written(found, octave_keys=in_octaves, lr_keys=()))
 
 
 def _decay_rule_setups(record: dict[str, Any], rule: str, run_dir: Path) -> list[str]:

@@ -176,12 +176,10 @@ class Verification:
         r = self.request
         transfer = make_transfer(self.run_dir, width, setup, r.correct_drift, depth=r.depth, steps=r.steps,
                                  batch_size=r.batch_size, tokens=r.tokens, sections=False)
-        label = transfer.document["source"]["setup"]
+        label = transfer.source.setup
         base = next((s for s in self._setup(label).search if s.key == LR_KEY), SearchSpec())
         search = verify_search(base, transfer.prediction.log2_lr, self.request)
-        source = transfer.document["source"]
-        swept = UNMEASURED if source.get("asymmetry") is None else \
-            Asymmetry(float(source["asymmetry"]), float(source.get("asymmetry_se_log") or 0.0))
+        swept = transfer.source.asymmetry
         decay, decay_search = transfer.decay, None
         if decay is not None and not self.request.factors:
             sweep_decay = next(s for s in self._setup(label).search if s.key == decay.key)
@@ -189,7 +187,7 @@ class Verification:
         constants = tuple(f"{c.key}={c.value}" for c in transfer.constants if c.applied)
         return Target(label, width, transfer.prediction, search, tuple(transfer.warnings), transfer.config, swept,
                       decay if decay_search is not None else None, decay_search, constants, transfer.drift,
-                      source.get("slope"))
+                      transfer.source.slope)
 
     def _setup(self, label: str) -> SetupSpec:
         return next(s for s in self.sweep.setups if s.label == label)

@@ -95,11 +95,11 @@ def registered() -> Iterator[None]:
     assert "signum" not in FAMILIES.names() and "context" not in TRANSFER_AXES.names()
 
 
-def _spec(folder: Path, text_file: Path) -> Path:
+def _spec(folder: Path, text_file: Path, log2_max: int = -2) -> Path:
     spec = {"name": "extended", "widths": [32, 64], "contexts": [16, 32], "seeds": [0],
             "setups": {"mup_signum": {"overrides": ["parametrization=mup", "optimizer=adamw", "optimizer.name=signum",
                                                     "optimizer.momentum=0.9"]}},
-            "search": {"key": "optimizer.lr", "log2_min": -14, "log2_max": -2, "step": 2, "sampler": "grid",
+            "search": {"key": "optimizer.lr", "log2_min": -14, "log2_max": log2_max, "step": 2, "sampler": "grid",
                        "extend": False, "noise_seeds": 0},
             "model": {"factory": f"{__name__}:make_model", "roles": MODEL_ROLES},
             "overrides": ["parametrization.base_width=32", "train.steps=30", "train.batch_size=4", "train.eval_every=0",
@@ -172,7 +172,8 @@ def test_a_dry_run_a_sweep_and_a_transfer_use_the_family_the_axis_and_the_role(r
     assert groups["pos.weight"]["role"] == "positional" and groups["pos.weight"]["update"] == "sign"
 
 
-def test_a_plugin_module_registers_the_throwaways_in_a_fresh_process(tmp_path: Path) -> None:
+def test_a_plugin_module_registers_the_throwaways_in_a_fresh_process_and_its_sweep_workers(tmp_path: Path,
+                                                                                          text_file: Path) -> None:
     plugin = tmp_path / "my_registries.py"
     plugin.write_text(f"from {__name__} import FAMILIES, ROLES, TRANSFER_AXES, SIGNUM, CONTEXT, POSITIONAL\n"
                       "FAMILIES.register(SIGNUM)\nTRANSFER_AXES.register(CONTEXT)\nROLES.register(POSITIONAL)\n")
@@ -183,6 +184,14 @@ def test_a_plugin_module_registers_the_throwaways_in_a_fresh_process(tmp_path: P
                            capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     assert "mup + signum" in shown.stdout
+    spec, run = _spec(tmp_path, text_file, log2_max=-10), tmp_path / "run"
+    swept = subprocess.run([sys.executable, "-m", "mutransfer", "sweep", str(spec), "--out", str(run), "--workers", "2",
+                            "--threads", "1"], env=env, capture_output=True, text=True, timeout=600)
+    assert swept.returncode == 0, swept.stderr[-2000:]
+    import pandas as pd
+
+    trials = pd.read_csv(run / "trials.csv")  # each spawned worker registered the throwaways before training
+    assert len(trials) == 3 * 3 and sorted(trials["context"].unique()) == [16, 32]
     missing = subprocess.run([sys.executable, "-m", "mutransfer", "show"], env={**env, PLUGINS_ENV: "no_such_plugin"},
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1

@@ -8,14 +8,21 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..schema import LR_COLUMN
+from ..schema import LR_COLUMN, TRANSFER_AXES
 from ..words import TrialStatus
 from .colors import ordered_colors
 from .figure_kit import finish_panel, fitted_bowl, grid_curve, interval_bars, point_colors, pyplot
 from .layout import fit_title
+from .prediction import PAIRED_AXES
 from .result import SetupResult, measured_point
 
 __all__ = ["verify_figure"]
+
+
+def _titled_axes() -> list[str]:
+    """The axes besides width a panel's title names where the prediction sets them: every registered one but the
+    batch and its budget, which verify.json gives."""
+    return [axis.name for axis in TRANSFER_AXES[1:] if axis.name not in PAIRED_AXES[1]]
 
 
 def verify_figure(swept: pd.DataFrame, setups: Mapping[str, SetupResult], rows: pd.DataFrame,
@@ -43,7 +50,7 @@ def verify_figure(swept: pd.DataFrame, setups: Mapping[str, SetupResult], rows: 
             _verified_width(ax, mine[mine["width"] == t["width"]], t, colors[t["width"]])
         _zoom(ax, mine, behind)
         mine_targets = [t for t in targets if t["setup"] == setup]
-        point = "".join(f", {name} {mine_targets[0]['prediction'][name]}" for name in ("depth", "steps")
+        point = "".join(f", {name} {mine_targets[0]['prediction'][name]}" for name in _titled_axes()
                         if mine_targets and mine_targets[0]["prediction"].get(name) is not None)
         finish_panel(ax, f"{setup}: verified at width {', '.join(str(t['width']) for t in mine_targets)}{point}",
                "log2(base learning rate η)", title_size=10)

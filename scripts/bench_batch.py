@@ -12,13 +12,20 @@ times the whole call (build, steps, final evaluation). trials/hour is 3600 · K 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+from typing import Optional, Sequence
 
 import torch
 
 from mutransfer.config import compose
 from mutransfer.train.data import load_corpus
 from mutransfer.train.loop import train_model, train_trials
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_runner import run_benchmark  # noqa: E402
 
 DEFAULT = ["parametrization=mup", "optimizer=muon", "model.depth=2", "train.batch_size=16", "train.seq_len=128",
            "train.eval_every=0"]
@@ -38,7 +45,7 @@ def timed(overrides: list[str], k: int) -> tuple[float, int]:
     return seconds, sum(r.status == "ok" for r in results)
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--widths", type=int, nargs="+", default=[32, 64, 128, 256])
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4, 8])
@@ -47,7 +54,7 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
     device = "cpu" if device == "auto" else device
     threads = args.threads or torch.get_num_threads()
@@ -68,4 +75,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

@@ -16,12 +16,19 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from mutransfer.analysis.batch import batch_analysis
 from mutransfer.analysis.drift import SearchSettings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_runner import run_benchmark  # noqa: E402
 
 BATCHES = (4, 8, 16, 32, 64)
 BUDGETS = (2**16, 2**18, 2**20)
@@ -100,11 +107,11 @@ def growth_coverage(draws: int, noise: float, seed_sd: float, seed: int) -> dict
             **{f"{k} fitted": fitted[k] / draws for k in fitted}}
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print(f"true best batch {BEST:.1f}, true critical batch {2 ** true_critical():.1f} (tolerance {TOLERANCE:.0%})")
     print("| loss noise per trial | seed level sd | best batch covered | critical covered | measured | bound | "
           "unresolved |")
@@ -124,4 +131,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from dataclasses import replace
+from pathlib import Path
+from typing import Optional, Sequence
 
 from mutransfer.simulation.calibration import real_truth
 from mutransfer.simulation.simulate import Design, Truth
 from mutransfer.simulation.simulated_rates import compare_rates
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_runner import run_benchmark  # noqa: E402
 
 COLUMNS = ("same", "moved", "inconclusive", "width_moved_rate", "width_coverage", "shift_coverage", "loss_coverage")
 
@@ -42,11 +49,11 @@ def rows() -> list[tuple[str, Truth, Truth, Design]]:
     ]
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=400)
     parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print("| pairs of sweeps | " + " | ".join(COLUMNS) + " |")
     print("|---|" + "---:|" * len(COLUMNS))
     for label, a, b, design in rows():
@@ -56,4 +63,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

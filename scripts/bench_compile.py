@@ -26,12 +26,14 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Optional, Sequence
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import flops_per_token, matmul_peak  # noqa: E402
+from bench_runner import run_benchmark  # noqa: E402
+from bench_throughput import flops_per_token, matmul_peak  # noqa: E402
 
 VARIANTS = ("eager", "model", "model+opt")
 SETUPS = {"mup_muon": ["parametrization=mup", "optimizer=muon"], "sp_adamw": ["parametrization=sp", "optimizer=adamw"]}
@@ -87,14 +89,14 @@ def measure(variant: str, setup: str, width: int, steps: int, device: str) -> di
     return json.loads(out.strip().splitlines()[-1])
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--widths", default="32,64,128,256")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--variants", default=",".join(VARIANTS), help="eager first: the others are compared to it")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     variants = args.variants.split(",")
     if variants[0] != "eager" or not set(variants) <= set(VARIANTS):
         parser.error(f"--variants {args.variants}: give eager first, then any of {', '.join(VARIANTS[1:])}")
@@ -122,4 +124,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

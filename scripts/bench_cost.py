@@ -31,6 +31,7 @@ from mutransfer.analysis.trial_table import swept_axes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from cli_runner import run_cli  # noqa: E402
 
 COLUMNS = ("setup", "trials", "training s", "axis", "slope [95 %]", "half-width", "point half-width (median)",
@@ -96,13 +97,13 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(str(row[c]) for c in COLUMNS) + " |" for row in rows])
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec", help="the sweep spec (a name under sweeps/ or a path)")
     parser.add_argument("--run", type=Path, default=None, help="a finished sweep's directory (default: run one)")
     parser.add_argument("--target", type=int, default=4096, help="the width whose predicted range is reported")
     parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     run_dir = args.run
     if run_dir is None:
         run_dir, wall = run_sweep(args.spec, args.workers)
@@ -115,4 +116,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

@@ -20,14 +20,20 @@ plain when the verdict is ``transfers``, drift-corrected otherwise.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Optional, Sequence
 
 from mutransfer.simulation.calibration import CALIBRATED, FLAT_CURVATURE, departures, one_departure, real_truth
 from mutransfer.simulation.simulate import Design, Truth
 from mutransfer.simulation.simulated_rates import coverage, real_coverage, real_law_coverage
 from mutransfer.sweep.spec.sweep_spec import SweepSpec, load_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_runner import run_benchmark  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -189,14 +195,14 @@ def real_tables(sims: int, seed: int, spec: Path) -> None:
     print(f"\n{sims} simulated sweeps per cell, seed {seed}, {time.perf_counter() - start:.0f} s")
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--real", action="store_true", help="curves calibrated to this project's sweeps")
     parser.add_argument("--sims", type=int, default=None, help="simulated sweeps per row (1000; 400 with --real)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spec", type=Path, default=ROOT / "docs" / "data" / "default_0.6" / "spec.yaml",
                         help="with --real: the default design's spec (default: the 0.6 default, kept with its table)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.real:
         real_tables(args.sims or 400, args.seed, args.spec)
     else:
@@ -204,4 +210,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,10 @@ from mutransfer.analysis.summary import summarize_run
 from mutransfer.simulation.calibration import real_truth
 from mutransfer.simulation.simulate import Design, Truth, simulate
 from mutransfer.sweep.spec.sweep_spec import load_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_runner import run_benchmark  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE_SPEC = ROOT / "docs" / "data" / "default_0.6" / "spec.yaml"
@@ -192,13 +197,13 @@ def report(results: dict[str, dict[str, dict[str, float]]], candidates: Sequence
         print(f"| {c.name} | {total:.0f} | {total / base_seconds:.0%} | {'yes' if meets else 'no'} |")
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sims", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--design", action="append", default=None, help="a candidate's name (default: all)")
     parser.add_argument("--slope-adamw", type=float, default=-1.0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     chosen = [c for c in candidates() if args.design is None or c.name in args.design or c.name == BEFORE_NAME]
     kept = pd.read_csv(KEPT_RUN / "trials.csv")
     seconds = seconds_per_trial(kept)
@@ -209,4 +214,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

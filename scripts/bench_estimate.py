@@ -15,6 +15,7 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional, Sequence
 
 import pandas as pd
 
@@ -25,15 +26,16 @@ from mutransfer.sweep.spec.sweep_spec import load_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from cli_runner import run_cli  # noqa: E402
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("specs", nargs="*", default=["smoke", "default", "horizon"])
     parser.add_argument("--workers", default="1")
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     workers, threads = resolve_workers(args.workers, 0)
     assert workers is not None, "give --workers N"
     rows = []
@@ -57,4 +59,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

@@ -17,13 +17,14 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional, Sequence
 
 from mutransfer.analysis.cells import format_interval
 from mutransfer.analysis.result import Summary, measured_point
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from cli_runner import run_cli_or_exit  # noqa: E402
 
 MODES = {"plain": [], "corrected": ["--correct-drift"]}
@@ -42,14 +43,14 @@ def row(mode: str, target: dict[str, Any]) -> str:
             f"{'yes' if target['passed'] else 'no'} |")
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, default=Path("runs/fidelity"))
     parser.add_argument("--widths", default="512")
     parser.add_argument("--full", action="store_true", help="add width 1024")
     parser.add_argument("--workers", default="1")
     parser.add_argument("--threads", default="0", help="torch threads per worker (0: cores / workers)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     import torch
 
     widths = [int(w) for w in args.widths.split(",")] + ([1024] if args.full or torch.cuda.is_available() else [])
@@ -86,4 +87,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

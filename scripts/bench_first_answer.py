@@ -26,11 +26,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional, Sequence
 
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from doc_numbers import duration_text, kept_run_numbers, write_numbers  # noqa: E402
 
 VERDICT = re.compile(r"(\w+) (transfers|drifts|inconclusive), slope")
@@ -83,12 +85,12 @@ def report(folder: Path) -> None:
               f"{parts.loc['rest', 'max'] - parts.loc['stop', 'max']:.0f} s")
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--stop", action="store_true", help="run with stop=true, then resume with stop=false")
     parser.add_argument("--report", type=Path, default=None, help="print the figures of a kept log")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.report is not None:
         report(args.report)
         return
@@ -113,4 +115,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

@@ -11,20 +11,27 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
 
 from mutransfer.config import compose
 from mutransfer.train.timing import measure_step
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_runner import run_benchmark  # noqa: E402
+
 SETUPS = {"mup_muon": ["parametrization=mup", "optimizer=muon"], "sp_adamw": ["parametrization=sp", "optimizer=adamw"]}
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--widths", default="32,64,128,256")
     parser.add_argument("--architecture", default="llama")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     common = ["model.depth=2", "train.batch_size=16", "train.seq_len=128", "train.device=cpu"]
     models = {"gpt": [], "hf": ["model=hf", f"model.hf.architecture={args.architecture}"]}
     print(f"{'setup':9} {'width':>5} {'gpt tok/s':>10} {args.architecture + ' tok/s':>12} {'gpt/hf':>7}")
@@ -41,4 +48,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

@@ -19,12 +19,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from mutransfer.simulation.calibration import real_truth
 from mutransfer.simulation.tables import TableDesign, simulate_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_runner import run_benchmark  # noqa: E402
 
 SETUPS = ("adamw", "muon", "sgd", "lion")
 LRS = 10
@@ -54,10 +59,10 @@ def import_once(path: Path, out: Path) -> tuple[float, float]:
     return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, action="append", help="table sizes (default 12,500 to 100,000)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sizes = args.rows or [12_500, 25_000, 50_000, 100_000]
     print(f"{'rows':>8} {'points':>7} {'seconds':>8} {'s per 1,000 rows':>17} {'peak MiB':>9}   (cpus {os.cpu_count()})")
     with tempfile.TemporaryDirectory() as folder:
@@ -72,4 +77,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from collections import defaultdict
+from pathlib import Path
+from typing import Optional, Sequence
 
 import torch
 
@@ -23,6 +26,10 @@ from mutransfer.optim.newton_schulz import msign
 from mutransfer.sweep.spec.sweep_spec import load_spec
 from mutransfer.train.data import load_corpus
 from mutransfer.train.loop import train_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_runner import run_benchmark  # noqa: E402
 
 
 def muon_shapes(width: int) -> list[tuple[int, ...]]:
@@ -55,12 +62,12 @@ def seconds(fn: object, repeats: int) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=30)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     shapes = muon_shapes(args.width)
     torch.manual_seed(0)
@@ -91,4 +98,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
+from typing import Optional, Sequence
 
 import torch
 
 from mutransfer.model_kinds import build_model
 from mutransfer.config import compose
 from mutransfer.model.apply import build_optimizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_runner import run_benchmark  # noqa: E402
 
 
 def ns_flops(shape: tuple[int, ...], steps: int) -> float:
@@ -64,14 +71,14 @@ def bench(width: int, device: torch.device, repeats: int, batch: int, seq_len: i
             "predicted": ns / fwd_bwd, "ns_gflops": ns / step_t / 1e9, "model_gflops": fwd_bwd / fb_t / 1e9}
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--widths", default="64,128,256,512,1024")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--seq-len", type=int, default=128)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     device = torch.device(args.device)
     print(f"device {device}, threads {torch.get_num_threads()}, batch {args.batch}×{args.seq_len} tokens, depth 2")
     print(f"{'width':>6} {'fwd+bwd ms':>11} {'step ms':>9} {'measured':>9} {'predicted':>10} {'ratio':>6} "
@@ -84,4 +91,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

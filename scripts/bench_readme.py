@@ -26,12 +26,13 @@ import tempfile
 import time
 from datetime import date
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from doc_numbers import duration_text, write_numbers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,13 +153,13 @@ def merged(old: Optional[pd.DataFrame], new: pd.DataFrame) -> pd.DataFrame:
     return rows.reindex(columns=COLUMNS).astype({"trials": "Int64"})
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--parts", default=",".join(QUICK), help=f"comma-separated, of {', '.join(PARTS)}")
     parser.add_argument("--out", type=Path, default=None, help="the CSV whose parts' rows this run replaces")
     parser.add_argument("--table", type=Path, default=None, help="print the table of a kept CSV and stop")
     parser.add_argument("--max-load", type=float, default=0.5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.table is not None:
         print(table(pd.read_csv(args.table)))
         return
@@ -177,4 +178,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_benchmark(main))

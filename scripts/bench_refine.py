@@ -14,6 +14,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional, Sequence
 
 import pandas as pd
 
@@ -21,6 +22,7 @@ from mutransfer.analysis.result import Summary
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from cli_runner import run_cli  # noqa: E402
 
 
@@ -30,13 +32,13 @@ def sweep(spec: str, out: Path, words: list[str], workers: int, threads: int) ->
     return Summary.from_json(json.loads((out / "summary.json").read_text())), len(pd.read_csv(out / "trials.csv"))
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec", nargs="?", default="default")
     parser.add_argument("--fine-step", type=float, default=0.25)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="bench-refine-"))
     fine, n_fine = sweep(args.spec, root / "fine", [f"search.step={args.fine_step}"], args.workers, args.threads)
     refine, n_refine = sweep(args.spec, root / "refine", ["search.sampler=refine"], args.workers, args.threads)
@@ -53,4 +55,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional, Sequence
 
 import optuna
 import yaml
@@ -35,6 +36,7 @@ from mutransfer.sweep.store.studies import prefixed_studies
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from cli_runner import cli_command, run_cli  # noqa: E402
 
 
@@ -84,12 +86,12 @@ def report(label: str, expected: int, trials: list[optuna.trial.FrozenTrial], re
           f"lost {expected - len(points):>3}  re-trained after kill {retrained:>3}")
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="smoke")
     parser.add_argument("--kills", type=int, default=2)
     parser.add_argument("--trainer-sleep", type=float, default=None, help="sweep a trainer command instead")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="bench-resume-"))
     name = trainer_spec(root, args.trainer_sleep) if args.trainer_sleep is not None else args.spec
     spec = load_spec(name)
@@ -121,4 +123,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

@@ -20,9 +20,11 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from cli_runner import run_cli  # noqa: E402
 
 TARGET = 1.5
@@ -76,11 +78,11 @@ def finished_sweep(run_dir: Path | None) -> Path:
     return made
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--run-dir", type=Path, default=None, help="A finished smoke sweep's run directory.")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     run_dir = finished_sweep(args.run_dir)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("| command | median s | slowest s | target s | within | heavy imports |")
@@ -95,4 +97,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

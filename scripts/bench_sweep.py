@@ -16,11 +16,13 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional, Sequence
 
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from cli_runner import run_cli  # noqa: E402
 from doc_numbers import duration_text, write_numbers  # noqa: E402
 
@@ -45,7 +47,7 @@ def wall_numbers(walls: pd.DataFrame) -> dict[str, str]:
     return {"trials": f"{trials.pop()} trials", "wall_range": f"{low.split()[0]}–{high}"}
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec", nargs="?", default="default")
     parser.add_argument("--out", type=Path, default=None)
@@ -53,7 +55,7 @@ def main() -> None:
     parser.add_argument("--record", type=Path, default=None, help="a kept CSV of wall times this run joins")
     parser.add_argument("--run", default=None, help="with --record: which run this was, as the table says it")
     parser.add_argument("--table", type=Path, default=None, help="print a kept CSV's table, write its numbers, stop")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.table is not None:
         walls = pd.read_csv(args.table)
         print(wall_table(walls))
@@ -78,4 +80,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

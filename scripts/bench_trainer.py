@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional, Sequence
 
 import optuna
 import yaml
@@ -32,6 +33,7 @@ from mutransfer.sweep.run.worker import SweepOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from doc_numbers import write_numbers  # noqa: E402
 
 EXIT_AT_ONCE = "echo '{{\"val_loss\": 1.0}}' > \"$MUTRANSFER_TRIAL_DIR/result.json\""
@@ -46,11 +48,11 @@ def spec_file(folder: Path, trials: int) -> Path:
     return path
 
 
-def main() -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--numbers", action="store_true", help="write the figures to docs/data/numbers.yaml")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="bench-trainer-"))
     spec = load_spec(str(spec_file(folder, args.trials)))
     run_dir = folder / "run"
@@ -79,4 +81,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_benchmark(main))

@@ -21,7 +21,7 @@ import math
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import pandas as pd
 
@@ -32,6 +32,7 @@ from mutransfer.analysis.summary import summarize_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from cli_runner import run_cli  # noqa: E402
 
 WSD = ["train.schedule=wsd", "train.warmup_steps=10"]
@@ -91,13 +92,13 @@ def side_by_side(scratch: Path, trunk: Path) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scratch", type=Path, default=None)
     parser.add_argument("--trunk", type=Path, default=None)
     parser.add_argument("--spec", default="horizon")
     parser.add_argument("words", nargs="*", help="spec keys or config overrides for both runs")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     scratch, trunk = args.scratch, args.trunk
     if scratch is None or trunk is None:
         root = Path(tempfile.mkdtemp(prefix="bench-trunk-"))
@@ -110,4 +111,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

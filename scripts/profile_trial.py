@@ -4,7 +4,7 @@ batches, the forward pass, the backward pass, the rest of the step (clipping, th
 shown apart, the loss records), the evaluations — and the loop around the step as what the parts leave of the
 whole. The training FLOPs per step
 (``train.flops``) over the forward + backward + optimizer seconds give the fraction of the matmul peak this
-machine reaches (``scripts/bench.py``'s square-matmul peak on the same threads).
+machine reaches (``scripts/bench_throughput.py``'s square-matmul peak on the same threads).
 
     python scripts/profile_trial.py                 # both setups, 2 threads
     python scripts/profile_trial.py --threads 1 --width 128
@@ -25,7 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import matmul_peak  # noqa: E402
+from bench_throughput import matmul_peak  # noqa: E402
 
 import mutransfer.optim.steepest as steepest  # noqa: E402
 import mutransfer.train.loop as loop  # noqa: E402

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +28,7 @@ from mutransfer.schema import ModelConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runner import run_benchmark  # noqa: E402
 from cli_runner import run_cli  # noqa: E402
 
 BATCH, SEQ, DEPTH = 16, 128, 2
@@ -87,11 +89,11 @@ def plain_loop(width: int, steps: int, device: torch.device, data: torch.Tensor)
     return steps * BATCH * SEQ / (time.perf_counter() - start)
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--widths", default="64,128,256,512,1024")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     device = torch.device(args.device)
     peak = matmul_peak(device)
     data = torch.randint(0, 256, (1_000_000,), dtype=torch.uint8)
@@ -111,4 +113,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_benchmark(main))

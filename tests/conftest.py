@@ -206,3 +206,34 @@ def assert_same_run(batched: Any, alone: Any) -> None:
     assert [e["step"] for e in batched.evals] == [e["step"] for e in alone.evals]
     for a, b in zip(batched.evals, alone.evals, strict=True):
         assert a["val_loss"] == pytest.approx(b["val_loss"], abs=SAME_RUN_TOL)
+
+
+def hard_spec(root: Path, text_file: Path, name: str = "hard") -> Path:
+    """A spec of ``HARD_POINTS`` tiny trials (4 learning rates × 2 widths, one seed) for the tests that damage a
+    sweep's files or share its directory."""
+    spec = root / f"{name}.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": name, "setups": {"mup_muon": {"overrides": ["optimizer=muon"],
+                                              "search": {"log2_min": -6, "log2_max": -3}}},
+        "widths": [32, 64], "search": {"step": 1, "noise_seeds": 0, "extend": False},
+        "overrides": ["model.depth=1", "parametrization.base_width=32", "train.steps=4", "train.batch_size=2",
+                      "train.seq_len=16", "train.eval_every=0", "train.eval_batches=1", "data=text",
+                      f"data.path={text_file}"]}))
+    return spec
+
+
+HARD_POINTS = 4 * 2
+"""``hard_spec``'s points: 4 learning rates × 2 widths."""
+
+
+def completed_points(journal: Path) -> list[tuple[int, float]]:
+    """(width, log2 η) of every complete trial a journal storage holds, across its studies."""
+    import optuna
+
+    from mutransfer.sweep.store.storage import open_storage
+
+    storage = open_storage(str(journal), journal.parent)
+    return [(t.user_attrs["width"], t.params["log2_lr"]) for s in optuna.get_all_study_summaries(storage)
+            for t in optuna.load_study(study_name=s.study_name, storage=storage).get_trials()
+            if t.state == optuna.trial.TrialState.COMPLETE]
+

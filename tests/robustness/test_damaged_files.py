@@ -14,7 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from conftest import FaultTally, no_loss
+from conftest import HARD_POINTS, FaultTally, completed_points, hard_spec, no_loss
 from mutransfer.cli import app
 
 CLI = [sys.executable, "-m", "mutransfer"]
@@ -91,25 +91,10 @@ def test_train_honours_an_edit_to_the_config_section(transfer_file: Path, tmp_pa
     assert saved["train"]["steps"] == 2
 
 
-def tiny_spec(root: Path, text_file: Path, name: str = "hard") -> Path:
-    spec = root / f"{name}.yaml"
-    spec.write_text(yaml.safe_dump({
-        "name": name, "setups": {"mup_muon": {"overrides": ["optimizer=muon"],
-                                              "search": {"log2_min": -6, "log2_max": -3}}},
-        "widths": [32, 64], "search": {"step": 1, "noise_seeds": 0, "extend": False},
-        "overrides": ["model.depth=1", "parametrization.base_width=32", "train.steps=4", "train.batch_size=2",
-                      "train.seq_len=16", "train.eval_every=0", "train.eval_batches=1", "data=text",
-                      f"data.path={text_file}"]}))
-    return spec
-
-
-POINTS = 4 * 2  # 4 learning rates × 2 widths
-
-
 @pytest.mark.slow
 def test_a_journal_cut_mid_record_is_repaired_and_the_rerun_finishes_every_point_once(
         tmp_path: Path, text_file: Path, fault_tally: FaultTally) -> None:
-    spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
+    spec, out = hard_spec(tmp_path, text_file), tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out)]
     assert subprocess.run(command, capture_output=True, timeout=300).returncode == 0
     journal = out / "optuna.journal"
@@ -124,15 +109,15 @@ def test_a_journal_cut_mid_record_is_repaired_and_the_rerun_finishes_every_point
     assert len(backups) == 1 and backups[0].read_bytes() == whole[: len(whole) - len(last) // 2 - 1]
     trials = pd.read_csv(out / "trials.csv")
     finished = trials[trials["status"] == "ok"]
-    assert len(finished) == POINTS and not finished.duplicated(["width", "log2_lr"]).any()
+    assert len(finished) == HARD_POINTS and not finished.duplicated(["width", "log2_lr"]).any()
     lost = trials[trials["status"] != "ok"]  # the cut record was the last trial's completion: trained again
     assert len(lost) <= 1 and set(lost["status"]) <= {"abandoned"}
-    assert fault_tally(POINTS, completed_points(journal), [rerun.stderr]) == no_loss(POINTS)
+    assert fault_tally(HARD_POINTS, completed_points(journal), [rerun.stderr]) == no_loss(HARD_POINTS)
 
 
 @pytest.mark.slow
 def test_a_journal_damaged_before_its_end_is_refused_untouched(tmp_path: Path, text_file: Path) -> None:
-    spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
+    spec, out = hard_spec(tmp_path, text_file), tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out)]
     assert subprocess.run(command, capture_output=True, timeout=300).returncode == 0
     journal = out / "optuna.journal"
@@ -153,7 +138,7 @@ def test_a_full_disk_fails_in_one_line_and_leaves_the_previous_outputs_intact(tm
     """RLIMIT_FSIZE stands in for a full disk: every write past 1 KB fails with EFBIG, as ENOSPC would."""
     import resource
 
-    spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
+    spec, out = hard_spec(tmp_path, text_file), tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out)]
     assert subprocess.run(command, capture_output=True, timeout=300).returncode == 0
     outputs = ("trials.csv", "curves.csv", "summary.json", "transfer.png", "lr_drift.png")
@@ -173,15 +158,6 @@ def test_a_full_disk_fails_in_one_line_and_leaves_the_previous_outputs_intact(tm
     assert {name: (out / name).read_bytes() for name in outputs} == before
     assert not [p for p in out.iterdir() if ".tmp" in p.name]
     finished = completed_points(out / "optuna.journal")
-    assert fault_tally(POINTS, finished, [proc.stderr, proc.stdout]) == no_loss(POINTS)
+    assert fault_tally(HARD_POINTS, finished, [proc.stderr, proc.stdout]) == no_loss(HARD_POINTS)
 
 
-def completed_points(journal: Path) -> list[tuple[int, float]]:
-    import optuna
-
-    from mutransfer.sweep.store.storage import open_storage
-
-    storage = open_storage(str(journal), journal.parent)
-    return [(t.user_attrs["width"], t.params["log2_lr"]) for s in optuna.get_all_study_summaries(storage)
-            for t in optuna.load_study(study_name=s.study_name, storage=storage).get_trials()
-            if t.state == optuna.trial.TrialState.COMPLETE]

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import FaultTally, no_loss
+from conftest import HARD_POINTS, FaultTally, completed_points, hard_spec, no_loss
 from mutransfer.errors import redact
 
 CLI = [sys.executable, "-m", "mutransfer"]
@@ -75,49 +75,23 @@ def test_a_database_sweep_writes_and_prints_no_password(tmp_path: Path, text_fil
         assert secret.encode() not in path.read_bytes(), path
 
 
-def tiny_spec(root: Path, text_file: Path, name: str = "hard") -> Path:
-    spec = root / f"{name}.yaml"
-    spec.write_text(yaml.safe_dump({
-        "name": name, "setups": {"mup_muon": {"overrides": ["optimizer=muon"],
-                                              "search": {"log2_min": -6, "log2_max": -3}}},
-        "widths": [32, 64], "search": {"step": 1, "noise_seeds": 0, "extend": False},
-        "overrides": ["model.depth=1", "parametrization.base_width=32", "train.steps=4", "train.batch_size=2",
-                      "train.seq_len=16", "train.eval_every=0", "train.eval_batches=1", "data=text",
-                      f"data.path={text_file}"]}))
-    return spec
-
-
-POINTS = 4 * 2  # 4 learning rates × 2 widths
-
-
-def completed_points(journal: Path) -> list[tuple[int, float]]:
-    import optuna
-
-    from mutransfer.sweep.store.storage import open_storage
-
-    storage = open_storage(str(journal), journal.parent)
-    return [(t.user_attrs["width"], t.params["log2_lr"]) for s in optuna.get_all_study_summaries(storage)
-            for t in optuna.load_study(study_name=s.study_name, storage=storage).get_trials()
-            if t.state == optuna.trial.TrialState.COMPLETE]
-
-
 @pytest.mark.slow
 def test_two_sweeps_of_the_same_spec_on_one_directory_share_the_work(tmp_path: Path, text_file: Path,
                                                                      fault_tally: FaultTally) -> None:
-    spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
+    spec, out = hard_spec(tmp_path, text_file), tmp_path / "run"
     command = [*CLI, "sweep", str(spec), "--out", str(out), "--threads", "1"]
     procs = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     errors = [proc.communicate(timeout=300)[1] for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], errors
-    assert fault_tally(POINTS, completed_points(out / "optuna.journal"), errors) == no_loss(POINTS)
+    assert fault_tally(HARD_POINTS, completed_points(out / "optuna.journal"), errors) == no_loss(HARD_POINTS)
     trials = pd.read_csv(out / "trials.csv")
-    assert len(trials) == POINTS and (trials["status"] == "ok").all()
+    assert len(trials) == HARD_POINTS and (trials["status"] == "ok").all()
 
 
 @pytest.mark.slow
 def test_a_second_sweep_of_another_spec_on_a_running_directory_is_refused(tmp_path: Path, text_file: Path) -> None:
-    spec, out = tiny_spec(tmp_path, text_file), tmp_path / "run"
+    spec, out = hard_spec(tmp_path, text_file), tmp_path / "run"
     first = subprocess.Popen([*CLI, "sweep", str(spec), "--out", str(out), "--threads", "1", "train.steps=30"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
@@ -129,4 +103,4 @@ def test_a_second_sweep_of_another_spec_on_a_running_directory_is_refused(tmp_pa
     assert len(second.stderr.strip().splitlines()) == 1
     _, err = first.communicate(timeout=300)
     assert first.returncode == 0, err[-2000:]
-    assert len(pd.read_csv(out / "trials.csv")) == POINTS
+    assert len(pd.read_csv(out / "trials.csv")) == HARD_POINTS

@@ -25,7 +25,7 @@ from .result import AxisFit, PointResult, SetupResult, Summary, point_key
 from .stats import welch_difference
 from .shift import SHIFT_VERDICTS, estimate_of, pooled_shift, shared_noise, shift_verdict, width_difference
 
-__all__ = ["Comparison", "compare", "compare_setup", "loss_difference", "keyed_setups", "config_changes",
+__all__ = ["Comparison", "SetupComparison", "PointComparison", "RunLine", "compare", "compare_setup", "loss_difference", "keyed_setups", "config_changes",
            "law_point_label",
            "VERDICTS", "WIDTH_COLUMNS", "SETUP_COLUMNS", "DEFAULT_TOLERANCE"]
 
@@ -123,6 +123,76 @@ def compare_setup(info_a: AxisFit, info_b: AxisFit, tolerance: float = DEFAULT_T
     return rows, row
 
 
+Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class PointComparison:
+    """One compared point of a setup (a row of ``Comparison.widths``, as the commands read it): each run's optimum
+    with its interval, B − A with its interval, p-value and Holm-adjusted p-value, whether it moved, and each run's
+    best loss with the loss difference (its interval NaN with one seed)."""
+
+    width: Any
+    x_a: float
+    ci_a: Interval
+    x_b: float
+    ci_b: Interval
+    difference: float
+    ci: Interval
+    p_holm: float
+    moved: bool
+    loss_a: float
+    loss_b: float
+    loss_difference: float
+    loss_ci: Interval
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> "PointComparison":
+        return cls(row["width"], row["x_a"], (row["ci_a_low"], row["ci_a_high"]), row["x_b"],
+                   (row["ci_b_low"], row["ci_b_high"]), row["difference"], (row["ci_low"], row["ci_high"]),
+                   row["p_holm"], bool(row["moved"]), row["loss_a"], row["loss_b"], row["loss_difference"],
+                   (row["loss_ci_low"], row["loss_ci_high"]))
+
+
+@dataclass(frozen=True)
+class RunLine:
+    """One run's line across the compared axis: its slope with the interval, and its verdict."""
+
+    slope: float
+    ci: Interval
+    verdict: str
+
+
+@dataclass(frozen=True)
+class SetupComparison:
+    """One compared (key, setup) (a row of ``Comparison.setups``): the verdict and why, the pooled shift with its
+    95 % and 90 % intervals and Holm-adjusted p-value, the points that moved, each run's line, and the points only
+    one run has."""
+
+    key: str
+    setup: str
+    verdict: str
+    reason: str
+    shift: float
+    shift_ci: Interval
+    shift_ci90: Interval
+    shift_p_holm: float
+    moved_widths: list[Any]
+    a: RunLine
+    b: RunLine
+    only_a: list[Any]
+    only_b: list[Any]
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> "SetupComparison":
+        line = {side: RunLine(row[f"slope_{side}"], (row[f"slope_{side}_low"], row[f"slope_{side}_high"]),
+                              row[f"verdict_{side}"]) for side in ("a", "b")}
+        return cls(row["key"], row["setup"], row["verdict"], row["reason"], row["shift"],
+                   (row["shift_ci_low"], row["shift_ci_high"]), (row["shift_ci90_low"], row["shift_ci90_high"]),
+                   row["shift_p_holm"], list(row["moved_widths"]), line["a"], line["b"], list(row["only_a"]),
+                   list(row["only_b"]))
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Run A against run B: one row per (key, setup, width) compared, one per (key, setup); the setups only
@@ -147,6 +217,14 @@ class Comparison:
         """``moved`` when some setup moved, ``same`` when every setup is the same, else ``inconclusive``."""
         verdicts = set(self.setups["verdict"])
         return "moved" if "moved" in verdicts else "same" if verdicts == {"same"} else "inconclusive"
+
+    def blocks(self) -> list[tuple[SetupComparison, list[PointComparison]]]:
+        """Every compared (key, setup) with its compared points, as typed rows."""
+        frame = self.widths
+        return [(SetupComparison.of(row), [PointComparison.of(w) for w in frame[(frame["key"] == row["key"]) &
+                                                                             (frame["setup"] == row["setup"])]
+                                          .to_dict("records")])
+                for row in self.setups.to_dict("records")]
 
     def as_dict(self) -> dict[str, Any]:
         """compare.json: the learning rate's setups under ``setups``, other keys' under ``keys``, each setup's

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --hel
     import pandas as pd
     from rich.table import Table
 
-    from ..analysis.compare import Comparison
+    from ..analysis.compare import Comparison, PointComparison, RunLine, SetupComparison
     from ..schema import Axis
 
 __all__ = ["run", "markdown", "EXIT_MOVED"]
@@ -152,67 +152,55 @@ def _x(value: float, ci: tuple[float, float]) -> str:
     return f"{value:.2f} {format_interval(ci)}"
 
 
-def _width_cells(row: dict[str, Any]) -> list[str]:
-    loss_ci = (row["loss_ci_low"], row["loss_ci_high"])
-    loss_text = f"{row['loss_difference']:+.4f} " + (format_interval(loss_ci, "+.4f") if loss_ci[0] == loss_ci[0]
-                                                      else "(one seed)")
-    shift = f"{row['difference']:+.2f} {format_interval((row['ci_low'], row['ci_high']))}"
-    holm = "bound" if row["p_holm"] != row["p_holm"] else f"{row['p_holm']:.3f}"
-    return [point_key(row["width"]), _x(row["x_a"], (row["ci_a_low"], row["ci_a_high"])),
-            _x(row["x_b"], (row["ci_b_low"], row["ci_b_high"])), f"**{shift}**" if row["moved"] else shift, holm,
-            f"{row['loss_a']:.4f}", f"{row['loss_b']:.4f}", loss_text]
+def _width_cells(point: PointComparison) -> list[str]:
+    loss_ci = point.loss_ci
+    loss_text = f"{point.loss_difference:+.4f} " + (format_interval(loss_ci, "+.4f") if loss_ci[0] == loss_ci[0]
+                                                     else "(one seed)")
+    shift = f"{point.difference:+.2f} {format_interval(point.ci)}"
+    holm = "bound" if point.p_holm != point.p_holm else f"{point.p_holm:.3f}"
+    return [point_key(point.width), _x(point.x_a, point.ci_a), _x(point.x_b, point.ci_b),
+            f"**{shift}**" if point.moved else shift, holm, f"{point.loss_a:.4f}", f"{point.loss_b:.4f}", loss_text]
 
 
-def _slope(row: dict[str, Any], side: str) -> str:
-    slope = row[f"slope_{side}"]
-    if slope != slope:
-        return f"no slope ({row[f'verdict_{side}']})"
-    return f"{slope:+.2f} {format_interval((row[f'slope_{side}_low'], row[f'slope_{side}_high']))} " \
-           f"({row[f'verdict_{side}']})"
+def _slope(line: RunLine) -> str:
+    if line.slope != line.slope:
+        return f"no slope ({line.verdict})"
+    return f"{line.slope:+.2f} {format_interval(line.ci)} ({line.verdict})"
 
 
-def _verdict(row: dict[str, Any], widths: pd.DataFrame, tolerance: float) -> str:
+def _verdict(row: SetupComparison, points: list[PointComparison], tolerance: float) -> str:
     """``moved`` / ``same`` / ``inconclusive`` with the pooled shift and the widths that moved."""
-    if row["shift"] != row["shift"]:
+    if row.shift != row.shift:
         pooled = "no pooled shift"
     else:
-        pooled = (f"pooled shift {row['shift']:+.2f} {format_interval((row['shift_ci_low'], row['shift_ci_high']), '+.2f')}"
-                  f" octaves (95 %; p (Holm) {row['shift_p_holm']:.3f}; 90 % "
-                  f"{format_interval((row['shift_ci90_low'], row['shift_ci90_high']), '+.2f')})")
-    moved = widths[widths["width"].isin(row["moved_widths"])]
-    where = ", ".join(f"{point_key(w)} ({d:+.2f})" for w, d in zip(moved["width"], moved["difference"]))
-    if row["verdict"] == "same":
+        pooled = (f"pooled shift {row.shift:+.2f} {format_interval(row.shift_ci, '+.2f')}"
+                  f" octaves (95 %; p (Holm) {row.shift_p_holm:.3f}; 90 % {format_interval(row.shift_ci90, '+.2f')})")
+    where = ", ".join(f"{point_key(p.width)} ({p.difference:+.2f})" for p in points if p.width in row.moved_widths)
+    if row.verdict == "same":
         return f"same — {pooled}, inside ±{tolerance:g}"
-    if row["verdict"] == "moved":
+    if row.verdict == "moved":
         return f"moved — {pooled}" + (f"; widths that moved (Holm): {where}" if where else "")
-    return f"inconclusive — {pooled}; {row['reason']}"
+    return f"inconclusive — {pooled}; {row.reason}"
 
 
-def _blocks(comparison: Comparison) -> list[tuple[dict[str, Any], pd.DataFrame]]:
-    """(setup row, its width rows) for every compared (key, setup)."""
-    frame = comparison.widths
-    return [(row, frame[(frame["key"] == row["key"]) & (frame["setup"] == row["setup"])])
-            for row in comparison.setups.to_dict("records")]
-
-
-def _title(row: dict[str, Any]) -> str:
+def _title(row: SetupComparison) -> str:
     from ..schema import LR_KEY
 
-    return row["setup"] if row["key"] == LR_KEY else f"{row['setup']} ({row['key']})"
+    return row.setup if row.key == LR_KEY else f"{row.setup} ({row.key})"
 
 
 def markdown(comparison: Comparison, changes: list[dict[str, Any]]) -> str:
     """compare.md: a verdict line and a width table per setup, the config differences, how to read it."""
     lines = [f"### mutransfer compare: A = `{comparison.run_a}`, B = `{comparison.run_b}`", ""]
-    for row, widths in _blocks(comparison):
-        lines += [f"**{_title(row)}: {_verdict(row, widths, comparison.tolerance)}.** Slope (octaves per "
-                  f"{comparison.axis} doubling): A {_slope(row, 'a')}, B {_slope(row, 'b')}.", ""]
+    for row, points in comparison.blocks():
+        lines += [f"**{_title(row)}: {_verdict(row, points, comparison.tolerance)}.** Slope (octaves per "
+                  f"{comparison.axis} doubling): A {_slope(row.a)}, B {_slope(row.b)}.", ""]
         headers = _headers(comparison)
         lines += ["| " + " | ".join(headers) + " |", "|" + "---:|" * len(headers)]
-        lines += ["| " + " | ".join(_width_cells(w)) + " |" for w in widths.to_dict("records")]
-        if row["only_a"] or row["only_b"]:
-            lines += ["", f"Not compared: {comparison.axis} values only in A {row['only_a']}, only in B "
-                      f"{row['only_b']}."]
+        lines += ["| " + " | ".join(_width_cells(point)) + " |" for point in points]
+        if row.only_a or row.only_b:
+            lines += ["", f"Not compared: {comparison.axis} values only in A {row.only_a}, only in B "
+                      f"{row.only_b}."]
         lines.append("")
     only = _only_lines(comparison)
     lines += [f"- {line}" for line in only] + ([""] if only else [])
@@ -254,21 +242,21 @@ def _tables(comparison: Comparison) -> list[Table]:
     from rich.table import Table
 
     tables = []
-    for row, widths in _blocks(comparison):
-        color = {"moved": "red", "same": "green"}.get(row["verdict"], "yellow")
-        table = Table(title=f"{_title(row)}: [{color}]{row['verdict']}[/]  "
+    for row, points in comparison.blocks():
+        color = {"moved": "red", "same": "green"}.get(row.verdict, "yellow")
+        table = Table(title=f"{_title(row)}: [{color}]{row.verdict}[/]  "
                             f"(A {comparison.run_a} · B {comparison.run_b})")
         for header in _headers(comparison):
             table.add_column(header, justify="right")
-        for w in widths.to_dict("records"):
-            table.add_row(*(cell.replace("**", "") for cell in _width_cells(w)))
+        for point in points:
+            table.add_row(*(cell.replace("**", "") for cell in _width_cells(point)))
         tables.append(table)
     return tables
 
 
 def _verdict_lines(comparison: Comparison) -> list[str]:
-    return [f"{_title(row)}: {_verdict(row, widths, comparison.tolerance)}; slope A {_slope(row, 'a')}, "
-            f"B {_slope(row, 'b')}" for row, widths in _blocks(comparison)]
+    return [f"{_title(row)}: {_verdict(row, points, comparison.tolerance)}; slope A {_slope(row.a)}, "
+            f"B {_slope(row.b)}" for row, points in comparison.blocks()]
 
 
 def _only_lines(comparison: Comparison) -> list[str]:

@@ -1,137 +1,40 @@
 """The real-curve simulator's defaults measured from sweeps' tables (``calibration.CALIBRATED``): the bowls' shape
-per point, the noise about them and its growth, spikes, the seeds' shared shifts, and the optima's departure from
-their lines; each quantity with how it was measured and from which tables. ``scripts/calibrate_simulator.py``
-runs it on the tables kept under docs/data/ (docs/analysis.md, "The real-curve simulator's calibration")."""
+per point, the noise about them and its growth, spikes, the seeds' shared shifts (``seed_calibration``), and the
+optima's departure from their lines; each quantity with how it was measured and from which tables.
+``scripts/calibrate_simulator.py`` runs it on the tables kept under docs/data/ (docs/analysis.md, "The real-curve
+simulator's calibration")."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..analysis.bowl import WINDOW, SeedBowl, seed_bowl
-from ..analysis.drift import SearchSettings
-from ..analysis.optimum import Thresholds, fit_halfwidth, grid_seeds, optimum_of_arrays
+from ..analysis.bowl import WINDOW
 from ..analysis.result import AxisFit
 from ..analysis.stats import Z95, chi2_quantile
-from ..analysis.run_files import read_tables, search_settings
 from ..analysis.summary import summarize
-from ..analysis.trial_table import axis_rows, swept_axes
-from ..schema import LR_COLUMN, LR_KEY
+from ..analysis.trial_table import swept_axes
+from ..schema import LR_KEY
 from .calibration import CALIBRATED, FLAT_CURVATURE
+from .calibration_tables import (ADAMW, MUON, Curve, Measurement, Table, bowl_kind, curves, load, noise_of,
+                                 robust_sd, significant, table_names)
+from .seed_calibration import seed_measurements, seed_study
 
 __all__ = ["Table", "Curve", "Measurement", "Calibration", "Line", "load", "curves", "shape_measurements",
            "noise_measurements", "seed_measurements", "departure_measurements", "line_of", "lines", "measure",
            "calibrated", "differences", "significant"]
 
-SEED_STUDY = 8
-"""Grid seeds a setup needs at two widths to measure the seed shift and its correlation."""
+
 SPIKE_Z = 4.0
 """A standardized residual this many robust standard deviations above its bowl is a loss spike."""
+
+
 SPIKE_MIN = 3
 """Spikes needed to resolve their rate and size (one or two borderline residuals are the tail, not spikes)."""
-SIMULATED_SEEDS = 400
-"""Simulated seeds per width that measure a seed's vertex and curvature estimation noise."""
-SIGNIFICANT = 2
-MUON, ADAMW = "muon", "adamw"
-SEED_QUANTITIES = ("seed_shift", "seed_correlation", "seed_curvature")
-
-
-def significant(value: float, digits: int = SIGNIFICANT) -> float:
-    """``value`` rounded to ``digits`` significant digits (0 stays 0)."""
-    if value == 0 or not math.isfinite(value):
-        return 0.0
-    return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
-
-
-def fisher_interval(r: float, n: int) -> tuple[float, float]:
-    """The 95 % interval of a correlation r from n pairs (Fisher's z transform, "On the probable error of a
-    coefficient of correlation deduced from a small sample", 1921)."""
-    z, half = math.atanh(float(np.clip(r, -0.999999, 0.999999))), Z95 / math.sqrt(max(n - 3, 1))
-    return math.tanh(z - half), math.tanh(z + half)
-
-
-def robust_sd(residuals: np.ndarray) -> float:
-    """1.4826 · median |r|: the sd of normal residuals, and hardly moved by spikes."""
-    return 1.4826 * float(np.median(np.abs(residuals)))
-
-
-@dataclass(frozen=True)
-class Table:
-    """One sweep's learning-rate trials (every axis) and how each setup searched the learning rate."""
-
-    name: str
-    trials: pd.DataFrame
-    settings: Mapping[str, SearchSettings]
-
-
-@dataclass(frozen=True)
-class Curve:
-    """One grid seed's curve at one point of a sweep (width, depth, horizon) and its bowl; ``copy_of`` names the
-    first table and setup whose bowl was fitted to the very same points (the base point of a depth sweep, a
-    horizon sweep's matching horizon, μP and SP at the base width), which the medians and the noise count once."""
-
-    table: str
-    setup: str
-    bowl: Optional[str]
-    point: tuple[tuple[str, int], ...]
-    seed: int
-    fit: SeedBowl
-    copy_of: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class Measurement:
-    name: str
-    value: float
-    how: str
-    tables: tuple[str, ...]
-    resolved: bool = True
-
-
-def load(run_dir: Path) -> Table:
-    """A run directory's trials.csv (all axes) with each setup's learning-rate search settings."""
-    trials, _ = read_tables(run_dir, all_axes=True)
-    return Table(run_dir.name, trials, search_settings(run_dir, trials).get(LR_KEY, {}))
-
-
-def bowl_kind(rows: pd.DataFrame) -> Optional[str]:
-    """``muon`` for μP + Muon, ``adamw`` for any AdamW setup, None otherwise (SP + Muon)."""
-    optimizer = str(rows["optimizer"].iloc[0]) if "optimizer" in rows else ""
-    parametrization = str(rows["parametrization"].iloc[0]) if "parametrization" in rows else ""
-    if optimizer == "adamw":
-        return ADAMW
-    return MUON if optimizer == "muon" and parametrization == "mup" else None
-
-
-def _lr_rows(trials: pd.DataFrame) -> pd.DataFrame:
-    rows = trials[(trials["search_key"] == LR_KEY) & (trials["status"] == "ok")]
-    return rows[np.isfinite(rows["val_loss"].astype(float))]
-
-
-def point_columns(trials: pd.DataFrame) -> list[str]:
-    """The columns that name a point of the sweep: width, and depth or horizon when swept."""
-    return [axis.column for axis in swept_axes(trials)]
-
-
-def curves(table: Table) -> list[Curve]:
-    """Every grid seed's bowl at every point of every setup (the grid seeds as the analysis picks them)."""
-    out = []
-    columns = point_columns(table.trials)
-    for (setup, *point), rows in _lr_rows(table.trials).groupby(["setup", *columns], sort=True):
-        settings = table.settings.get(str(setup), SearchSettings())
-        x, seed = rows[LR_COLUMN].to_numpy(float), rows["seed"].to_numpy(int)
-        for s in grid_seeds(x, seed, fit_halfwidth(settings.step, settings.log2)):
-            mine = seed == s
-            fit = seed_bowl(x[mine], rows["val_loss"].to_numpy(float)[mine])
-            if fit is not None:
-                out.append(Curve(table.name, str(setup), bowl_kind(rows), tuple(zip(columns, map(int, point))),
-                                 int(s), fit))
-    return out
 
 
 def mark_copies(all_curves: Sequence[Curve]) -> list[Curve]:
@@ -185,10 +88,6 @@ def pooled_slopes(shapes: pd.DataFrame, value: str, tables: Mapping[str, Table])
     return {key: (sxy / sxx if sxx else 0.0, int(n)) for key, (sxy, sxx, n) in sums.items()}
 
 
-def _names(items: Iterable[Any]) -> tuple[str, ...]:
-    return tuple(sorted({str(getattr(item, "table", item)) for item in items}))
-
-
 def shape_measurements(all_curves: Sequence[Curve], tables: Mapping[str, Table]) -> list[Measurement]:
     """Curvature and asymmetry of μP + Muon's bowl (medians over distinct points), their slopes along the swept
     axes (every line with its base point), and the AdamW bowls' curvature (the flat bowl). ``all_curves`` carry
@@ -200,27 +99,20 @@ def shape_measurements(all_curves: Sequence[Curve], tables: Mapping[str, Table])
             "point's grid seeds, then over"
     out = [Measurement("curvature", float(muon["curvature"].median()),
                        f"{where} the {len(muon)} μP + Muon points (nats per octave², low side)",
-                       _names(muon["table"])),
+                       table_names(muon["table"])),
            Measurement("asymmetry", float(muon["asymmetry"].median()),
                        f"{where} the {len(muon)} μP + Muon points (high-side curvature / low-side)",
-                       _names(muon["table"]))]
+                       table_names(muon["table"]))]
     for value in ("curvature", "asymmetry"):
         slopes = pooled_slopes(shapes[shapes["bowl"] == MUON], value, tables)
         slope, lines = slopes.get("all", (0.0, 0))
         each = ", ".join(f"{axis} {s:+.2f} ({n})" for axis, (s, n) in slopes.items() if axis != "all")
         out.append(Measurement(f"{value}_slope", slope, f"common slope of log2 {value} per doubling of the swept "
                                f"axis within each of {lines} μP + Muon lines (by axis, lines: {each})",
-                               _names(muon["table"]), lines > 0))
+                               table_names(muon["table"]), lines > 0))
     out.append(Measurement("flat_curvature", float(adamw["curvature"].median()) if len(adamw) else 0.0,
-                           f"as curvature, over the {len(adamw)} AdamW points", _names(adamw["table"]), len(adamw) > 0))
+                           f"as curvature, over the {len(adamw)} AdamW points", table_names(adamw["table"]), len(adamw) > 0))
     return out
-
-
-def noise_of(used: Sequence[Curve]) -> tuple[float, int]:
-    """The residual sd about the bowls of ``used`` (Σ squared residuals / Σ their dof) and its dof."""
-    dof = sum(c.fit.dof for c in used if c.fit.dof > 0)
-    rss = sum(float((c.fit.residuals**2).sum()) for c in used if c.fit.dof > 0)
-    return (math.sqrt(rss / dof) if dof else 0.0), dof
 
 
 def noise_measurements(all_curves: Sequence[Curve]) -> list[Measurement]:
@@ -230,7 +122,7 @@ def noise_measurements(all_curves: Sequence[Curve]) -> list[Measurement]:
     residuals = np.concatenate([c.fit.standardized for c in used])
     offsets = np.concatenate([c.fit.offsets for c in used])
     noise, dof = noise_of(used)
-    tables = _names(used)
+    tables = table_names(used)
     out = [Measurement("noise", noise, f"residual sd about the bowls of {len(used)} μP + Muon grid-seed curves "
                        f"(Σ squared residuals / {dof} dof)", tables)]
     growth = noise_growth(residuals, offsets)
@@ -289,153 +181,6 @@ def spike_measurements(residuals: np.ndarray, tables: tuple[str, ...]) -> list[M
     how = f"{len(spikes)} of {len(residuals)} standardized residuals above {SPIKE_Z:g} robust sds ({threshold:.3f})"
     return [Measurement("spike_rate", rate, how + ", their share · exp(threshold / size)", tables),
             Measurement("spike_size", size, how + ", their mean excess over the threshold (nats)", tables)]
-
-
-def seed_study(table: Table) -> Optional[tuple[str, list[int]]]:
-    """(setup, widths) of a setup with at least ``SEED_STUDY`` common grid seeds at two or more widths at the base
-    point of any other axis; None when the table has none."""
-    rows = _lr_rows(axis_rows(table.trials, swept_axes(table.trials)[0]))
-    for setup, part in rows.groupby("setup", sort=True):
-        settings = table.settings.get(str(setup), SearchSettings())
-        halfwidth = fit_halfwidth(settings.step, settings.log2)
-        seeds = {int(w): set(grid_seeds(p[LR_COLUMN].to_numpy(float), p["seed"].to_numpy(int), halfwidth).tolist())
-                 for w, p in part.groupby("width")}
-        widths = sorted(w for w, s in seeds.items() if len(s) >= SEED_STUDY)
-        if len(widths) >= 2 and len(set.intersection(*(seeds[w] for w in widths))) >= SEED_STUDY:
-            return str(setup), widths
-    return None
-
-
-@dataclass(frozen=True)
-class SeedWidth:
-    """At one width of a seed study: each seed's vertex (the analysis's own estimator on that seed alone) and
-    log curvature (its bowl), and the spread the estimators alone give (simulated seeds with neither)."""
-
-    vertices: dict[int, float]
-    log_curvatures: dict[int, float]
-    vertex_noise: float
-    curvature_noise: float
-
-
-def seed_width(rows: pd.DataFrame, settings: SearchSettings, noise: float, rng: np.random.Generator) -> SeedWidth:
-    """One width of a seed study (``SeedWidth``); ``noise`` is the per-point loss noise the simulated seeds get."""
-    halfwidth = fit_halfwidth(settings.step, settings.log2)
-    x, seed, loss = rows[LR_COLUMN].to_numpy(float), rows["seed"].to_numpy(int), rows["val_loss"].to_numpy(float)
-    vertices, logs, bowls = {}, {}, []
-    grid_of = grid_seeds(x, seed, halfwidth)
-    for s in grid_of:
-        mine = seed == s
-        opt = _seed_vertex(x[mine], loss[mine], settings.step, halfwidth)
-        fit = seed_bowl(x[mine], loss[mine])
-        if opt is not None:
-            vertices[int(s)] = opt
-        if fit is not None:
-            logs[int(s)] = math.log(fit.curvature)
-            bowls.append(fit)
-    grid = np.array(sorted(set.intersection(*(set(x[seed == s].tolist()) for s in grid_of))))
-    bowl = SeedBowl(float(np.median([b.vertex for b in bowls])), 0.0, float(np.median([b.curvature for b in bowls])),
-                float(np.median([b.asymmetry for b in bowls])), np.zeros(0), np.zeros(0), np.zeros(0), ())
-    vertex_noise, curvature_noise = _estimator_noise(bowl, grid, noise, settings, rng)
-    return SeedWidth(vertices, logs, vertex_noise, curvature_noise)
-
-
-def _seed_vertex(x: np.ndarray, loss: np.ndarray, step: float, halfwidth: float) -> Optional[float]:
-    """One seed's optimum as the analysis measures it (None when censored at a grid edge or not found)."""
-    n = len(x)
-    opt = optimum_of_arrays(0, x, np.zeros(n, dtype=int), loss, np.ones(n, bool), np.zeros(n, bool), step, halfwidth,
-                            Thresholds(), grid=[0])
-    return opt.x_star if opt is not None and opt.measured else None
-
-
-def _estimator_noise(bowl: SeedBowl, grid: np.ndarray, noise: float, settings: SearchSettings,
-                     rng: np.random.Generator) -> tuple[float, float]:
-    """The sd of a seed's vertex and of its log curvature over ``SIMULATED_SEEDS`` curves drawn on ``grid`` from
-    ``bowl`` with independent N(0, noise²) per point and no seed shift: what the estimators alone scatter."""
-    halfwidth = fit_halfwidth(settings.step, settings.log2)
-    d = grid - bowl.vertex
-    mean = 2.0 + bowl.curvature * np.where(d > 0, bowl.asymmetry, 1.0) * d * d
-    vertices, logs = [], []
-    for _ in range(SIMULATED_SEEDS):
-        loss = mean + rng.normal(0.0, noise, len(grid))
-        vertex = _seed_vertex(grid, loss, settings.step, halfwidth)
-        fit = seed_bowl(grid, loss)
-        if vertex is not None:
-            vertices.append(vertex)
-        if fit is not None:
-            logs.append(math.log(fit.curvature))
-    return float(np.std(vertices, ddof=1)), float(np.std(logs, ddof=1))
-
-
-@dataclass(frozen=True)
-class Excess:
-    """The seeds' variance pooled over widths (``dof`` = Σ(k − 1)) against what the estimator alone scatters:
-    resolved when their ratio exceeds the 95 % point of χ²_dof / dof."""
-
-    observed: float
-    own: float
-    dof: int
-
-    @property
-    def component(self) -> float:
-        return max(self.observed - self.own, 0.0)
-
-    @property
-    def resolved(self) -> bool:
-        return self.own > 0 and self.observed / self.own > chi2_quantile(0.95, self.dof) / self.dof
-
-    def describe(self, what: str) -> str:
-        ratio = self.observed / self.own if self.own > 0 else math.inf
-        return (f"√(variance of {what} {self.observed:.4f} − the estimator's own {self.own:.4f}); "
-                f"ratio {ratio:.2f} against χ²₀.₉₅/ν = {chi2_quantile(0.95, self.dof) / self.dof:.2f} "
-                f"at ν = {self.dof}" + ("" if self.resolved else ": not resolved"))
-
-
-def _excess(values: Sequence[Mapping[int, float]], noise: Sequence[float]) -> Excess:
-    dof = sum(len(v) - 1 for v in values)
-    observed = sum(np.var(list(v.values()), ddof=1) * (len(v) - 1) for v in values) / dof
-    return Excess(float(observed), float(np.mean(np.square(noise))), dof)
-
-
-def seed_measurements(table: Optional[Table], table_curves: Sequence[Curve] = (), seed: int = 0) -> list[Measurement]:
-    """Seed shift (the sd of each seed's vertex beyond what the estimator alone scatters), its correlation across
-    two widths (disattenuated for that scatter) and the sd of a seed's log curvature, from a seed study; each 0
-    and "not resolved" without one or where the seeds scatter no more than the estimators do. ``table_curves``:
-    the table's bowls when already fitted."""
-    study = seed_study(table) if table is not None else None
-    if table is None or study is None:
-        return [Measurement(name, 0.0, f"no table has a setup with {SEED_STUDY} grid seeds at two widths: not "
-                            "resolved", (), False) for name in SEED_QUANTITIES]
-    setup, widths = study
-    rows = _lr_rows(axis_rows(table.trials, swept_axes(table.trials)[0]))
-    rows = rows[rows["setup"] == setup]
-    noise, dof = noise_of([c for c in (table_curves or curves(table)) if c.table == table.name and c.setup == setup])
-    rng = np.random.default_rng(seed)
-    settings = table.settings.get(setup, SearchSettings())
-    per_width = [seed_width(rows[rows["width"] == w], settings, noise, rng) for w in widths[:2]]
-    where = f"{setup} at widths {widths[0]} and {widths[1]}; the estimators' scatter simulated at the study's " \
-            f"own noise {noise:.4f} ({dof} dof)"
-    shift = _excess([p.vertices for p in per_width], [p.vertex_noise for p in per_width])
-    out = [Measurement("seed_shift", math.sqrt(shift.component), f"{shift.describe('the seeds’ own vertices')}; "
-                       f"{where}", (table.name,), shift.resolved)]
-    common = sorted(set(per_width[0].vertices) & set(per_width[1].vertices))
-    a = np.array([per_width[0].vertices[s] for s in common])
-    b = np.array([per_width[1].vertices[s] for s in common])
-    covariance = float(np.cov(a, b, ddof=1)[0, 1])
-    raw = covariance / math.sqrt(float(np.var(a, ddof=1) * np.var(b, ddof=1)))
-    excess = [float(np.var(v, ddof=1)) - p.vertex_noise**2 for v, p in zip((a, b), per_width)]
-    corrected = covariance / math.sqrt(excess[0] * excess[1]) if min(excess) > 0 else 0.0
-    lo, hi = fisher_interval(raw, len(common))
-    resolved = lo > 0 and corrected > 0
-    out.append(Measurement("seed_correlation", float(np.clip(corrected, 0.0, 1.0)),
-                           f"correlation of {len(common)} seeds' vertices across the widths, {raw:+.2f} raw (95 % "
-                           f"[{lo:+.2f}, {hi:+.2f}], Fisher's z), disattenuated for the estimator's scatter "
-                           f"(Spearman), clipped to [0, 1]" + ("" if resolved else ": not resolved") + f"; {where}",
-                           (table.name,), resolved))
-    curvature = _excess([p.log_curvatures for p in per_width], [p.curvature_noise for p in per_width])
-    out.append(Measurement("seed_curvature", math.sqrt(curvature.component),
-                           f"{curvature.describe('the seeds’ log curvature')}; {where}", (table.name,),
-                           curvature.resolved))
-    return out
 
 
 @dataclass(frozen=True)
@@ -515,7 +260,7 @@ def departure_measurements(all_lines: Sequence[Line]) -> list[Measurement]:
         how = (f"between-point variance of the optima about their weighted lines beyond their own se², pooled "
                f"over the {len(mine)} {label} lines with ≥ 3 optima; χ² {chi2:.1f} on {dof} dof against "
                f"χ²₀.₉₅ = {chi2_quantile(0.95, max(dof, 1)):.1f}" + ("" if resolved else ": not resolved"))
-        out.append(Measurement(name, math.sqrt(max(tau2, 0.0)), how, _names(mine), resolved))
+        out.append(Measurement(name, math.sqrt(max(tau2, 0.0)), how, table_names(mine), resolved))
     tau2, chi2, dof = pooled_departure(all_lines)
     out[0] = replace(out[0], how=out[0].how + f" (all {len(all_lines)} lines pooled: τ = "
                      f"{math.sqrt(max(tau2, 0.0)):.2f}, χ² {chi2:.1f} on {dof} dof)")

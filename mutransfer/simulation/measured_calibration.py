@@ -111,7 +111,8 @@ def shape_measurements(all_curves: Sequence[Curve], tables: Mapping[str, Table])
                                f"axis within each of {lines} μP + Muon lines (by axis, lines: {each})",
                                table_names(muon["table"]), lines > 0))
     out.append(Measurement("flat_curvature", float(adamw["curvature"].median()) if len(adamw) else 0.0,
-                           f"as curvature, over the {len(adamw)} AdamW points", table_names(adamw["table"]), len(adamw) > 0))
+                           f"as curvature, over the {len(adamw)} AdamW points", table_names(adamw["table"]),
+                           len(adamw) > 0))
     return out
 
 

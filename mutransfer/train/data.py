@@ -7,6 +7,7 @@ nanoGPT's ``.bin`` format, memory-mapped, with ``data.vocab_size``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -63,12 +64,19 @@ def stdlib_files() -> list[Path]:
     return sorted(p for p in root.rglob("*.py") if not SKIP_DIRS & set(p.relative_to(root).parts[:-1]))
 
 
+@functools.lru_cache(maxsize=1)
+def _stdlib_bytes() -> bytes:
+    """The standard library's sources joined, read once per process (about 2,000 files; a sweep's header, its checks
+    and its trainer each read the corpus)."""
+    return b"".join(p.read_bytes() for p in stdlib_files())
+
+
 def _read_bytes(cfg: DataConfig) -> tuple[bytes, str]:
     if cfg.kind == "stdlib":
-        files = stdlib_files()
-        if not files:
+        raw = _stdlib_bytes()
+        if not raw:
             raise UserError("no standard-library sources found for data=stdlib", "use data=text data.path=FILE")
-        return b"".join(p.read_bytes() for p in files), f"stdlib:{sysconfig.get_paths()['stdlib']}"
+        return raw, f"stdlib:{sysconfig.get_paths()['stdlib']}"
     path = Path(str(cfg.path)).expanduser()
     if not path.is_file():
         raise UserError(f"data.path={cfg.path} does not exist or is not a file", "give the path of a text file")

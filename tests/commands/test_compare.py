@@ -50,6 +50,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"a": root / "a", "b": root / "b", "root": root}
 
 
+@pytest.mark.slow  # two smoke sweeps (75 s): CI's second stage
 def test_a_changed_exponent_moves_the_optimum_at_the_width_where_it_differs(runs: dict[str, Path]) -> None:
     out = runs["root"] / "ab"
     code, output = cli("compare", str(runs["a"]), str(runs["b"]), "--out", str(out))
@@ -74,6 +75,7 @@ def test_a_changed_exponent_moves_the_optimum_at_the_width_where_it_differs(runs
     assert code == 1
 
 
+@pytest.mark.slow  # two smoke sweeps (75 s): CI's second stage
 def test_a_run_compared_with_itself_is_not_moved_and_same_within_a_margin_it_resolves(runs: dict[str, Path]) -> None:
     """The smoke grid's 2-octave step resolves the optimum to about ±1 octave: against itself a run has every
     difference 0 but cannot show that it lies within ±0.25 octave (inconclusive); within ±2 it can (same)."""
@@ -93,6 +95,7 @@ def test_a_run_compared_with_itself_is_not_moved_and_same_within_a_margin_it_res
     assert code == 0 and report["verdict"] == "same" and report["tolerance"] == 2.0, output
 
 
+@pytest.mark.slow  # two smoke sweeps (75 s): CI's second stage
 def test_the_committed_baseline_is_a_smoke_sweep_of_the_shipped_spec(runs: dict[str, Path]) -> None:
     record = yaml.safe_load((BASELINE / "config.yaml").read_text())
     shipped = json.loads(json.dumps(sweep_record(load_spec("smoke"), {})["spec"], default=str))
@@ -118,6 +121,7 @@ def relabel(source: Path, target: Path, column: str, value: str) -> Path:
     return target
 
 
+@pytest.mark.slow  # two smoke sweeps (75 s): CI's second stage
 def test_runs_that_share_no_setup_or_swept_other_keys_are_refused(runs: dict[str, Path]) -> None:
     other = relabel(runs["a"], runs["root"] / "other_setup", "setup", "rmsnorm_muon")
     code, output = cli("compare", str(runs["a"]), str(other), "--out", str(runs["root"] / "x"))
@@ -128,6 +132,7 @@ def test_runs_that_share_no_setup_or_swept_other_keys_are_refused(runs: dict[str
     assert not (runs["root"] / "x").exists()
 
 
+@pytest.mark.slow  # two smoke sweeps (75 s): CI's second stage
 def test_a_setup_only_one_run_swept_is_listed_not_dropped(runs: dict[str, Path]) -> None:
     target = runs["root"] / "renamed"
     shutil.copytree(runs["a"], target)
@@ -173,7 +178,7 @@ def test_config_changes_cover_the_spec_grid_range_step_seeds_and_axes() -> None:
     assert changes == {("mup_muon", "spec.search.optimizer.lr.max"): (-1.0, -0.5)}
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_compare_rates_on_real_curves_meet_the_targets() -> None:
     """The verdict's rates over 400 simulated pairs of the default sweep (four widths, 1-octave grid, noise
     probes) on the real-curve simulator (μP + Muon's calibrated bowl): docs/compare.md's table."""

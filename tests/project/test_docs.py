@@ -7,6 +7,7 @@ import math
 import os
 import re
 import shlex
+import tomllib
 from pathlib import Path
 from typing import Optional
 
@@ -121,6 +122,19 @@ def test_ci_runs_the_readme_test_command_verbatim_and_the_slow_tests() -> None:
                     for line in block.splitlines() if "pytest" in line]
     assert len(ci_lines) == 2 and ci_lines[0] in readme_lines and ci_lines[1] == SLOW_COMMAND, (ci_lines, readme_lines)
     assert SLOW_COMMAND in (ROOT / "docs" / "development.md").read_text()
+
+
+LONG_COMMAND = "python -m pytest -q -m long"
+
+
+def test_the_tests_too_long_for_ci_have_their_own_command_and_workflow() -> None:
+    """``long`` tests leave both of CI's runs; development.md names the command that runs them and a scheduled
+    workflow runs it."""
+    assert LONG_COMMAND in (ROOT / "docs" / "development.md").read_text()
+    workflow = (ROOT / ".github" / "workflows" / "long.yml").read_text()
+    assert f"pip install -e '.[dev]' && {LONG_COMMAND}" in workflow and "schedule:" in workflow
+    assert "not long" in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"][
+        "addopts"]
 
 
 def ci_commands() -> list[str]:

@@ -261,9 +261,9 @@ def test_numeric_flags(text: str, threads: int) -> None:
     assert value is None or (math.isfinite(value) and value > 0)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_generated_input_at_ten_times_the_examples() -> None:
-    """The same properties with ten times as many cases (``-m slow``)."""
+    """The same properties with ten times as many cases (``-m long``)."""
     import subprocess
     import sys
 

@@ -2,11 +2,12 @@
 the true optimum and slope as often as they claim, and how often is each verdict wrong?
 
 Each cell simulates 1000 sweeps through the real policies (grid, extension, noise probes) and the real
-analysis; ``python -m pytest -m slow`` runs the wider table, ``scripts/bench_coverage.py`` prints it.
+analysis. CI runs them with ``python -m pytest -m slow``; the wider table (3000 sweeps per cell) runs with
+``python -m pytest -m long``, and ``scripts/bench_coverage.py`` prints it.
 
 The targets on real curves (``real_truth()``: μP + Muon's calibrated bowl with every departure at its measured
-value, on the 0.6 default design) are checked from 150 sweeps per true slope in the default run and
-from 1000 per slope over the whole grid of slopes under ``-m slow``; each threshold is the target moved by about
+value, on the 0.6 default design) are checked from 150 sweeps per true slope under ``-m slow`` and
+from 1000 per slope over the whole grid of slopes under ``-m long``; each threshold is the target moved by about
 two Monte-Carlo standard deviations of its cell (the seeds are fixed, so a run is deterministic)."""
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from mutransfer.simulation.calibration import real_truth
 from mutransfer.simulation.simulate import Design, Truth, simulate
 from mutransfer.simulation.simulated_rates import coverage, law_coverage, real_coverage
 
-pytestmark = pytest.mark.slow  # simulations of thousands of sweeps: `python -m pytest -m slow` (CI runs it)
 SIMS = 1000
 PROBES = Design()
 THREE_SEEDS = Design(seeds=3, noise_seeds=0)
 QUARTER = Design(step=0.25)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise, design", [(0.005, PROBES), (0.04, PROBES), (0.005, THREE_SEEDS),
                                            (0.04, THREE_SEEDS), (0.04, QUARTER)],
                          ids=["probes-0.005", "probes-0.04", "3seeds-0.005", "3seeds-0.04", "quarter-0.04"])
@@ -37,6 +38,7 @@ def test_intervals_cover_the_truth_on_symmetric_bowls(noise: float, design: Desi
     assert result["slope_coverage"] >= 0.9, result
 
 
+@pytest.mark.slow
 def test_the_slope_interval_covers_the_truth_on_asymmetric_bowls() -> None:
     """The high side 4× steeper and diverging past it: divergence leaves one point above the optimum, so the
     asymmetry cannot be measured (two each side, a fit window's half-width out, are needed). The vertex is then
@@ -46,6 +48,7 @@ def test_the_slope_interval_covers_the_truth_on_asymmetric_bowls() -> None:
     assert result["slope_coverage"] >= 0.9 and result["width_coverage"] >= 0.9, result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("asymmetry", [4.0, 0.27])
 def test_a_measured_asymmetry_unbiases_the_vertex(asymmetry: float) -> None:
     """Without divergence the two-sided parabola measures the asymmetry and the per-width intervals hold."""
@@ -53,28 +56,32 @@ def test_a_measured_asymmetry_unbiases_the_vertex(asymmetry: float) -> None:
     assert result["width_coverage"] >= 0.9 and result["slope_coverage"] >= 0.9, result
 
 
+@pytest.mark.slow
 def test_a_flat_truth_transfers() -> None:
     assert coverage(Truth(curvature=0.2, noise=0.02), PROBES, SIMS)["transfers"] >= 0.8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("curvature", [0.2, 0.05])
 def test_a_drift_of_half_an_octave_almost_never_transfers(curvature: float) -> None:
     result = coverage(Truth(slope=-0.5, curvature=curvature, noise=0.04), PROBES, SIMS)
     assert result["transfers"] <= 0.05, result
 
 
+@pytest.mark.slow
 def test_an_optimum_past_the_edge_never_transfers_without_extension() -> None:
     """True LR* 2^-9.5 … 2^-10.5 with the grid starting at 2^-8 and no extension: every width is censored."""
     result = coverage(Truth(x0=-9.5, slope=-0.5), Design(extend=False), SIMS)
     assert result["transfers"] == 0.0 and result["inconclusive"] == 1.0
 
 
+@pytest.mark.slow
 def test_the_extension_brackets_an_optimum_past_the_edge() -> None:
     result = coverage(Truth(x0=-9.5, slope=-0.5), PROBES, SIMS)
     assert result["drifts"] >= 0.95 and result["slope_coverage"] >= 0.9, result
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("noise", [0.005, 0.01, 0.02, 0.04])
 @pytest.mark.parametrize("design", [PROBES, THREE_SEEDS, QUARTER, Design(step=0.25, seeds=3, noise_seeds=0)],
                          ids=["probes", "3seeds", "quarter", "quarter-3seeds"])
@@ -84,6 +91,7 @@ def test_coverage_table_at_curvature_0_2(noise: float, design: Design) -> None:
     assert result["transfers"] >= 0.8, result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slope", [0.0, -0.5])
 def test_the_predicted_range_at_4096_holds_the_truth(slope: float) -> None:
     """From widths 32–256 to 4096: the plain η* range (slope 0) and the drift-corrected one (slope −0.5)."""
@@ -95,6 +103,7 @@ AXES_POINTS = [{"width": 32, "depth": 2, "steps": 150}, {"width": 64, "depth": 2
                {"width": 32, "depth": 2, "steps": 300}]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", [0.005, 0.02])
 def test_the_law_covers_every_slope_and_its_prediction_far_from_the_points(noise: float) -> None:
     """sweeps/axes.yaml's design (widths 32–128, depths 2–4, steps 150–300, one axis at a time), a truth with a
@@ -141,17 +150,19 @@ def check_real_targets(slope: float, r: dict[str, float], sims: int) -> None:
         assert r["drifts"] >= 0.9 - 2 * (0.09 / sims) ** 0.5, r
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slope", [0.0, -0.2, 0.35, -0.5, -1.0])
 def test_real_curve_targets(slope: float) -> None:
     check_real_targets(slope, real_rates(slope, QUICK), QUICK)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("slope", [0.0, 0.1, -0.1, 0.2, -0.2, 0.35, -0.35, 0.5, -0.5, -1.0])
 def test_real_curve_targets_over_the_whole_grid(slope: float) -> None:
     check_real_targets(slope, real_rates(slope, FULL), FULL)
 
 
+@pytest.mark.slow
 def test_seeds_that_share_batches_keep_the_centre_covered() -> None:
     """Each seed's optimum shift 80 % common to every width (its batches): the line's centre moves with the seeds'
     common part, which no width's spread shows; the estimated correlation carries it into the centre's error

@@ -1,6 +1,6 @@
 """The simulator's departures from the ideal bowl (``Truth``'s real-curve fields, ``simulation.calibration``): each one
 moves what it should, measured on the simulator's own draws (fixed seeds), and with every one off the draws are
-the ideal simulator's. ``python -m pytest -m slow`` adds the ideal baseline of ``scripts/bench_coverage.py
+the ideal simulator's. ``python -m pytest -m long`` adds the ideal baseline of ``scripts/bench_coverage.py
 --real``'s designs."""
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def test_the_summarised_law_is_the_law_coverage_checks() -> None:
     assert real["fitted"] == ideal["fitted"] == 1.0 and 0.0 < real["point_coverage"] <= 1.0
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("low, high", [(-8, -1), (-13, -5)], ids=["mup_muon", "sp_adamw"])
 def test_the_real_tables_ideal_rows_cover(low: float, high: float) -> None:
     """The baseline ``bench_coverage.py --real`` sets the real curves beside: the ideal simulator on the default

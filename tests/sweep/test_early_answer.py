@@ -131,7 +131,7 @@ def _values(run: Path) -> pd.DataFrame:
                                                                         "val_loss"]].reset_index(drop=True)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_the_order_changes_when_trials_train_not_what_they_are(runner: CliRunner, tmp_path: Path, text_file: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Trained in the new order, or begun in the old order and resumed in the new, a sweep holds the same trials

@@ -5,7 +5,6 @@ an unmapped state column draw one warning each."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 

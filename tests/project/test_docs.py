@@ -4,7 +4,6 @@ README's error example is what the tool prints, and the README stays short."""
 from __future__ import annotations
 
 import math
-import os
 import re
 import shlex
 import tomllib

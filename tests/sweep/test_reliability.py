@@ -94,27 +94,31 @@ def test_killed_worker_trial_is_finished_by_the_other(pg_url: str, tmp_path: Pat
                               stderr=subprocess.DEVNULL)
     storage = open_storage(pg_url, tmp_path)
 
-    def claimed_by(pid: int, states: tuple[TrialState, ...]) -> bool:
-        return any(t.state in states and t.user_attrs.get("pid") == pid
-                   for name in prefixed_studies(storage, study)
-                   for t in optuna.load_study(study_name=name, storage=storage).get_trials())
+    def claimed_by(pid: int, states: tuple[TrialState, ...]) -> list[tuple[str, int]]:
+        return [(name, t.number) for name in prefixed_studies(storage, study)
+                for t in optuna.load_study(study_name=name, storage=storage).get_trials()
+                if t.state in states and t.user_attrs.get("pid") == pid]
 
     wait_for(lambda: claimed_by(victim.pid, (TrialState.RUNNING,)), 120, "the first worker to start a trial")
     survivor = subprocess.Popen([*command, "--out", str(tmp_path / "b")], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
     wait_for(lambda: claimed_by(survivor.pid, tuple(TrialState)), 120, "the second worker to claim a trial")
+    # Kill the first worker while it holds a trial: between two trials it would hold none.
+    wait_for(lambda: claimed_by(victim.pid, (TrialState.RUNNING,)), 120, "the first worker to hold a trial")
     victim.kill()
     victim.wait()
+    orphaned = claimed_by(victim.pid, (TrialState.RUNNING,))
+    assert orphaned, "the first worker died holding no trial; the test needs it to hold one"
     _, err = survivor.communicate(timeout=600)
     assert survivor.returncode == 0, err[-2000:]
     done = completed(pg_url, tmp_path, study)
     assert fault_tally(GRID, finished_points(done), [err]) == no_loss(GRID)
     points = set(finished_points(done))
-    failed = [t for name in prefixed_studies(storage, study)
-              for t in optuna.load_study(study_name=name, storage=storage).get_trials()
-              if t.state == TrialState.FAIL and t.user_attrs.get("pid") == victim.pid]
-    assert failed, "the killed trial should be marked failed"
-    assert {(t.user_attrs["width"], t.params["log2_lr"]) for t in failed} <= points
+    trials = {(name, t.number): t for name in prefixed_studies(storage, study)
+              for t in optuna.load_study(study_name=name, storage=storage).get_trials()}
+    assert [trials[key].state for key in orphaned] == [TrialState.FAIL] * len(orphaned), \
+        "the killed worker's trial should be marked failed"
+    assert {(trials[key].user_attrs["width"], trials[key].params["log2_lr"]) for key in orphaned} <= points
 
 
 @pytest.mark.slow

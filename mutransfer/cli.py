@@ -115,6 +115,10 @@ class _SweepCommand(TyperCommand):
         super().format_help(ctx, formatter)
 
 
+LOG = typer.Option(None, "--log", help="Log each trial as a run to a tracker: mlflow or wandb (the extra "
+                   "mutransfer[mlflow] or mutransfer[wandb]); a spec's log: section sets its URI or project.")
+
+
 @app.command(cls=_SweepCommand)
 def sweep(
     spec: Optional[str] = typer.Argument(None, help="Sweep spec: a YAML path or a shipped name."),
@@ -135,12 +139,13 @@ def sweep(
     effect_margin: str = EFFECT_MARGIN,
     retry_failed: bool = typer.Option(False, "--retry-failed", help="On resume, train the failed trials' points "
                                       "again (without it a failed point stays failed)."),
+    log: Optional[str] = LOG,
 ) -> None:
     """Run an Optuna learning-rate sweep at several widths; write trials.csv, curves.csv, summary.json, plots."""
     from .commands import sweep as command
 
     _guarded(lambda: command.run(spec, overrides or [], out, storage, study, workers, threads, dry_run, heartbeat,
-                                 batch_tolerance, effect_margin, retry_failed))
+                                 batch_tolerance, effect_margin, retry_failed, log))
 
 
 @app.command()
@@ -162,8 +167,10 @@ def import_(
     source: Optional[Path] = typer.Argument(None, help="The table: CSV/TSV (also .gz), JSON lines or Parquet; "
                                             "or none with --storage and --study."),
     out: Path = typer.Option(..., "--out", help="Run directory to write (never a sweep's)."),
-    lr: str = typer.Option(..., "--lr", help="The column holding each run's learning rate."),
-    loss: str = typer.Option(..., "--loss", help="The column holding each run's final loss (e.g. 'val/loss')."),
+    lr: Optional[str] = typer.Option(None, "--lr", help="The column holding each run's learning rate (an experiment "
+                                     "a sweep logged: lr)."),
+    loss: Optional[str] = typer.Option(None, "--loss", help="The column holding each run's final loss (e.g. "
+                                       "'val/loss'; an experiment a sweep logged: loss)."),
     axis: List[str] = typer.Option([], "--axis", help="NAME[=COLUMN], repeatable: an axis of the analysis (width, "
                                    "depth, steps, batch, tokens or any name, e.g. params=n_params)."),
     seed: Optional[str] = typer.Option(None, "--seed", help="The column telling seeds apart (none: one run per "
@@ -185,13 +192,19 @@ def import_(
                                           "URL) to import a study from."),
     study: Optional[str] = typer.Option(None, "--study", help="The Optuna study's name (with --storage)."),
     force: bool = typer.Option(False, "--force", help="Replace a different import already in --out."),
+    mlflow: Optional[str] = typer.Option(None, "--mlflow", help="An MLflow tracking URI to import an experiment's "
+                                         "runs from (with --experiment)."),
+    experiment: Optional[str] = typer.Option(None, "--experiment", help="The MLflow experiment's name (with "
+                                             "--mlflow)."),
+    wandb: Optional[Path] = typer.Option(None, "--wandb", help="A wandb/ folder of runs written offline "
+                                         "(WANDB_MODE=offline) to import."),
 ) -> None:
-    """Turn a table of finished runs (W&B/MLflow exports, an Optuna study, a paper's table) into a run directory:
-    trials.csv, config.yaml, summary.json and the figures, on any numeric axes."""
+    """Turn a table of finished runs (W&B/MLflow exports, an Optuna study, an MLflow experiment, a paper's table)
+    into a run directory: trials.csv, config.yaml, summary.json and the figures, on any numeric axes."""
     from .commands import import_runs as command
 
     _guarded(lambda: command.run(source, out, lr, loss, axis, seed, setup, status, where, diverged_above,
-                                 duplicates, step, lr_range, storage, study, force))
+                                 duplicates, step, lr_range, storage, study, force, mlflow, experiment, wandb))
 
 
 @app.command()
@@ -300,6 +313,7 @@ def verify(
     tokens: Optional[str] = typer.Option(None, "--tokens", help="Target token budget, as transfer takes it."),
     overrides: Optional[List[str]] = typer.Argument(None, help="Plain key=value overrides, e.g. train.device=cpu"),
     partial: bool = PARTIAL,
+    log: Optional[str] = LOG,
 ) -> None:
     """Measure LR* at width N (depth L, batch B, horizon S or budget D) around the predicted η*; report the
     prediction's error and the loss regret."""
@@ -307,7 +321,7 @@ def verify(
 
     _guarded(lambda: command.run(width, source, setup, span, step, tolerance, strict, correct_drift, factors, storage,
                                  workers, threads, dry_run, overrides or [], depth, steps, batch_size, tokens,
-                                 partial))
+                                 partial, log))
 
 
 @app.command("coord-check")

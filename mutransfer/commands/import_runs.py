@@ -13,26 +13,29 @@ if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --hel
 __all__ = ["run", "report_lines", "warning_lines"]
 
 
-def run(source: Optional[Path], out: Path, lr: str, loss: str, axes: Sequence[str], seed: Optional[str],
-        setup: Optional[str], status: Optional[str], where: Sequence[str], diverged_above: Optional[str],
-        duplicates: str, step: Optional[str], lr_range: Optional[str], storage: Optional[str], study: Optional[str],
-        force: bool) -> None:
+def run(source: Optional[Path], out: Path, lr: Optional[str], loss: Optional[str], axes: Sequence[str],
+        seed: Optional[str], setup: Optional[str], status: Optional[str], where: Sequence[str],
+        diverged_above: Optional[str], duplicates: str, step: Optional[str], lr_range: Optional[str],
+        storage: Optional[str], study: Optional[str], force: bool, mlflow: Optional[str] = None,
+        experiment: Optional[str] = None, wandb: Optional[Path] = None) -> None:
     from ..errors import UserError
-    from ..importing.mapping import (DUPLICATE_RULES, ImportMapping, check_axes, parse_axis, parse_lr_range,
-                                     parse_step, parse_where)
-    from ..importing.run import import_runs
+    from ..importing.mapping import (DUPLICATE_RULES, ImportMapping, parse_axis, parse_lr_range, parse_step,
+                                     parse_where)
+    from ..importing.run import MlflowSource, import_runs
     from .common import console, positive_number
     from .display import answer_lines, batch_table, summary_tables
 
     if duplicates not in DUPLICATE_RULES:
         raise UserError(f"--duplicates {duplicates} is not one of {', '.join(DUPLICATE_RULES)}",
                         "use --duplicates mean or --duplicates first")
-    mapping = ImportMapping(lr=lr, loss=loss, axes=check_axes([parse_axis(a) for a in axes]), seed=seed, setup=setup,
+    mapping = ImportMapping(lr=lr or "", loss=loss or "", axes=tuple(parse_axis(a) for a in axes), seed=seed,
+                            setup=setup,
                             status=status, where=tuple(parse_where(w) for w in where),
                             diverged_above=(positive_number("--diverged-above", diverged_above, "10")
                                             if diverged_above is not None else None),
                             duplicates=duplicates, step=parse_step(step), lr_range=parse_lr_range(lr_range))
-    result = import_runs(source, storage, study, mapping, out, force)
+    result = import_runs(source, storage, study, mapping, out, force, mlflow=MlflowSource.of(mlflow, experiment),
+                         wandb=wandb)
     for line in warning_lines(result):
         print(line, file=sys.stderr)
     screen = console()

@@ -25,10 +25,13 @@ if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key an
     from ..sweep.plan.sweep_plan import SweepPlan
     from ..sweep.spec.sweep_spec import SweepSpec
     from ..sweep.run.worker import SweepOptions
+    from ..tracking.session import SweepTracking
+    from ..tracking.spec import TrackerSpec
     from .display import SweepDisplay, TrialLog
 
 __all__ = ["run", "split_spec", "resolve_workers", "up_to_date_summary", "finalize", "next_step", "corpus_lines",
-           "resume_command", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "interrupt_code", "DEFAULT_SPEC"]
+           "resume_command", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "interrupt_code", "DEFAULT_SPEC", "start_tracking",
+           "finish_tracking"]
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -138,9 +141,10 @@ def resume_command(spec_name: str, overrides: Sequence[str], run_dir: Path, stor
 def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], storage: Optional[str],
         study: Optional[str], workers_text: str, threads: int, dry_run: bool, heartbeat: int = 10,
         tolerance_text: str = option_text(BATCH_TOLERANCE), margin_text: str = option_text(EFFECT_MARGIN),
-        retry_failed: bool = False) -> int:
+        retry_failed: bool = False, log: Optional[str] = None) -> int:
     """The sweep command; returns the exit code (130 after Ctrl-C, with the tables written; 1 when the same failure
-    repeated or every trial failed). ``retry_failed``: train the failed trials' points again."""
+    repeated or every trial failed). ``retry_failed``: train the failed trials' points again; ``log``: the tracker
+    (``--log``) over the spec's ``log:`` section."""
     from ..files import SUMMARY_FILE
     from ..sweep.plan.sweep_plan import SweepPlan
     from ..sweep.spec.sweep_spec import load_spec
@@ -149,6 +153,9 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
 
     name, overrides = split_spec(spec_name, words)
     spec = load_spec(name, overrides)
+    from ..tracking.spec import tracker_spec
+
+    tracker = tracker_spec(log, spec.log)
     th = dataclasses.replace(batch_tolerance(tolerance_text), effect_margin=effect_margin(margin_text))
     workers, threads = resolve_workers(workers_text, threads)
     if heartbeat < 1:
@@ -167,7 +174,8 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
     plan = SweepPlan.of(spec)
     if spec.trainer is None:  # a trainer's command reads its own data: nothing here to load
         check_trials(spec, compose_trials(plan))
-    how = _Execution(run_dir, storage, study, workers, threads, dry_run, heartbeat, th, retry_failed)
+    how = _Execution(run_dir, storage, study, workers, threads, dry_run, heartbeat, th, retry_failed,
+                     tracker.named(study or spec.name) if tracker is not None else None)
     return _start(screen, plan, name, overrides, configs, record, how)
 
 
@@ -184,6 +192,7 @@ class _Execution:
     heartbeat: int
     th: Thresholds
     retry_failed: bool = False
+    tracker: Optional[TrackerSpec] = None
 
 
 def _start(screen: Console, plan: SweepPlan, name: str, overrides: list[str], configs: dict[str, dict[str, Any]],
@@ -225,7 +234,7 @@ def _start(screen: Console, plan: SweepPlan, name: str, overrides: list[str], co
                  f"batch_trials={spec.batch_trials} · {run_dir}", soft_wrap=True)
     for line in corpus_lines(configs) if spec.trainer is None else []:
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
-    return _execute(screen, plan, opts, how.th, resume_command(name, overrides, run_dir, how.storage))
+    return _execute(screen, plan, opts, how.th, resume_command(name, overrides, run_dir, how.storage), how.tracker)
 
 
 def corpus_lines(configs: dict[str, dict[str, Any]]) -> list[str]:
@@ -248,8 +257,9 @@ class _Progress:
     how many trials were done before once this run finishes one more; writes each new provisional answer to the
     run directory (trials.csv, curves.csv, and summary.json marked ``provisional``)."""
 
-    def __init__(self, screen: Console, display: SweepDisplay | TrialLog, run_dir: Path) -> None:
-        self.screen, self.display, self.run_dir = screen, display, run_dir
+    def __init__(self, screen: Console, display: SweepDisplay | TrialLog, run_dir: Path,
+                 tracking: Optional[SweepTracking] = None) -> None:
+        self.screen, self.display, self.run_dir, self.tracking = screen, display, run_dir, tracking
         self.first: Optional[Snapshot] = None
         self.last: Optional[Snapshot] = None
 
@@ -264,6 +274,10 @@ class _Progress:
 
             write_tables(self.run_dir, snap.provisional.trials, snap.provisional.curves)
             write_json(self.run_dir / SUMMARY_FILE, snap.provisional.summary.to_json())
+            if self.tracking is not None:
+                from ..tracking.answer import sweep_answer
+
+                self.tracking.answer(sweep_answer(snap.provisional.summary, snap.done, [self.run_dir / SUMMARY_FILE]))
         self.display.update(snap)
 
     def nothing_new(self) -> bool:
@@ -271,17 +285,50 @@ class _Progress:
         return self.first is not None and self.last is not None and self.first.done == self.last.done > 0
 
 
-def _execute(screen: Console, plan: SweepPlan, opts: SweepOptions, th: Thresholds, resume: str = "") -> int:
+def start_tracking(tracker: Optional[TrackerSpec], plan: SweepPlan, opts: SweepOptions
+                   ) -> tuple[Optional[SweepTracking], SweepOptions]:
+    """The sweep's tracker parent (``--log``), and the options that hand it to the workers; (None, ``opts``)
+    without a tracker or when it cannot be used (warned once)."""
+    if tracker is None:
+        return None, opts
+    from ..sweep.store.storage import open_storage
+    from ..sweep.store.studies import load_study
+    from ..tracking.session import SweepTracking
+
+    study = load_study(open_storage(opts.storage, opts.run_dir, opts.heartbeat), plan.studies[0], opts.prefix)
+    fingerprint = str((opts.record or {}).get("fingerprint") or "")
+    tracking = SweepTracking.start(tracker, opts.run_dir, opts.prefix, study, fingerprint)
+    return tracking, (dataclasses.replace(opts, tracker=tracking.handle) if tracking is not None else opts)
+
+
+def finish_tracking(tracking: Optional[SweepTracking], summary: Summary, run_dir: Path, files: Sequence[str]) -> None:
+    """The final answer on the parent with the run directory's ``files`` that exist (and its figures); the
+    tracker closed."""
+    if tracking is None:
+        return
+    from ..tracking.answer import sweep_answer
+
+    status = summary.status or {}
+    attached = [run_dir / name for name in files if (run_dir / name).is_file()]
+    attached += sorted(path for path in run_dir.glob("*.png"))
+    tracking.answer(sweep_answer(summary, int(status.get("done") or 0), attached, final=status.get("complete") is True))
+    tracking.close()
+
+
+def _execute(screen: Console, plan: SweepPlan, opts: SweepOptions, th: Thresholds, resume: str = "",
+             tracker: Optional[TrackerSpec] = None) -> int:
     """Run the workers under a live display on a terminal, one line per finished trial otherwise; then write
-    the outputs. Ctrl-C, and the same failure repeated (``trainer.max_failures``), still write them."""
+    the outputs (and log the answer to the tracker). Ctrl-C, and the same failure repeated
+    (``trainer.max_failures``), still write them."""
     from ..sweep.interrupts import Interrupts
     from ..sweep.run.repeats import RepeatedFailure
     from ..sweep.run.runner import run_sweep
     from .display import progress_view
 
     spec = plan.spec
+    tracking, opts = start_tracking(tracker, plan, opts)
     display, live = progress_view(screen, plan, opts.workers)
-    progress = _Progress(screen, display, opts.run_dir)
+    progress = _Progress(screen, display, opts.run_dir, tracking)
     interrupted = 0
     stopped = ""
     try:
@@ -297,8 +344,11 @@ def _execute(screen: Console, plan: SweepPlan, opts: SweepOptions, th: Threshold
         screen.print(f"sweep {spec.name}: {progress.last.done}/{progress.last.total} trials already done; "
                      "rewriting the tables")
     screen.print()
-    return _report(screen, spec, finalize(plan, opts.run_dir, opts.storage, opts.prefix, th, resume), opts.run_dir,
-                   interrupted, stopped)
+    summary = finalize(plan, opts.run_dir, opts.storage, opts.prefix, th, resume)
+    from ..files import SUMMARY_FILE, TRIALS_FILE
+
+    finish_tracking(tracking, summary, opts.run_dir, [SUMMARY_FILE, TRIALS_FILE])
+    return _report(screen, spec, summary, opts.run_dir, interrupted, stopped)
 
 
 def _report(screen: Console, spec: SweepSpec, summary: Summary, run_dir: Path, interrupted: int,

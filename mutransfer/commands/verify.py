@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --hel
     from ..sweep.store.completion import SweepStatus
     from ..sweep.plan.sweep_plan import SweepPlan
     from ..sweep.spec.sweep_spec import SweepSpec
+    from ..tracking.session import SweepTracking
+    from ..tracking.spec import TrackerSpec
     from ..transfer.verify import Verification
 
 __all__ = ["run", "EXIT_MISSED"]
@@ -29,7 +31,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
         tolerance_text: str, strict: bool, correct_drift: bool, factors_text: Optional[str], storage: Optional[str],
         workers_text: str, threads: int, dry_run: bool, overrides: Sequence[str], depth_text: Optional[str] = None,
         steps_text: Optional[str] = None, batch_text: Optional[str] = None, tokens_text: Optional[str] = None,
-        partial: bool = False) -> int:
+        partial: bool = False, log: Optional[str] = None) -> int:
     from ..errors import UserError
     from ..transfer.verify import parse_factors, parse_widths
     from .common import positive_integer, positive_number
@@ -50,6 +52,10 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     if bad is not None:
         raise UserError(f"override '{bad}' is not key=value", "e.g. mutransfer verify --width 512 train.device=cpu")
     run_dir = run_source(source)
+    from ..tracking.session import recorded_tracker
+    from ..tracking.spec import tracker_spec
+
+    tracker = tracker_spec(log, recorded_tracker(run_dir, log.strip().lower()) if log else None)
 
     from ..analysis.run_files import declared_axes
     from ..transfer.verify import Verification, VerifyRequest, parse_setups
@@ -84,8 +90,16 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
         for plan, trees in zip(plans, configs):
             screen.print(_dry_run_estimate(verification, plan, trees, workers, threads))
         return 0
-    rows, interrupted = _execute(screen, verification, plans, storage, workers, threads)
+    tracker = tracker.named(verification.prefix) if tracker is not None and not tracker.experiment else tracker
+    tracking, rows, interrupted = _execute(screen, verification, plans, storage, workers, threads, tracker)
     document = _finish(screen, verification, rows, unfinished)
+    if tracking is not None:
+        from ..files import VERIFY_FILE, VERIFY_PLOT, VERIFY_REPORT
+        from ..tracking.answer import verify_answer
+
+        run_dir = verification.run_dir
+        tracking.answer(verify_answer(document, [run_dir / name for name in (VERIFY_REPORT, VERIFY_FILE, VERIFY_PLOT)]))
+        tracking.close()
     if interrupted:
         return interrupted
     return EXIT_MISSED if strict and not document["passed"] else 0
@@ -154,9 +168,10 @@ def _outputs_line(verification: Verification, dry_run: bool) -> str:
 
 
 def _execute(screen: Console, verification: Verification, plans: Sequence[SweepPlan], storage: Optional[str],
-             workers: int, threads: int) -> tuple[pd.DataFrame, int]:
-    """Train every target's points (resuming what the storage holds) and collect the rows; the exit code of an
-    interruption (0 when none)."""
+             workers: int, threads: int, tracker: Optional[TrackerSpec] = None
+             ) -> tuple[Optional[SweepTracking], pd.DataFrame, int]:
+    """Train every target's points (resuming what the storage holds) and collect the rows; the tracker's parent
+    (``--log``) and the exit code of an interruption (0 when none)."""
     import pandas as pd
 
     from ..sweep.interrupts import Interrupts
@@ -165,12 +180,13 @@ def _execute(screen: Console, verification: Verification, plans: Sequence[SweepP
     from ..sweep.store.tables import collect
     from ..sweep.run.worker import SweepOptions
     from .display import progress_view
-    from .sweep import interrupt_code
+    from .sweep import interrupt_code, start_tracking
 
     run_dir = verification.run_dir
     opts = SweepOptions(run_dir=run_dir, storage=storage, prefix=verification.prefix, workers=workers,
                         threads=threads)
     store = open_storage(storage, run_dir)
+    tracking, opts = start_tracking(tracker, plans[0], opts)
     interrupted = 0
     try:
         with Interrupts().catching():
@@ -182,7 +198,7 @@ def _execute(screen: Console, verification: Verification, plans: Sequence[SweepP
         interrupted = interrupt_code(exc)
         screen.print("[yellow]interrupted:[/] running trials are marked failed and re-run when verify runs again")
     tables = [collect(plan, store, verification.prefix)[0] for plan in plans]
-    return pd.concat(tables, ignore_index=True), interrupted
+    return tracking, pd.concat(tables, ignore_index=True), interrupted
 
 
 def _finish(screen: Console, verification: Verification, rows: pd.DataFrame,

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..errors import UserError
 
 __all__ = ["AxisColumn", "RowFilter", "ImportMapping", "DUPLICATE_RULES", "parse_axis", "parse_where", "parse_lr_range",
-           "parse_step", "check_axes", "OPERATORS"]
+           "parse_step", "check_axes", "check_mapping", "OPERATORS"]
 
 DUPLICATE_RULES = ("refuse", "mean", "first")
 """What to do with rows that repeat a (setup, point, LR) with no seed column to tell them apart."""
@@ -126,6 +126,16 @@ def parse_step(text: Optional[str]) -> Optional[float]:
     if not (math.isfinite(step) and step > 0):
         raise UserError(f"--step '{text}' is not a positive number of octaves", "e.g. --step 0.5")
     return step
+
+
+def check_mapping(mapping: ImportMapping) -> ImportMapping:
+    """The mapping, refused when it names no learning-rate or loss column or no axis."""
+    for option, column, example in (("--lr", mapping.lr, "lr"), ("--loss", mapping.loss, "'val/loss'")):
+        if not column:
+            raise UserError(f"no {option} given", f"name the column holding each run's {option[2:]}, e.g. {option} "
+                            f"{example}")
+    check_axes(mapping.axes)
+    return mapping
 
 
 def check_axes(axes: Sequence[AxisColumn]) -> tuple[AxisColumn, ...]:

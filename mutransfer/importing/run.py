@@ -16,14 +16,33 @@ from ..analysis.result import Summary
 from ..analysis.run_files import spec_settings
 from ..analysis.summary import refuse_unfitted, summarize
 from ..analysis.thresholds import Thresholds
+from ..errors import UserError
 from ..files import CONFIG_FILE, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_write_text, dump_yaml, versioned, \
     write_json
 from .convert import Imported, to_trials
-from .mapping import ImportMapping
+from .mapping import ImportMapping, check_mapping
 from .record import PENDING, existing_import, import_record
 from .source import Source, read_source
 
-__all__ = ["ImportResult", "import_runs"]
+__all__ = ["ImportResult", "import_runs", "MlflowSource"]
+
+
+@dataclass(frozen=True)
+class MlflowSource:
+    """``--mlflow URI --experiment NAME``: an MLflow experiment to import."""
+
+    uri: str
+    experiment: str
+
+    @classmethod
+    def of(cls, uri: Optional[str], experiment: Optional[str]) -> Optional[MlflowSource]:
+        """Both options, or neither (None); one without the other is refused."""
+        if uri is None and experiment is None:
+            return None
+        if uri is None or experiment is None:
+            raise UserError("--mlflow and --experiment go together", "e.g. mutransfer import --mlflow "
+                            "http://127.0.0.1:5000 --experiment my_sweep --out runs/imported")
+        return cls(uri, experiment)
 
 
 @dataclass
@@ -38,17 +57,34 @@ class ImportResult:
 
 
 def import_runs(path: Optional[Path], storage: Optional[str], study: Optional[str], mapping: ImportMapping,
-                out: Path, force: bool = False, th: Thresholds = Thresholds(), draw: bool = True) -> ImportResult:
-    """Import the table at ``path`` (or the Optuna study) into ``out`` under ``mapping``; a table no setup of which
+                out: Path, force: bool = False, th: Thresholds = Thresholds(), draw: bool = True,
+                mlflow: Optional[MlflowSource] = None, wandb: Optional[Path] = None) -> ImportResult:
+    """Import the table at ``path`` (or the Optuna study, the MLflow experiment, W&B's offline runs in ``wandb``)
+    into ``out`` under ``mapping``
+    (an experiment a sweep logged maps itself where ``mapping`` leaves a column unset); a table no setup of which
     can be fitted is refused before anything is written."""
-    table, source = read_source(path, storage, study)
+    if sum(x is not None for x in (path, storage or study, mlflow, wandb)) > 1:
+        raise UserError("give one source: a table file, --storage and --study, --mlflow and --experiment, or "
+                        "--wandb", "drop the others")
+    if mlflow is not None or wandb is not None:
+        from .mlflow_source import logged_mapping, read_mlflow
+        from .wandb_source import read_wandb_offline
+
+        table, source, logged = (read_mlflow(mlflow.uri, mlflow.experiment) if mlflow is not None
+                                 else read_wandb_offline(wandb))  # type: ignore[arg-type]
+        mapping = logged_mapping(table, mapping) if logged else mapping
+    else:
+        table, source = read_source(path, storage, study)
+        logged = False
+    mapping = check_mapping(mapping)
     imported = to_trials(table, mapping)
     record = import_record(source, mapping, imported)
     if existing_import(out, record, force):
         return ImportResult(source, None, None, True, [])
     text = imported.trials.to_csv(index=False)
+    seeded = imported.seeds or logged  # a sweep's trials carry their seed even when each point has one
     summary = summarize(pd.read_csv(io.StringIO(text)), spec_settings(record["spec"]), th, imported.axes,
-                        not imported.seeds, Counter(str(p["setup"]) for p in imported.skipped_points))
+                        not seeded, Counter(str(p["setup"]) for p in imported.skipped_points))
     refuse_unfitted(summary)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / CONFIG_FILE, dump_yaml(versioned({**record, "fingerprint": PENDING})))

@@ -30,12 +30,13 @@ def test_layer_imports(module: str, forbidden: tuple[str, ...]) -> None:
 
 
 LAYERS = ("mutransfer", "words", "errors", "registry", "schema", "yamldoc", "precision", "files", "trial_io", "defaults", "fingerprint", "table",
-          "optim", "analysis", "model", "hf", "model_kinds", "train", "config_checks", "config", "sweep", "importing", "simulation", "transfer",
+          "optim", "analysis", "model", "hf", "model_kinds", "train", "config_checks", "config", "tracking", "sweep", "importing", "simulation", "transfer",
           "api", "trainer_api", "commands", "cli", "__main__")
 """The package's own units, bottom to top: each may import only the units before it (its own modules aside).
 ``mutransfer`` is the package's ``__init__`` (lazy exports only); ``hf`` sits above ``model`` (it plans a Hugging
 Face model with ``model.build``), ``model_kinds`` above both (it chooses among the kinds of model), so ``train``
-builds any model without importing ``hf``; ``config`` composes above ``train`` (it checks a run's budget)."""
+builds any model without importing ``hf``; ``config`` composes above ``train`` (it checks a run's budget); ``tracking``
+sits below ``sweep`` and ``importing``, which log to a tracker and read one back."""
 
 
 SKIPPED = {("train", "hf"): "training builds any model through ``model_kinds``, knowing no kind of model"}

@@ -5,7 +5,6 @@ the final table, and a sweep whose every trial failed naming the failure rather 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time

@@ -22,9 +22,10 @@ from .outcomes import TrialFailed
 from ..spec.sweep_spec import SweepSpec
 from ..spec.trainer import TrainerSpec, fill
 from ..plan.trial import axis_value
+from ...tracking.session import TrackerHandle
 
 if TYPE_CHECKING:  # the built-in trainer's module imports torch; a dry run that prints a command needs none
-    from .trainer import OnEval, TrialRun
+    from .trainer import OnEval, OnStep, TrialRun
 
 __all__ = ["CommandTrainer", "TrialFailed", "trial_values", "command_words", "child_environment", "SECRET_ENV"]
 
@@ -96,12 +97,34 @@ class CommandTrainer:
     reported into the record the built-in loop's trials get."""
 
     def __init__(self, spec: SweepSpec, run_dir: Path, prefix: str, threads: int = 0,
-                 devices: Optional[str] = None, storage: Optional[str] = None) -> None:
+                 devices: Optional[str] = None, storage: Optional[str] = None,
+                 tracker: Optional[TrackerHandle] = None) -> None:
         self.spec, self.run_dir, self.prefix = spec, run_dir, prefix
-        self.threads, self.devices, self.storage = threads, devices, storage
+        self.threads, self.devices, self.storage, self.tracker = threads, devices, storage, tracker
 
-    def fit(self, runs: list[TrialRun], on_eval: OnEval) -> list[TrainResult]:
-        return [self._run(run, lambda step, val, i=i: on_eval(i, step, val)) for i, run in enumerate(runs)]
+    def fit(self, runs: list[TrialRun], on_eval: OnEval, on_step: Optional[OnStep] = None) -> list[TrainResult]:
+        return [self._run(run, lambda step, val, i=i: on_eval(i, step, val),
+                          (lambda step, loss, i=i: on_step(i, step, loss)) if on_step else None)
+                for i, run in enumerate(runs)]
+
+    def tracker_env(self, run_id: Optional[str]) -> dict[str, str]:
+        """The trial's tracker run in the command's environment (``tracking.session.RUN_ID_ENV``). MLflow: also
+        ``MLFLOW_RUN_ID``, the tracking URI and the experiment, so ``mlflow.start_run()`` in the command logs into
+        that run. W&B: the sweep's group, project and entity, so the command's own ``wandb.init()`` joins the
+        group as a run of its own (two writers of one W&B run would collide)."""
+        if run_id is None or self.tracker is None:
+            return {}
+        from ...tracking.session import RUN_ID_ENV
+
+        spec = self.tracker.spec
+        env = {RUN_ID_ENV: run_id}
+        if spec.kind == "mlflow":
+            env.update({"MLFLOW_RUN_ID": run_id, "MLFLOW_EXPERIMENT_NAME": spec.experiment,
+                        **({"MLFLOW_TRACKING_URI": spec.uri} if spec.uri else {})})
+        else:
+            env.update({"WANDB_RUN_GROUP": self.tracker.parent, "WANDB_PROJECT": spec.experiment,
+                        **({"WANDB_ENTITY": spec.entity} if spec.entity else {})})
+        return env
 
     def _trial_dir(self, run: TrialRun) -> Path:
         folder = (self.run_dir / TRIALS_DIR / run.key.name(self.prefix) / f"trial-{run.number}").absolute()
@@ -121,19 +144,20 @@ class CommandTrainer:
         model_plan(cfg, vocab_size(cfg.data)).save(path)
         return path
 
-    def _run(self, run: TrialRun, on_eval: Any) -> TrainResult:
+    def _run(self, run: TrialRun, on_eval: Any, on_step: Any) -> TrainResult:
         trainer = self.spec.trainer_for(run.key.setup)
         folder = self._trial_dir(run)
         plan = self._plan(run.cfg, folder)
         values = trial_values(run.cfg, run.key.setup, folder, plan, self.devices or "", run.number)
         write_trial_values(folder, values)
         command = command_words(trainer, values)
-        env = child_environment(trainer, folder, self.threads, self.devices, self.storage)
+        env = {**child_environment(trainer, folder, self.threads, self.devices, self.storage),
+               **self.tracker_env(run.tracker_run)}
         failure = TrialFailed("")
         for _ in range(trainer.retries + 1):
             for stale in (folder / RESULT_FILE, folder / PROGRESS_FILE):
                 stale.unlink(missing_ok=True)
-            watcher = _ProgressWatcher(folder, on_eval, trainer.progress)
+            watcher = _ProgressWatcher(folder, on_eval, trainer.progress, on_step)
             ended, errors = run_child(command, trainer.shell, Path(trainer.cwd), env,
                                       (folder / STDOUT_LOG, folder / STDERR_LOG), trainer.timeout, watcher.poll)
             watcher.poll()
@@ -146,10 +170,11 @@ class CommandTrainer:
 
 class _ProgressWatcher:
     """Reads the evaluations a trainer appends to ``progress.jsonl`` while it runs and hands each new one to the
-    pruner; True from ``poll`` stops the child (a pruned trial)."""
+    pruner (and each training loss to ``on_step``, the tracker's curve); True from ``poll`` stops the child (a
+    pruned trial)."""
 
-    def __init__(self, folder: Path, on_eval: Any, reports: bool) -> None:
-        self.folder, self.on_eval, self.reports = folder, on_eval, reports
+    def __init__(self, folder: Path, on_eval: Any, reports: bool, on_step: Any = None) -> None:
+        self.folder, self.on_eval, self.reports, self.on_step = folder, on_eval, reports, on_step
         self.seen: list[dict[str, Any]] = []
         self.pruned = False
 
@@ -157,6 +182,9 @@ class _ProgressWatcher:
         rows = read_progress(self.folder)
         for row in rows[len(self.seen):]:
             self.seen.append(row)
+            train = row.get("train_loss")
+            if self.on_step is not None and isinstance(train, (int, float)) and isinstance(row["step"], (int, float)):
+                self.on_step(int(row["step"]), float(train))
             val = row.get("val_loss")
             if self.reports and isinstance(val, (int, float)) and not self.pruned:
                 self.pruned = bool(self.on_eval(int(row["step"]), float(val)))

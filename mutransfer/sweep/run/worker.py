@@ -37,7 +37,12 @@ from .stage_gate import STAGE_POLL
 from ..store.storage import open_storage
 from ..store.studies import StudyKey, enqueue_missing, finished_points, live_trials, load_study, seed_of
 from .trainer import InProcessTrainer, TrialRun, TrialTrainer
-from ..plan.trial import trial_config
+from ..plan.trial import Held, trial_config
+from ...schema import Config
+from ...tracking.records import TrialEnd
+from ...words import TrialStatus
+from .tracked import trial_end, trial_info
+from ...tracking.session import TrackerHandle, TrialTracking
 
 __all__ = ["SweepOptions", "Worker", "run_worker", "record_result", "CURVE_POINTS", "EventCallback"]
 
@@ -75,6 +80,8 @@ class SweepOptions:
     """A trainer command's GPUs (``CUDA_VISIBLE_DEVICES``), one group per worker; None: as the machine has them."""
     retry_failed: bool = False
     """Queue the failed trials' points again when the sweep starts (``--retry-failed``)."""
+    tracker: Optional[TrackerHandle] = None
+    """The tracker parent each trial's run is logged under (``--log``); None: no tracker."""
 
 
 class Worker:
@@ -91,12 +98,21 @@ class Worker:
         self.reaper = Reaper(self.storage)
         self.repeats = FailureWatch(plan, self.storage, opts.prefix)
         self.trainer = trainer or _trainer_for(self.spec, opts)
+        self.tracking: Optional[TrialTracking] = None
+        self.runs: dict[int, Optional[str]] = {}
+        """The tracker run of each trial training now, by Optuna number."""
+        if opts.tracker is not None:  # the tracker's library loads on the tracker's thread, in this worker only
+            self.tracking = TrialTracking(opts.tracker)
 
     def run(self) -> None:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
             warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
-            self._run()
+            try:
+                self._run()
+            finally:
+                if self.tracking is not None:
+                    self.tracking.close()
 
     def _run(self) -> None:
         while True:
@@ -205,6 +221,7 @@ class Worker:
                 self._train_group(study, key, group, pending)
         except (KeyboardInterrupt, RepeatedFailure):
             record_interrupted(study, pending.values())
+            self._track_end(list(pending), TrialEnd(status=str(TrialStatus.INTERRUPTED)))
             raise
         for _, x in claimed:
             self._event("end", key, x)
@@ -225,22 +242,28 @@ class Worker:
                                 ("lr", cfg.optimizer.lr), ("batch_trials", len(trials))):
                 trial.set_user_attr(name, value)
         prune = key.search.pruner != "none"
+        runs = self._track_start(study, key, claimed, cfgs, held)
 
         def on_eval(i: int, step: int, val: float) -> bool:
+            self._track_metrics(runs[i], step, "val_loss", val)
             try:
                 trials[i].report(val, step)
             except optuna.exceptions.UpdateFinishedTrialError:
                 return True  # declared dead during a storage outage: stop it, its point is trained again
             return prune and trials[i].should_prune()
 
+        def on_step(i: int, step: int, loss: float) -> None:
+            self._track_metrics(runs[i], step, "train_loss", loss)
+
         try:
             with Heartbeat(self.storage, [trial._trial_id for trial in trials]):
-                results = self.trainer.fit([TrialRun(key, trial.number, cfg) for trial, cfg in zip(trials, cfgs)],
-                                           on_eval)
+                results = self.trainer.fit([TrialRun(key, trial.number, cfg, run) for trial, cfg, run
+                                            in zip(trials, cfgs, runs)], on_eval, on_step)
         except TRAINING_ERRORS as exc:
             for trial in trials:
                 record_failure(study, trial, exc)
                 pending.pop(trial.number)
+            self._track_end([trial.number for trial in trials], TrialEnd(status=str(TrialStatus.FAILED)))
             self.repeats.check()
             return
         for trial, cfg, result in zip(trials, cfgs, results):
@@ -249,7 +272,30 @@ class Worker:
             except optuna.exceptions.UpdateFinishedTrialError:
                 print(f"warning: trial {trial.number} ({key.setup} {key.where()}) was declared dead while the storage "
                       "was unreachable; its point is trained again and this result is dropped", file=sys.stderr)
+                self._track_end([trial.number], TrialEnd(status=str(TrialStatus.INTERRUPTED)))
+            else:
+                self._track_end([trial.number], trial_end(result))
             pending.pop(trial.number)
+
+    def _track_start(self, study: optuna.Study, key: StudyKey, claimed: Claimed, cfgs: list[Config],
+                     held: Held) -> list[Optional[str]]:
+        """Each claimed trial's tracker run (None for each without a tracker)."""
+        if self.tracking is None:
+            return [None] * len(claimed)
+        for (trial, x), cfg in zip(claimed, cfgs):
+            self.runs[trial.number] = self.tracking.start(trial_info(key, study.study_name, trial.number, x,
+                                                                     seed_of(trial, key), cfg, held))
+        return [self.runs[trial.number] for trial, _ in claimed]
+
+    def _track_metrics(self, run: Optional[str], step: int, name: str, value: float) -> None:
+        if self.tracking is not None and run is not None:
+            self.tracking.metrics(run, step, {name: value})
+
+    def _track_end(self, numbers: list[int], end: TrialEnd) -> None:
+        """Tell the tracker how the trials ``numbers`` ended (their runs, once each)."""
+        if self.tracking is not None:
+            for number in numbers:
+                self.tracking.end(self.runs.pop(number, None), end)
 
 
 def _waiting(study: optuna.Study) -> int:
@@ -261,7 +307,8 @@ def _trainer_for(spec: SweepSpec, opts: SweepOptions) -> TrialTrainer:
     if spec.trainer is not None:
         from .command_trainer import CommandTrainer
 
-        return CommandTrainer(spec, opts.run_dir, opts.prefix, opts.threads, opts.devices, opts.storage)
+        return CommandTrainer(spec, opts.run_dir, opts.prefix, opts.threads, opts.devices, opts.storage,
+                              opts.tracker)
     return InProcessTrainer(spec, opts.run_dir)
 
 

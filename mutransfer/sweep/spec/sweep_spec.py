@@ -23,6 +23,7 @@ from .axes import (COMBINATIONS, FIRST_LOOK_WIDTHS, AxisValues, Point, axis_keys
 from .constants import ConstantsSpec, parse_constants
 from .overrides import SETUP_KEYS, apply_overrides, spec_keys
 from .trainer import TrainerSpec, check_trainer_spec, parse_trainer, trainer_from_dict
+from ...tracking.spec import TrackerSpec, parse_log_section
 
 __all__ = ["SearchSpec", "SetupSpec", "SweepSpec", "Point", "AxisValues", "spec_keys", "load_spec", "spec_from_dict", "spec_dir", "shipped_specs",
            "check_grid", "SAMPLERS", "PRUNERS", "SCALES", "COMBINATIONS", "MIN_GRID_POINTS", "MAX_GRID_POINTS"]
@@ -65,6 +66,9 @@ class SweepSpec:
     stop: bool = False
     """Stop a setup once its verdict is decided at a look (``sweep.run.stopping``); how a sweep runs, not what it
     computes: run again with ``stop=false`` it trains the rest of the design."""
+    log: Optional[TrackerSpec] = field(default=None, compare=False)
+    """The spec's ``log:`` section: the tracker its trials are logged to (``--log`` overrides it). How a sweep
+    runs, not what it computes: never part of the sweep's record."""
     source: str = field(default="", compare=False)
 
     @property
@@ -118,6 +122,7 @@ class SweepSpec:
         their defaults (``fingerprint.spec_later_keys``), so those sweeps keep their fingerprint."""
         data = dataclasses.asdict(self)
         data.pop("source")
+        data.pop("log")
         data.pop("values")
         data.update({axis.plural: self.listed(axis.name) for axis in TRANSFER_AXES})
         for part, owner in [(data, self), *zip(data["setups"], self.setups)]:
@@ -294,6 +299,7 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     if not isinstance(trunks, bool):
         raise UserError(f"trunks={trunks!r} is not true or false", "set trunks=true (the default) or trunks=false")
     stop = _stop(data.get("stop", False), data)
+    log = parse_log_section(data.get("log"))
     constants = parse_constants(data.get("constants"), int_list("widths", data["widths"], True),
                                 [s.key for s in base])
     values, hold = listed_axes(data)
@@ -312,7 +318,7 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
                      seeds=int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
                      trunks=trunks, hold=hold, axes=axes, source=source, trainer=trainer, stop=stop,
-                     constants=constants, values=AxisValues.of(values))
+                     constants=constants, values=AxisValues.of(values), log=log)
 
 
 def _constants_from_dict(data: Optional[dict[str, Any]]) -> Optional[ConstantsSpec]:

@@ -1,0 +1,155 @@
+"""A sweep logged to a real ``mlflow server`` on 127.0.0.1: killed with SIGKILL mid-sweep, resumed with two
+workers, and still one finished run per trial, one parent, and the same answer read back over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import mlflow
+import pytest
+
+from tracked_sweep import GRID, answer, write_tracked_spec
+
+
+CLI = [sys.executable, "-m", "mutransfer"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``mlflow server`` on a free port of 127.0.0.1 (a SQLite store, artifacts served from a folder), in a
+    process group of its own that is ended, all of it, afterwards."""
+    folder = tmp_path_factory.mktemp("mlflow-server")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = (folder / "server.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+                             "--workers", "1", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
+                             "--artifacts-destination", str(folder / "artifacts")],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=folder)
+    try:
+        wait_for(lambda: answers(url) or proc.poll() is not None, 120, "mlflow server to answer")
+        assert proc.poll() is None, (folder / "server.log").read_text()[-2000:]
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        wait_for(lambda: not group_alive(proc.pid), 20, "the server's processes to end")
+        log.close()
+
+
+def trial_runs(url: str, experiment: str) -> list["mlflow.entities.Run"]:
+    client = mlflow.tracking.MlflowClient(url)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return []
+    return [r for r in client.search_runs([found.experiment_id], max_results=1000)
+            if r.data.tags.get("mutransfer.kind") == "trial"]
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_with_two_workers_leaves_one_finished_run_per_trial(
+        server: str, tmp_path: Path, text_file: Path) -> None:
+    spec = write_tracked_spec(tmp_path, text_file, log={"tracker": "mlflow", "uri": server}, steps=150,
+                              name="killed")
+    run_dir = tmp_path / "run"
+    first = subprocess.Popen([*CLI, "sweep", str(spec), "--out", str(run_dir), "--threads", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def finished_and_one_running() -> bool:
+        runs = trial_runs(server, "killed")
+        return (sum(r.info.status == "FINISHED" for r in runs) >= 2
+                and any(r.info.status == "RUNNING" for r in runs))
+
+    wait_for(finished_and_one_running, 240, "two finished trials and one training")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    wait_for(lambda: not group_alive(first.pid), 20, "the killed sweep's processes to end")
+    orphaned = [r.info.run_id for r in trial_runs(server, "killed") if r.info.status == "RUNNING"]
+    assert orphaned, "the kill left a trial's run open"
+
+    resumed = subprocess.run([*CLI, "sweep", str(spec), "--out", str(run_dir), "--workers", "2", "--threads", "1"],
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "warning" not in resumed.stderr, resumed.stderr[-2000:]
+
+    runs = trial_runs(server, "killed")
+    finished = [r for r in runs if r.info.status == "FINISHED"]
+    keys = [r.data.tags["mutransfer.trial_key"] for r in finished]
+    assert len(finished) == GRID and len(set(keys)) == GRID, "one finished run per trial, none twice"
+    by_id = {r.info.run_id: r for r in runs}
+    for run_id in orphaned:
+        assert by_id[run_id].info.status == "KILLED"
+        retry = [r for r in finished if r.data.tags.get("mutransfer.retry_of") == run_id]
+        assert len(retry) == 1 and retry[0].data.tags["mutransfer.trial_key"] == \
+            by_id[run_id].data.tags["mutransfer.trial_key"]
+    parents = {r.data.tags["mlflow.parentRunId"] for r in runs}
+    assert parents == {json.loads((run_dir / "tracker.json").read_text())[0]["parent"]}
+
+    back = subprocess.run([*CLI, "import", "--mlflow", server, "--experiment", "killed", "--out",
+                           str(tmp_path / "back")], capture_output=True, text=True, timeout=300)
+    assert back.returncode == 0, back.stderr[-2000:]
+    assert answer(tmp_path / "back") == answer(run_dir)
+
+
+@pytest.mark.slow
+def test_two_machines_sharing_postgres_log_into_one_parent(server: str, pg_url: str, tmp_path: Path,
+                                                            text_file: Path) -> None:
+    spec = write_tracked_spec(tmp_path, text_file, log={"tracker": "mlflow", "uri": server}, name="shared")
+    study = f"s{os.getpid()}{int(time.time())}"
+    procs = [subprocess.Popen([*CLI, "sweep", str(spec), "--storage", pg_url, "--study", study, "--heartbeat", "1",
+                               "--threads", "1", "--out", str(tmp_path / f"machine{i}")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    errors = [proc.communicate(timeout=600)[1] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], [err[-2000:] for err in errors]
+    recorded = {json.loads((tmp_path / f"machine{i}" / "tracker.json").read_text())[0]["parent"] for i in range(2)}
+    client = mlflow.tracking.MlflowClient(server)
+    experiment = client.get_experiment_by_name(study)
+    parents = [r for r in client.search_runs([experiment.experiment_id], max_results=1000)
+               if r.data.tags.get("mutransfer.kind") == "sweep"]
+    assert len(recorded) == 1 and [r.info.run_id for r in parents] == list(recorded)
+    finished = [r for r in trial_runs(server, study) if r.info.status == "FINISHED"]
+    assert len(finished) == GRID and {r.data.tags["mlflow.parentRunId"] for r in finished} == recorded

@@ -8,6 +8,7 @@ import math
 import os
 import sys
 import sysconfig
+import time
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -120,6 +121,16 @@ def sweep_tables(runner: CliRunner, spec: Path, run: Path, axis: str) -> pd.Data
     assert result.exit_code == 0, result.output
     assert f"optimal learning rate per {axis}" in result.output
     return pd.read_csv(run / "trials.csv")
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str) -> None:
+    """Poll ``predicate`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def process_alive(pid: int) -> bool:

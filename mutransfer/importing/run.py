@@ -63,7 +63,8 @@ def import_runs(path: Optional[Path], storage: Optional[str], study: Optional[st
     into ``out`` under ``mapping``
     (an experiment a sweep logged maps itself where ``mapping`` leaves a column unset); a table no setup of which
     can be fitted is refused before anything is written."""
-    if sum(x is not None for x in (path, storage or study, mlflow, wandb)) > 1:
+    if (mlflow is not None or wandb is not None) and sum(x is not None for x in (path, storage or study, mlflow,
+                                                                                wandb)) > 1:
         raise UserError("give one source: a table file, --storage and --study, --mlflow and --experiment, or "
                         "--wandb", "drop the others")
     if mlflow is not None or wandb is not None:

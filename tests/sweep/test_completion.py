@@ -38,11 +38,11 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory, text_file: Path) -> tu
     fit = InProcessTrainer.fit
     calls = {"n": 0}
 
-    def fit_then_interrupt(self: InProcessTrainer, cfgs: list, on_eval: object) -> list:
+    def fit_then_interrupt(self: InProcessTrainer, cfgs: list, on_eval: object, on_step: object = None) -> list:
         calls["n"] += 1
         if calls["n"] > TRAINED_BEFORE_CTRL_C:
             raise KeyboardInterrupt
-        return fit(self, cfgs, on_eval)
+        return fit(self, cfgs, on_eval, on_step)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(InProcessTrainer, "fit", fit_then_interrupt)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ from mutransfer.simulation.simulate import Design
 from mutransfer.sweep.run.runner import Snapshot, run_sweep
 from mutransfer.sweep.spec.sweep_spec import load_spec
 from mutransfer.sweep.plan.sweep_plan import FINE, SweepPlan, Tier
-from mutransfer.sweep.run.trainer import InProcessTrainer, OnEval, TrialRun
+from mutransfer.sweep.run.trainer import InProcessTrainer, OnEval, OnStep, TrialRun
 from mutransfer.sweep.run.worker import SweepOptions
 from mutransfer.train.result import TrainResult
 
@@ -62,7 +63,7 @@ class BowlTrainer:
         self.drift = drift
         self.calls: list[tuple[str, int, int, float]] = []
 
-    def fit(self, runs: list[TrialRun], on_eval: OnEval) -> list[TrainResult]:
+    def fit(self, runs: list[TrialRun], on_eval: OnEval, on_step: Optional[OnStep] = None) -> list[TrainResult]:
         out = []
         for run in runs:
             key, cfg = run.key, run.cfg

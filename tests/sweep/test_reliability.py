@@ -15,7 +15,7 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from conftest import FaultTally, no_loss
+from conftest import FaultTally, no_loss, wait_for
 from mutransfer.sweep.store.storage import open_storage
 from mutransfer.sweep.store.studies import prefixed_studies
 
@@ -43,15 +43,6 @@ def completed(storage_url: str | None, run_dir: Path, prefix: str) -> list[optun
     return [t for name in prefixed_studies(storage, prefix)
             for t in optuna.load_study(study_name=name, storage=storage).get_trials()
             if t.state == TrialState.COMPLETE]
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def finished_points(trials: list[optuna.trial.FrozenTrial]) -> list[tuple[int, float]]:

@@ -6,44 +6,20 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Iterator
 
 import mlflow
 import pytest
 
+from conftest import load_script, wait_for
 from tracked_sweep import GRID, answer, write_tracked_spec
 
 
 CLI = [sys.executable, "-m", "mutransfer"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def group_alive(pgid: int) -> bool:
@@ -56,29 +32,16 @@ def group_alive(pgid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``mlflow server`` on a free port of 127.0.0.1 (a SQLite store, artifacts served from a folder), in a
-    process group of its own that is ended, all of it, afterwards."""
-    folder = tmp_path_factory.mktemp("mlflow-server")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = (folder / "server.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-                             "--workers", "1", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
-                             "--artifacts-destination", str(folder / "artifacts")],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=folder)
+    """``mlflow server`` on a free port of 127.0.0.1 (a SQLite store, artifacts served from a folder), as
+    ``scripts/mlflow_screenshot.py`` starts it, in a process group of its own that is ended, all of it,
+    afterwards."""
+    script = load_script("mlflow_screenshot")
+    proc, url = script.start_server(tmp_path_factory.mktemp("mlflow-server"))
     try:
-        wait_for(lambda: answers(url) or proc.poll() is not None, 120, "mlflow server to answer")
-        assert proc.poll() is None, (folder / "server.log").read_text()[-2000:]
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        script.stop_server(proc)
         wait_for(lambda: not group_alive(proc.pid), 20, "the server's processes to end")
-        log.close()
 
 
 def trial_runs(url: str, experiment: str) -> list["mlflow.entities.Run"]:

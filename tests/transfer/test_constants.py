@@ -154,7 +154,7 @@ class SurfaceTrainer:
     def __init__(self) -> None:
         self.configs: list[tuple[int, str, float, str]] = []
 
-    def fit(self, runs: list, on_eval: object) -> list:
+    def fit(self, runs: list, on_eval: object, on_step: object = None) -> list:
         import math as m
         import zlib
 

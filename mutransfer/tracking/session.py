@@ -13,7 +13,7 @@ from typing import Any, Optional
 from .backend import TrackerBackend
 from .guard import GuardedTracker
 from .records import SweepAnswer, TrialEnd, TrialInfo
-from .spec import TrackerSpec
+from .spec import TRACKERS, TrackerSpec
 
 __all__ = ["TrackerHandle", "connect", "SweepTracking", "TrialTracking", "TRACKER_FILE",
            "PARENT_ATTR", "FLUSH_SECONDS", "RUN_ID_ENV", "recorded_tracker"]
@@ -122,9 +122,9 @@ class SweepTracking:
 class TrialTracking:
     """A worker's side: a run per trial, its curve sent in batches, its end."""
 
-    def __init__(self, handle: TrackerHandle, tracker: Optional[GuardedTracker] = None) -> None:
+    def __init__(self, handle: TrackerHandle) -> None:
         self.handle = handle
-        self.tracker = tracker or connect(handle.spec, handle.run_dir)
+        self.tracker = connect(handle.spec, handle.run_dir)
         self.pending: dict[str, list[tuple[int, dict[str, float]]]] = {}
         self.sent = time.monotonic()
 
@@ -163,10 +163,11 @@ class TrialTracking:
 
 
 def recorded_tracker(run_dir: Path, kind: Optional[str]) -> Optional[TrackerSpec]:
-    """The tracker a sweep in ``run_dir`` logged to (its ``tracker.json``) of ``kind`` (any when None), without
-    its URI and experiment, so that ``verify --log`` logs where the sweep did; None when it logged to none."""
-    for entry in _read_file(run_dir) if isinstance(_read_file(run_dir), list) else []:
-        if isinstance(entry, dict) and entry.get("tracker") in ("mlflow", "wandb") and kind in (None, entry["tracker"]):
+    """The tracker a sweep in ``run_dir`` logged to (its ``tracker.json``) of ``kind`` (any when None), with its
+    URI and experiment, so that ``verify --log`` logs where the sweep did; None when it logged to none."""
+    entries = _read_file(run_dir)
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("tracker") in TRACKERS and kind in (None, entry["tracker"]):
             return TrackerSpec(kind=entry["tracker"], uri=str(entry.get("uri") or ""),
                                experiment=str(entry.get("experiment") or ""), entity=str(entry.get("entity") or ""))
     return None

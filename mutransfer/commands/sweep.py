@@ -30,8 +30,7 @@ if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key an
     from .display import SweepDisplay, TrialLog
 
 __all__ = ["run", "split_spec", "resolve_workers", "up_to_date_summary", "finalize", "next_step", "corpus_lines",
-           "resume_command", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "interrupt_code", "DEFAULT_SPEC", "start_tracking",
-           "finish_tracking"]
+           "resume_command", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "interrupt_code", "DEFAULT_SPEC"]
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -285,36 +284,6 @@ class _Progress:
         return self.first is not None and self.last is not None and self.first.done == self.last.done > 0
 
 
-def start_tracking(tracker: Optional[TrackerSpec], plan: SweepPlan, opts: SweepOptions
-                   ) -> tuple[Optional[SweepTracking], SweepOptions]:
-    """The sweep's tracker parent (``--log``), and the options that hand it to the workers; (None, ``opts``)
-    without a tracker or when it cannot be used (warned once)."""
-    if tracker is None:
-        return None, opts
-    from ..sweep.store.storage import open_storage
-    from ..sweep.store.studies import load_study
-    from ..tracking.session import SweepTracking
-
-    study = load_study(open_storage(opts.storage, opts.run_dir, opts.heartbeat), plan.studies[0], opts.prefix)
-    fingerprint = str((opts.record or {}).get("fingerprint") or "")
-    tracking = SweepTracking.start(tracker, opts.run_dir, opts.prefix, study, fingerprint)
-    return tracking, (dataclasses.replace(opts, tracker=tracking.handle) if tracking is not None else opts)
-
-
-def finish_tracking(tracking: Optional[SweepTracking], summary: Summary, run_dir: Path, files: Sequence[str]) -> None:
-    """The final answer on the parent with the run directory's ``files`` that exist (and its figures); the
-    tracker closed."""
-    if tracking is None:
-        return
-    from ..tracking.answer import sweep_answer
-
-    status = summary.status or {}
-    attached = [run_dir / name for name in files if (run_dir / name).is_file()]
-    attached += sorted(path for path in run_dir.glob("*.png"))
-    tracking.answer(sweep_answer(summary, int(status.get("done") or 0), attached, final=status.get("complete") is True))
-    tracking.close()
-
-
 def _execute(screen: Console, plan: SweepPlan, opts: SweepOptions, th: Thresholds, resume: str = "",
              tracker: Optional[TrackerSpec] = None) -> int:
     """Run the workers under a live display on a terminal, one line per finished trial otherwise; then write
@@ -324,6 +293,7 @@ def _execute(screen: Console, plan: SweepPlan, opts: SweepOptions, th: Threshold
     from ..sweep.run.repeats import RepeatedFailure
     from ..sweep.run.runner import run_sweep
     from .display import progress_view
+    from .tracker import finish_tracking, start_tracking
 
     spec = plan.spec
     tracking, opts = start_tracking(tracker, plan, opts)

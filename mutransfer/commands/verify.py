@@ -180,7 +180,8 @@ def _execute(screen: Console, verification: Verification, plans: Sequence[SweepP
     from ..sweep.store.tables import collect
     from ..sweep.run.worker import SweepOptions
     from .display import progress_view
-    from .sweep import interrupt_code, start_tracking
+    from .sweep import interrupt_code
+    from .tracker import start_tracking
 
     run_dir = verification.run_dir
     opts = SweepOptions(run_dir=run_dir, storage=storage, prefix=verification.prefix, workers=workers,

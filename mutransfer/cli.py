@@ -25,6 +25,8 @@ app = typer.Typer(
 
 SOURCE = typer.Option(None, "--from", help="Sweep run directory (default: the latest in runs/).")
 OVERRIDES = typer.Argument(None, help="Hydra overrides, e.g. model.width=256 optimizer=adamw parametrization=sp")
+NPROC = typer.Option(None, "--nproc", help="Train on N ranks on this machine (torch.distributed: gloo on CPU, NCCL "
+                     "on CUDA; train.parallel=ddp|fsdp); torchrun can start the ranks instead.")
 SETUP = typer.Option(None, "--setup", help="Setup label (default: the best one that transfers).")
 BATCH_SIZE = typer.Option(None, "--batch-size", help="Target batch size in sequences (default: the swept base "
                           "one); a sweep over batch_sizes measures how η* moves with it.")
@@ -96,11 +98,13 @@ def train(
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/train-<time>)."),
     config: Optional[Path] = typer.Option(None, "--config", help="Train exactly this saved config or transfer file "
                                           "(overrides: plain key=value)."),
+    nproc: Optional[str] = NPROC,
 ) -> None:
     """Train one model and write config.yaml, metrics.csv and result.json into a run directory."""
     from .commands import train as command
+    from .commands.common import rank_count
 
-    _guarded(lambda: command.run(overrides or [], out, config))
+    _guarded(lambda: command.run(overrides or [], out, config, rank_count(nproc)))
 
 
 class _SweepCommand(TyperCommand):
@@ -314,14 +318,17 @@ def verify(
     overrides: Optional[List[str]] = typer.Argument(None, help="Plain key=value overrides, e.g. train.device=cpu"),
     partial: bool = PARTIAL,
     log: Optional[str] = LOG,
+    nproc: Optional[str] = typer.Option(None, "--nproc", help="Train each trial on N ranks (torch.distributed; "
+                                        "train.parallel=ddp|fsdp)."),
 ) -> None:
     """Measure LR* at width N (depth L, batch B, horizon S or budget D) around the predicted η*; report the
     prediction's error and the loss regret."""
     from .commands import verify as command
+    from .commands.common import rank_count
 
     _guarded(lambda: command.run(width, source, setup, span, step, tolerance, strict, correct_drift, factors, storage,
                                  workers, threads, dry_run, overrides or [], depth, steps, batch_size, tokens,
-                                 partial, log))
+                                 partial, log, rank_count(nproc)))
 
 
 @app.command("coord-check")

@@ -17,13 +17,15 @@ from .table.decay import decay_problem
 from .table.rules import INIT_RULES, MUON_SCALES, check_depth_alpha
 from .train.budget import budget_problem
 
-__all__ = ["validate", "check_width", "DATA_KINDS", "DEVICES", "SCHEDULES", "COMPILE_MODES", "NS_DTYPES",
+__all__ = ["validate", "check_width", "DATA_KINDS", "DEVICES", "SCHEDULES", "COMPILE_MODES", "PARALLEL_MODES", "NS_DTYPES",
            "SCALE_SHAPES"]
 
 DATA_KINDS = ("stdlib", "text", "tokens")
 DEVICES = ("auto", "cpu", "cuda")
 SCHEDULES = ("linear", "cosine", "constant", "wsd")
 COMPILE_MODES = ("auto", "on", "off")
+PARALLEL_MODES = ("ddp", "fsdp")
+"""``train.parallel``: how a run on several ranks spreads the model (``dist.wrap``)."""
 NS_DTYPES = ("auto", "float32", "bfloat16")
 SCALE_SHAPES = ("base", "actual")
 
@@ -112,6 +114,7 @@ def _check_choices(cfg: Config) -> None:
         _check_choice("train.device", t.device, DEVICES)
     _check_choice("train.schedule", t.schedule, SCHEDULES)
     _check_choice("train.compile", t.compile, COMPILE_MODES)
+    _check_choice("train.parallel", t.parallel, PARALLEL_MODES)
     _check_choice("optimizer.ns_dtype", o.ns_dtype, NS_DTYPES)
     _check_choice("optimizer.muon_scale", o.muon_scale, MUON_SCALES)
     _check_choice("parametrization.muon_scale_shapes", p.muon_scale_shapes, SCALE_SHAPES)

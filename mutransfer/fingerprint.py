@@ -32,10 +32,10 @@ fingerprint must not match."""
 ONE_AXIS = "one axis"
 """A later key left out at its default only while the spec sweeps the widths alone (``SweepSpec.swept``)."""
 
-EXECUTION_KEYS: tuple[str, ...] = ("batch_trials", "trunks", "stop")
+EXECUTION_KEYS: tuple[str, ...] = ("batch_trials", "trunks", "stop", "devices_per_trial")
 """Spec keys that say how a sweep runs, not what it computes: left out of its fingerprint, so changing them resumes
 the same sweep."""
-EXECUTION_CONFIG_KEYS: tuple[str, ...] = ("train.compile",)
+EXECUTION_CONFIG_KEYS: tuple[str, ...] = ("train.compile", "train.parallel", "train.dist_timeout")
 """Config keys of the same kind: left out of the record's configs and overrides."""
 EXECUTION_TRAINER_KEYS: tuple[str, ...] = ("cwd", "timeout", "env", "devices_per_trial", "retries", "max_failures")
 """Keys of a spec's ``trainer`` (and a setup's) that say how a trial runs: kept in the record (``verify`` runs
@@ -65,6 +65,7 @@ def config_later_keys() -> tuple[LaterKey, ...]:
             LaterKey("train.eval_batch_size", None), LaterKey("train.tokens", None),
             LaterKey("train.noise_scale", False), LaterKey("train.warmup_steps", None),
             LaterKey("train.cooldown_frac", 0.2), LaterKey("train.compile", "auto"),
+            LaterKey("train.parallel", "ddp"), LaterKey("train.dist_timeout", 600.0),
             LaterKey("optimizer.weight_decay_rule", None, DECAY_OFF),
             LaterKey("optimizer.weight_decay_timescale", None, DECAY_OFF),
             LaterKey("optimizer.decayed", {role.name: role.decayed for role in shipped_roles()}, DECAY_OFF),
@@ -76,7 +77,7 @@ def spec_later_keys() -> tuple[LaterKey, ...]:
     the lists of every axis besides width (``schema.TRANSFER_AXES``) and what a batch axis holds, how the axes
     combine while there is one, trunks, and a search's anchors and stage."""
     return (*(LaterKey(axis.plural, ()) for axis in TRANSFER_AXES[1:]), LaterKey("hold", ""),
-            LaterKey("axes", "one", ONE_AXIS), LaterKey("trunks", True),
+            LaterKey("axes", "one", ONE_AXIS), LaterKey("trunks", True), LaterKey("devices_per_trial", 1),
             LaterKey("setups.*.search.*.anchors", ()), LaterKey("setups.*.search.*.at", "base"),
             LaterKey("trainer", None), LaterKey("setups.*.trainer", None), LaterKey("stop", False),
             LaterKey("constants", None))

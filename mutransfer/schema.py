@@ -193,6 +193,11 @@ class TrainConfig:
     compile: str = "auto"
     """``torch.compile`` the training step's model: ``on``, ``off``, or ``auto`` where it was measured to pay
     (``mutransfer.train.compiled``). How a run computes, not what: a sweep's fingerprint leaves it out."""
+    parallel: str = "ddp"
+    """A run on several ranks (``--nproc``, torchrun): ``ddp`` replicates the model, ``fsdp`` shards each block
+    (FSDP2). How a run computes, not what: a sweep's fingerprint leaves it out."""
+    dist_timeout: float = field(default=600.0, metadata=rng(0.0, low_open=True))
+    """Seconds a collective waits for the other ranks before the run fails (a rank that died)."""
 
 
 @dataclass

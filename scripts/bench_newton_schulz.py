@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 
 import torch
 
-import mutransfer.optim.steepest as steepest
+import mutransfer.optim.directions as directions
 from mutransfer.config import compose
 from mutransfer.optim.newton_schulz import msign
 from mutransfer.sweep.spec.sweep_spec import load_spec
@@ -39,17 +39,17 @@ def muon_shapes(width: int) -> list[tuple[int, ...]]:
     setup = next(s for s in spec.setups if s.label == "mup_muon")
     cfg = compose([*setup.overrides, *spec.overrides, f"model.width={width}", "train.steps=1", "train.eval_every=0"])
     shapes: list[tuple[int, ...]] = []
-    original = steepest.msign
+    original = directions.msign
 
     def recording(G: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
         shapes.append(tuple(G.shape))
         return original(G, *args, **kwargs)  # type: ignore[arg-type]
 
-    steepest.msign = recording
+    directions.msign = recording
     try:
         train_model(cfg, load_corpus(cfg.data, cfg.train.seq_len))
     finally:
-        steepest.msign = original
+        directions.msign = original
     return shapes
 
 

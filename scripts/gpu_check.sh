@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The GPU check (≤ 13 minutes on one CUDA GPU): the GPU spec's dry run, a short real sweep, the trial
-# batching benchmark, what torch.compile buys and the GPU-marked tests. Run from the repository root with the
-# project installed:
+# The GPU check (≤ 15 minutes on one CUDA GPU): the GPU spec's dry run, a short real sweep, the trial
+# batching benchmark, what torch.compile buys, a one-rank FSDP run through NCCL and the GPU-marked tests. Run
+# from the repository root with the project installed:
 #     bash scripts/gpu_check.sh [OUT_DIR]
 # Every step's output goes to stdout and to OUT_DIR (default runs/gpu-check); record the figures in the README.
 set -uo pipefail
@@ -26,5 +26,7 @@ step batching 180 python scripts/bench_batch.py --device cuda --widths 64 128 25
 step sweep 210 mutransfer sweep gpu --out "$out/sweep" "widths=[256,512]" search.step=2 train.steps=200 \
     train.eval_every=100 --workers 1
 step compile 150 python scripts/bench_compile.py --device cuda --widths 256 --variants eager,model --steps 40
+step distributed 120 mutransfer train --nproc 1 train.device=cuda train.parallel=fsdp train.steps=50 model.width=256 \
+    --out "$out/distributed"
 step gpu_tests 60 python -m pytest -q -m gpu
 cat "$out/status.txt"

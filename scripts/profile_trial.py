@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_throughput import matmul_peak  # noqa: E402
 
-import mutransfer.optim.steepest as steepest  # noqa: E402
+import mutransfer.optim.directions as directions  # noqa: E402
 import mutransfer.train.loop as loop  # noqa: E402
 from mutransfer.config import compose  # noqa: E402
 from mutransfer.sweep.spec.sweep_spec import load_spec  # noqa: E402
@@ -62,18 +62,18 @@ class Clock:
 @contextmanager
 def patched(clock: Clock) -> Iterator[None]:
     """The loop's parts wrapped by ``clock`` for the duration."""
-    saved = {"loss_of": loop.loss_of, "evaluate": loop.evaluate, "msign": steepest.msign,
+    saved = {"loss_of": loop.loss_of, "evaluate": loop.evaluate, "msign": directions.msign,
              "next": loop.Batches.next, "init": loop._Run.__init__, "backward": torch.Tensor.backward}
     loop.loss_of = clock.timed("forward", saved["loss_of"])
     loop.evaluate = clock.timed("evaluation", saved["evaluate"])
-    steepest.msign = clock.timed("newton-schulz", saved["msign"])
+    directions.msign = clock.timed("newton-schulz", saved["msign"])
     loop.Batches.next = clock.timed("data", saved["next"])  # type: ignore[method-assign]
     loop._Run.__init__ = clock.timed("build", saved["init"])  # type: ignore[method-assign]
     torch.Tensor.backward = clock.timed("backward", saved["backward"])  # type: ignore[method-assign]
     try:
         yield
     finally:
-        loop.loss_of, loop.evaluate, steepest.msign = saved["loss_of"], saved["evaluate"], saved["msign"]
+        loop.loss_of, loop.evaluate, directions.msign = saved["loss_of"], saved["evaluate"], saved["msign"]
         loop.Batches.next = saved["next"]  # type: ignore[method-assign]
         loop._Run.__init__ = saved["init"]  # type: ignore[method-assign]
         torch.Tensor.backward = saved["backward"]  # type: ignore[method-assign]

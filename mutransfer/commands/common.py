@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the commands import these late (start-up: `mutransfer --hel
     from ..schema import Config
     from ..sweep.store.completion import SweepStatus
 
-__all__ = ["console", "format_number", "positive_number", "positive_integer", "warn_model", "condition_changes",
+__all__ = ["console", "format_number", "positive_number", "positive_integer", "rank_count", "warn_model", "condition_changes",
            "warn_conditions", "CONDITION_KEYS", "unfinished_run"]
 
 CONDITION_KEYS = ("train.steps", "train.batch_size", "train.seq_len", "model.depth", "data.kind", "data.path",
@@ -89,6 +89,20 @@ def positive_integer(option: str, text: str, example: str) -> int:
     if value != int(value):
         raise UserError(f"{option} {text} is not a whole number", f"give a positive integer, e.g. {option} {example}")
     return int(value)
+
+
+def rank_count(text: Optional[str]) -> Optional[int]:
+    """``--nproc``: None when not given, else a positive whole number of ranks (``--nproc 0`` is refused)."""
+    if text is None:
+        return None
+    from .parallel_checks import check_nproc
+    from ..errors import UserError
+
+    try:
+        return check_nproc(int(text))
+    except ValueError:
+        raise UserError(f"--nproc {text} is not a whole number", "give a positive number of ranks, e.g. --nproc 2") \
+            from None
 
 
 def warn_model(cfg: Config) -> None:

@@ -123,7 +123,7 @@ def estimate_sweep(plan: SweepPlan, workers: int, threads: int) -> SweepEstimate
     measure_trial(first, min_steps=2, max_steps=2, budget_seconds=0.0)  # the first model pays torch's start-up
     for keys in groups.values():
         cfg = _middle_config(spec, keys[0], threads)
-        batch = trials_per_batch(spec.batch_trials, keys[0], cfg)
+        batch = trials_per_batch(spec.batch_trials, keys[0], cfg, spec.devices_per_trial)
         shape = repr((replace(cfg, train=replace(cfg.train, steps=1, seed=0, eval_every=0, tokens=None)), batch))
         if shape not in costs:
             costs[shape] = measure_trial(cfg, trials=batch)

@@ -47,21 +47,31 @@ def split_spec(spec: Optional[str], overrides: Sequence[str]) -> tuple[str, list
     return spec, words
 
 
-def resolve_workers(workers: str, threads: int) -> tuple[Optional[int], int]:
-    """``--workers N`` (N ≥ 1) or ``auto`` (None: measured later); threads default to cores / workers."""
+def resolve_workers(workers: str, threads: int, ranks: int = 1) -> tuple[Optional[int], int]:
+    """``--workers N`` (N ≥ 1) or ``auto`` (None: measured later); threads default to cores / workers. With
+    ``ranks`` per trial (``devices_per_trial``, ``verify --nproc``) ``auto`` is cores / ranks workers, threads
+    default to cores / (workers × ranks), and more than the cores in all is refused."""
     from ..train.cores import available_cores
 
     if threads < 0:
         raise UserError(f"--threads {threads} must be >= 0", "use 0 for cores / workers")
+    cores = available_cores()
     if workers == "auto":
-        return None, threads
+        if ranks == 1:
+            return None, threads
+        workers = str(max(1, cores // ranks))
     try:
         count = int(workers)
     except ValueError:
         raise UserError(f"--workers {workers} is not a number", "use --workers N (N >= 1) or --workers auto") from None
     if count < 1:
         raise UserError(f"--workers {count} must be at least 1", "use --workers 1 or more, or --workers auto")
-    return count, threads or max(1, available_cores() // count)
+    threads = threads or max(1, cores // (count * ranks))
+    if ranks > 1 and count * ranks * threads > cores:
+        raise UserError(f"{count} worker(s) × {ranks} ranks per trial × {threads} thread(s) is "
+                        f"{count * ranks * threads} processes' threads on {cores} cores",
+                        "lower --workers or --threads, or the ranks per trial, to fit the cores")
+    return count, threads
 
 
 def up_to_date_summary(run_dir: Path, fingerprint: str, th: Thresholds, stop: bool = False) -> Optional[Summary]:
@@ -156,7 +166,7 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
 
     tracker = tracker_spec(log, spec.log)
     th = dataclasses.replace(batch_tolerance(tolerance_text), effect_margin=effect_margin(margin_text))
-    workers, threads = resolve_workers(workers_text, threads)
+    workers, threads = resolve_workers(workers_text, threads, spec.devices_per_trial)
     if heartbeat < 1:
         raise UserError(f"--heartbeat {heartbeat} must be at least 1 second", "e.g. --heartbeat 10")
     run_dir = out or Path("runs") / spec.name

@@ -44,6 +44,7 @@ def check_trials(spec: SweepSpec, composed: list[tuple[StudyKey, Config]], warne
     """What a composed config cannot say alone: model=hf with stacked trials, trunks the schedule cannot branch,
     each corpus against what the trials read (an epoch warning once across calls that share ``warned``)."""
     from ..train.data import Corpora, check_validation_split, epochs_warning
+    from .parallel_checks import check_parallel
     from ..train.trunk import trunk_problem
 
     corpora = Corpora()
@@ -52,6 +53,8 @@ def check_trials(spec: SweepSpec, composed: list[tuple[StudyKey, Config]], warne
         if cfg.model.hf is not None and spec.batch_trials not in ("auto", 1):
             raise UserError(f"batch_trials={spec.batch_trials} stacks learning-rate trials of the built-in GPT, not "
                             f"model=hf (setup {key.setup})", "set batch_trials=1 (or auto)")
+        if spec.devices_per_trial > 1:
+            check_parallel(cfg, spec.devices_per_trial)
         problem = trunk_problem(cfg.train, spec.listed("steps")) if spec.branches(cfg.train) else None
         if problem is not None:
             raise UserError(*problem)

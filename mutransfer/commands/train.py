@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
@@ -12,10 +13,16 @@ if TYPE_CHECKING:  # the command imports these late (start-up: a bad key answers
     from ..train.data import Corpus
     from ..train.loop import TrainResult
 
-__all__ = ["run"]
+__all__ = ["run", "GRACE_SECONDS"]
+
+GRACE_SECONDS = 30.0
+"""After a rank fails, how long past ``train.dist_timeout`` the launcher waits for the others to fail on their own
+before it kills them."""
 
 
-def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -> None:
+def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path], nproc: Optional[int] = None) -> int:
+    """Train one run; with ``nproc`` start that many ranks of it here, and as one launched rank (torchrun's
+    variables set) train its share (``train.parallel``), rank 0 writing the files."""
     from ..config import compose, load_config_file, to_dict, to_yaml
     from .common import condition_changes, warn_conditions, warn_model
 
@@ -33,13 +40,31 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
     from ..train.data import check_validation_split, epochs_warning, load_corpus
     from ..train.noise import NOISE_FIELDS
 
-    warn_model(cfg)
+    from ..dist.ranks import launched
+
+    world = int(os.environ["WORLD_SIZE"]) if launched() else nproc
+    if world is not None:
+        from .parallel_checks import check_parallel
+
+        check_parallel(cfg, world)
+    main = not launched() or os.environ["RANK"] == "0"
+    if main:
+        warn_model(cfg)
     corpus = load_corpus(cfg.data, cfg.train.seq_len)
     check_validation_split(corpus, cfg.data, cfg.train)
     build_model(cfg, corpus.vocab_size, "meta")  # a model that cannot be built fails here, before any output or file
     epochs = epochs_warning(corpus, cfg.train)
-    if epochs:
+    if epochs and main:
         print(f"warning: {epochs}", file=sys.stderr)
+    if nproc is not None and not launched():
+        from ..dist.launch import launch
+
+        run_dir = new_run_dir(out, "train")
+        argv = ["train", *overrides, "--out", str(run_dir), *(["--config", str(config)] if config else [])]
+        return launch(nproc, argv, cfg.train.dist_timeout + GRACE_SECONDS)
+    if not main:
+        _train_rank(cfg, corpus)
+        return 0
     run_dir = new_run_dir(out, "train")
     print(corpus.headline(), flush=True)
     atomic_write_text(run_dir / CONFIG_FILE, to_yaml(cfg))
@@ -49,6 +74,19 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path]) -
     write_json(run_dir / RESULT_FILE, versioned({**result.summary(), "evals": result.evals, "corpus": corpus.describe(),
                                                  "environment": env, "config": to_dict(cfg)}))
     _report(result, run_dir)
+    return 0
+
+
+def _train_rank(cfg: Config, corpus: Corpus) -> None:
+    """A rank other than 0: train its share, write and print nothing."""
+    from ..dist.ranks import join, leave
+    from ..train.loop import train_model
+
+    ranks = join(cfg.train.device, cfg.train.parallel, cfg.train.dist_timeout)
+    try:
+        train_model(cfg, corpus, ranks=ranks)
+    finally:
+        leave()
 
 
 def _refuse_trainer_transfer(path: Path) -> None:
@@ -87,11 +125,20 @@ def _train_with_progress(cfg: Config, corpus: Corpus) -> tuple[TrainResult, dict
 
     columns = (TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, transient=False, disable=not sys.stderr.isatty()) as progress:
-        task = progress.add_task("train", total=cfg.train.steps, loss="-")
-        result, _ = train_model(cfg, corpus, on_step=lambda step, loss: progress.update(
-            task, completed=step, loss=f"{loss:.4f}"))
-    return result, environment(resolve_device(cfg.train.device))
+    from ..dist.ranks import backend_for, join, launched, leave
+
+    ranks = join(cfg.train.device, cfg.train.parallel, cfg.train.dist_timeout) if launched() else None
+    try:
+        with Progress(*columns, transient=False, disable=not sys.stderr.isatty()) as progress:
+            task = progress.add_task("train", total=cfg.train.steps, loss="-")
+            result, _ = train_model(cfg, corpus, on_step=lambda step, loss: progress.update(
+                task, completed=step, loss=f"{loss:.4f}"), ranks=ranks)
+    finally:
+        leave()
+    env = environment(resolve_device(cfg.train.device) if ranks is None else ranks.device)
+    if ranks is not None:
+        env["ranks"] = {"world": ranks.world, "parallel": ranks.parallel, "backend": backend_for(ranks.device)}
+    return result, env
 
 
 def _report(result: TrainResult, run_dir: Path) -> None:

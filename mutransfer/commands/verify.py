@@ -31,7 +31,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
         tolerance_text: str, strict: bool, correct_drift: bool, factors_text: Optional[str], storage: Optional[str],
         workers_text: str, threads: int, dry_run: bool, overrides: Sequence[str], depth_text: Optional[str] = None,
         steps_text: Optional[str] = None, batch_text: Optional[str] = None, tokens_text: Optional[str] = None,
-        partial: bool = False, log: Optional[str] = None) -> int:
+        partial: bool = False, log: Optional[str] = None, nproc: Optional[int] = None) -> int:
     from ..errors import UserError
     from ..transfer.verify import parse_factors, parse_widths
     from .common import positive_integer, positive_number
@@ -47,7 +47,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     steps = positive_integer("--steps", steps_text, "600") if steps_text is not None else None
     batch = positive_integer("--batch-size", batch_text, "32") if batch_text is not None else None
     tokens = positive_integer("--tokens", tokens_text, "4194304") if tokens_text is not None else None
-    workers, threads = resolve_workers(workers_text, threads)
+    workers, threads = resolve_workers(workers_text, threads, nproc or 1)
     bad = next((o for o in overrides if "=" not in o or o.startswith("-")), None)
     if bad is not None:
         raise UserError(f"override '{bad}' is not key=value", "e.g. mutransfer verify --width 512 train.device=cpu")
@@ -73,7 +73,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     verification = Verification(run_dir, request)
     from ..sweep.plan.sweep_plan import SweepPlan
 
-    specs = verification.specs()
+    specs = _on_ranks(verification.specs(), nproc)
     plans = [SweepPlan.of(spec) for spec in specs]
     warned: set[str] = set()
     configs = [_composed(spec) if dry_run else validate_trials(spec, warned) for spec in specs]
@@ -103,6 +103,20 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     if interrupted:
         return interrupted
     return EXIT_MISSED if strict and not document["passed"] else 0
+
+
+def _on_ranks(specs: list[SweepSpec], nproc: Optional[int]) -> list[SweepSpec]:
+    """``--nproc N``: each target's trials on N ranks (``devices_per_trial``), the built-in trainer only."""
+    if nproc is None:
+        return specs
+    import dataclasses
+
+    from ..errors import UserError
+
+    if any(spec.trainer is not None for spec in specs):
+        raise UserError(f"--nproc {nproc} trains the built-in model on ranks, but this sweep ran your own command",
+                        "give your command its GPUs with trainer.devices_per_trial instead")
+    return [dataclasses.replace(spec, devices_per_trial=nproc) for spec in specs]
 
 
 def _composed(spec: SweepSpec) -> dict[str, Any]:

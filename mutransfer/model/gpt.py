@@ -212,9 +212,9 @@ class GPT(nn.Module):
 
 
 def next_token_loss(logits: Tensor, targets: Tensor) -> Tensor:
-    """Mean cross-entropy in fp32: a scalar for logits (..., V) matching ``targets`` (...), or one loss per
+    """Mean cross-entropy in fp32 (float64 for float64 logits): a scalar for logits (..., V) matching ``targets`` (...), or one loss per
     trial, shape (K,), for stacked logits (K, ..., V)."""
-    flat = logits.float().reshape(-1, logits.size(-1))
+    flat = logits.to(torch.promote_types(logits.dtype, torch.float32)).reshape(-1, logits.size(-1))
     if logits.ndim == targets.ndim + 1:
         return F.cross_entropy(flat, targets.reshape(-1))
     K = logits.size(0)

@@ -17,7 +17,7 @@ __all__ = ["msign", "msign_exact"]
 def _ns_dtype(G: Tensor, dtype: torch.dtype | None) -> torch.dtype:
     if dtype is not None:
         return dtype
-    return torch.bfloat16 if G.is_cuda else torch.float32
+    return torch.bfloat16 if G.is_cuda else torch.promote_types(G.dtype, torch.float32)
 
 
 def msign(
@@ -29,7 +29,7 @@ def msign(
 ) -> Tensor:
     """Approximate ``U Vᵀ`` of each matrix in ``G`` (..., m, n) by quintic Newton–Schulz.
 
-    Runs in ``dtype`` (None: fp32 on CPU, bf16 on CUDA); returns ``G``'s dtype.
+    Runs in ``dtype`` (None: bf16 on CUDA; on CPU fp32, or float64 for float64 input); returns ``G``'s dtype.
     """
     if G.ndim < 2:
         raise ValueError(f"msign needs a matrix (..., m, n), got shape {tuple(G.shape)}")

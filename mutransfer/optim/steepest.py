@@ -1,82 +1,32 @@
-"""Steepest descent per layer type (Su, "Above MuP"; Bernstein & Newhouse, "Old Optimizer, New Norm"):
-msign for hidden matrices (Muon), row-normalized SGD for the embedding and LM head, SignSGD for gains,
-RMS-normalized SGD for biases — pure direction functions, and one thin ``SteepestDescent`` optimizer.
-
-Weights are in torch layout ``(dout, din)``. Every direction accepts a batch ``(..., m, n)`` and
-normalizes over the last dim(s) only, so K trials stacked along a leading dimension are updated
-independently. A group's ``lr`` is a float, or a tensor of K per-trial learning rates.
+"""Steepest descent per layer type (Su, "Above MuP"): momentum, then the direction of each parameter's rule
+(``directions``), in one thin ``SteepestDescent`` optimizer. A group's ``lr`` is a float, or a tensor of K per-trial learning rates. Parameters spread over
+ranks (FSDP2's DTensor shards, DDP's replicas) take the same steps through ``sharded``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch import Tensor
 
 from ..schema import NS_COEFFS
 from ..table.rules import MUON_SCALES, UPDATE_RULES, muon_scale
-from .base import PerParameter, decay_, descend_, per_trial
-from .newton_schulz import msign
+from .base import decay_, descend_, per_trial
+from .directions import block_direction, direction, rms_normalize, row_normalize, sign_update
+from .sharded import ShardStats, SpectralItem, place, sharded_direction, spectral_directions, timed_direction
 
 __all__ = ["SteepestDescent", "direction", "block_direction", "rms_normalize", "row_normalize", "sign_update"]
 
 
-def row_normalize(G: Tensor, eps: float = 1e-8) -> Tensor:
-    """Divide each row (last dim) by its RMS; all-zero rows stay exactly zero."""
-    rms = G.norm(dim=-1, keepdim=True) / math.sqrt(G.size(-1))
-    return G / (rms + eps)
+def _ns_options(group: dict[str, Any]) -> dict[str, Any]:
+    return {"ns_steps": group["ns_steps"], "ns_coeffs": group["ns_coeffs"], "ns_dtype": group["ns_dtype"],
+            "eps": group["eps"]}
 
 
-def rms_normalize(g: Tensor, eps: float = 1e-8) -> Tensor:
-    """Divide a vector by its RMS; for a batch (..., n) each slice along the last dim."""
-    return row_normalize(g, eps)
-
-
-def sign_update(g: Tensor) -> Tensor:
-    """Elementwise sign (SignSGD direction)."""
-    return torch.sign(g)
-
-
-def direction(
-    rule: str,
-    M: Tensor,
-    *,
-    ns_steps: int = 5,
-    ns_coeffs: tuple[float, float, float] = NS_COEFFS,
-    ns_dtype: torch.dtype | None = None,
-    eps: float = 1e-8,
-) -> Tensor:
-    """Unit-scale steepest-descent direction of ``M`` under ``rule`` (one of UPDATE_RULES)."""
-    if rule == "spectral":
-        return msign(M, ns_steps, ns_coeffs, eps, ns_dtype)
-    if rule == "row_norm":
-        return row_normalize(M, eps)
-    if rule == "sign":
-        return sign_update(M)
-    if rule == "rms":
-        return rms_normalize(M, eps)
-    raise ValueError(f"unknown update rule {rule!r}; choose one of {', '.join(UPDATE_RULES)}")
-
-
-MATRIX_RULES = ("spectral", "row_norm")
-"""The rules that act on a whole matrix (or its rows); the others act on a vector or elementwise."""
-
-
-def block_direction(rule: str, M: Tensor, *, transposed: bool = False, blocks: int = 1, **kwargs: Any) -> Tensor:
-    """``direction`` of a parameter stored (din, dout) (``transposed``, GPT-2's ``Conv1D``) and/or holding
-    ``blocks`` equal logical blocks stacked along dout (a fused q|k|v): each block gets its own direction in the
-    (dout, din) orientation, exactly as the same weights stored as separate ``nn.Linear`` matrices would."""
-    if not transposed and blocks == 1:
-        return direction(rule, M, **kwargs)
-    matrix = rule in MATRIX_RULES
-    oriented = M.mT if transposed and matrix else M
-    axis = -2 if matrix else -1
-    split = oriented.unflatten(axis, (blocks, oriented.size(axis) // blocks))
-    d = direction(rule, split, **kwargs).flatten(axis - 1 if matrix else -2, axis)
-    return d.mT if transposed and matrix else d
+def _options(group: dict[str, Any]) -> dict[str, Any]:
+    return {"transposed": group.get("transposed", False), "blocks": group.get("blocks", 1), **_ns_options(group)}
 
 
 def _validate_group(group: dict[str, Any], index: int) -> None:
@@ -106,7 +56,7 @@ def _validate_group(group: dict[str, Any], index: int) -> None:
             )
 
 
-class SteepestDescent(PerParameter):
+class SteepestDescent(torch.optim.Optimizer):
     """Momentum + per-group steepest descent; groups need ``update`` in UPDATE_RULES.
 
     Spectral groups take ``scale_rule`` (MUON_SCALES, default ``mup``) and ``scale_shape``
@@ -144,6 +94,8 @@ class SteepestDescent(PerParameter):
             "tau": 1.0,
         }
         super().__init__(params, defaults)
+        self.replicas: Optional[Any] = None
+        self.shard_stats = ShardStats()
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group after checking its update rule, scale rule and parameter shapes."""
@@ -161,23 +113,65 @@ class SteepestDescent(PerParameter):
         for group in self.param_groups:
             group["tau"] = 1.0 - frac
 
-    def _update(self, group: dict[str, Any], p: Tensor, state: dict[str, Any]) -> None:
-        grad, beta = p.grad, group["momentum"]
+    def replicated_over(self, group: Optional[Any]) -> None:
+        """Plain parameters are replicated over ``group`` (DDP): each spectral matrix is then orthogonalized once,
+        by its owner rank, and sent to the others (``sharded``). DTensor parameters (FSDP2) carry their own group."""
+        self.replicas = group
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:
+        """Perform one optimization step; spectral parameters spread over ranks are exchanged together."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        spread: list[tuple[dict[str, Any], SpectralItem]] = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                placed = place(p, self.replicas)
+                target, grad = (p, p.grad) if placed is None else (placed.local, placed.grad)
+                update = self._momentum(group, grad, self.state[p])
+                shape = tuple(p.shape)
+                if placed is None:
+                    self._descend(group, target, shape, block_direction(group["update"], update, **_options(group)))
+                elif group["update"] == "spectral" and placed.world > 1:
+                    spread.append((group, SpectralItem(update, placed, group.get("transposed", False),
+                                                       group.get("blocks", 1))))
+                elif group["update"] == "spectral":
+                    self._descend(group, target, shape, timed_direction(update, self.shard_stats, **_options(group)))
+                else:
+                    direction_rows = sharded_direction(group["update"], update, placed, self.shard_stats,
+                                                       transposed=group.get("transposed", False),
+                                                       blocks=group.get("blocks", 1), eps=group["eps"])
+                    self._descend(group, target, shape, direction_rows)
+        for dtype in dict.fromkeys(item.M.dtype for _, item in spread):
+            batch = [(group, item) for group, item in spread if item.M.dtype == dtype]
+            groups = [group for group, _ in batch]
+            rows = spectral_directions([item for _, item in batch], self.shard_stats, **_ns_options(groups[0]))
+            for group, (_, item), d in zip(groups, batch, rows):
+                self._descend(group, item.placed.local, item.placed.layout.shape, d)
+        return loss
+
+    @staticmethod
+    def _momentum(group: dict[str, Any], grad: Tensor, state: dict[str, Any]) -> Tensor:
+        beta = group["momentum"]
         if "momentum_buffer" not in state:
             state["momentum_buffer"] = torch.zeros_like(grad)
         buf = state["momentum_buffer"]
         buf.lerp_(grad, 1.0 - beta)
-        update = grad.lerp(buf, beta) if group["nesterov"] else buf
-        d = block_direction(group["update"], update, transposed=group.get("transposed", False),
-                            blocks=group.get("blocks", 1), ns_steps=group["ns_steps"], ns_coeffs=group["ns_coeffs"],
-                            ns_dtype=group["ns_dtype"], eps=group["eps"])
+        return grad.lerp(buf, beta) if group["nesterov"] else buf
+
+    def _descend(self, group: dict[str, Any], p: Tensor, shape: tuple[int, ...], d: Tensor) -> None:
         lr = per_trial(group["lr"], p)
         decay_(p, lr, group["weight_decay"])
-        descend_(p, d, lr, self._alpha(group, p))
+        descend_(p, d, lr, self._alpha(group, shape))
 
     @staticmethod
-    def _alpha(group: dict[str, Any], p: Tensor) -> float:
+    def _alpha(group: dict[str, Any], shape: tuple[int, ...]) -> float:
+        """Muon's shape factor from the whole parameter's (dout, din), never a shard's."""
         if group["update"] != "spectral":
             return 1.0
-        dout, din = group["scale_shape"] or p.shape[-2:]
+        dout, din = group["scale_shape"] or shape[-2:]
         return muon_scale(group["scale_rule"], int(dout), int(din), group["tau"])

@@ -21,6 +21,8 @@ from .data import Batches, Corpus, eval_batch_size, fixed_batches
 from .device import peak_memory_mb, prepare_device, synchronize
 from .noise import NOISE_FIELDS, NOISE_MICRO_BATCHES, measure_noise, noise_batches, noise_scale, run_noise_scale
 from ..optim.schedule import cooldown_start, progress, schedule_factor
+from ..dist.ranks import Ranks
+from ..dist.wrap import spread
 from ..words import TrialStatus
 from .stacking import clip_grad_norm_per_trial_, keep_trials
 from .result import TrainResult
@@ -126,11 +128,14 @@ def train_model(
     on_step: Optional[StepCallback] = None,
     on_eval: Optional[EvalCallback] = None,
     trunk: Optional[Trunk] = None,
+    ranks: Optional[Ranks] = None,
 ) -> tuple[TrainResult, Plan]:
     """Train the configured model. ``on_eval(step, val_loss)`` returning True stops the run (status 'stopped').
     With a ``trunk`` (``schedule: wsd``) the run starts from the trunk's last checkpoint before its decay and
-    checkpoints the trunk's branch points it passes (``train.trunk``)."""
-    results, plan = _Run(cfg, corpus, None, trunk).train(
+    checkpoints the trunk's branch points it passes (``train.trunk``). With ``ranks`` this process is one rank of
+    a distributed run (``train.parallel``): it trains its rows of each batch, every loss is the mean over ranks, and
+    rank 0's ``on_eval`` decides for all."""
+    results, plan = _Run(cfg, corpus, None, trunk, ranks).train(
         (lambda step, losses: on_step(step, losses[0])) if on_step else None,
         (lambda _, step, val: on_eval(step, val)) if on_eval else None)
     return results[0], plan
@@ -156,19 +161,25 @@ def train_trials(
 class _Run:
     """The one training loop: the ordinary model (``lrs`` None) or one stacked trial per η in ``lrs``."""
 
-    def __init__(self, cfg: Config, corpus: Corpus, lrs: Optional[list[float]], trunk: Optional[Trunk] = None) -> None:
+    def __init__(self, cfg: Config, corpus: Corpus, lrs: Optional[list[float]], trunk: Optional[Trunk] = None,
+                 ranks: Optional[Ranks] = None) -> None:
         t = self.t = cfg.train
         self.stacked = lrs is not None
         self.trunk = trunk
+        self.ranks = ranks
         self.branch = cooldown_start(t)
-        self.device = prepare_device(t.device, t.threads)
+        self.device = prepare_device(t.device if ranks is None else str(ranks.device), t.threads)
         self.model, self.plan = build_model(cfg, corpus.vocab_size, self.device, trials=None if lrs is None else len(lrs))
+        trained = self.model if ranks is None else spread(self.model, ranks)
         self.optimizer = build_optimizer(self.model, self.plan, trial_lrs=lrs)
-        self.forward = TrainingForward(self.model, compile_wanted(t, cfg.model.width, self.device), self.device)
+        if ranks is not None and ranks.parallel == "ddp" and hasattr(self.optimizer, "replicated_over"):
+            self.optimizer.replicated_over(ranks.group)
+        self.forward = TrainingForward(trained, ranks is None and compile_wanted(t, cfg.model.width, self.device),
+                                       self.device)
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
         self.batches = Batches(corpus.train, t.batch_size, t.seq_len, t.seed, self.device)
-        self.val_batches = fixed_batches(corpus.val, eval_batch_size(t), t.seq_len, t.eval_batches, EVAL_SEED,
-                                         self.device)
+        self.val_batches = [self._rows(batch) for batch in fixed_batches(
+            corpus.val, eval_batch_size(t), t.seq_len, t.eval_batches, EVAL_SEED, self.device)]
         self.noise_batches = noise_batches(corpus.train, t, self.device) if t.noise_scale else None
         self.tokens_per_step = tokens_per_step(t.batch_size, t.seq_len)
         self.records = [_Record(eta) for eta in (lrs if lrs is not None else [self.plan.lr])]
@@ -233,14 +244,14 @@ class _Run:
             group["lr"] = base * factor
         if hasattr(self.optimizer, "set_progress"):
             self.optimizer.set_progress(progress(step - 1, self.t))
-        x, y = self.batches.next()
+        x, y = self._rows(self.batches.next())
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
             losses = loss_of(self.forward, x, y).reshape(-1)
         losses.sum().backward()
         if self.t.grad_clip > 0:
             clip = clip_grad_norm_per_trial_ if self.stacked else torch.nn.utils.clip_grad_norm_
             clip(self.model.parameters(), self.t.grad_clip)
-        values = losses.tolist()
+        values = (losses if self.ranks is None else self.ranks.mean(losses)).tolist()
         synchronize(self.device)
         opt_start = time.perf_counter()
         self.optimizer.step()
@@ -256,6 +267,8 @@ class _Run:
         last = step == self.t.steps
         noise = self._measure_noise()
         vals = evaluate(self.model, self.val_batches, self.device.type == "cuda")
+        if self.ranks is not None:
+            vals = self.ranks.mean(torch.tensor(vals, device=self.device)).tolist()
         for pos, (i, val) in enumerate(zip(self.active, vals)):
             rec = self.records[i]
             rec.evals.append({"step": step, "val_loss": val})
@@ -263,8 +276,18 @@ class _Run:
                 rec.add_noise(step, *noise[pos])
             if not math.isfinite(val):
                 rec.status, rec.message = TrialStatus.DIVERGED, f"validation loss {val} at step {step}: diverged"
-            elif on_eval is not None and on_eval(i, step, val) and not last:
+            elif self._stop(on_eval is not None and on_eval(i, step, val)) and not last:
                 rec.status, rec.message = "stopped", f"stopped by the caller at step {step}"
+
+    def _stop(self, wanted: bool) -> bool:
+        """Whether the caller stops a run: its own answer in one process, rank 0's on every rank."""
+        return wanted if self.ranks is None else self.ranks.agree(wanted)
+
+    def _rows(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """This rank's rows of a global batch (all of it in one process)."""
+        if self.ranks is None:
+            return batch
+        return self.ranks.rows(batch[0]), self.ranks.rows(batch[1])
 
     def _measure_noise(self) -> Optional[list[tuple[float, float]]]:
         """Each active trial's (|G|², tr(Σ)) from ``NOISE_MICRO_BATCHES`` batches of the measurement's own sampler;

@@ -30,7 +30,7 @@ def test_layer_imports(module: str, forbidden: tuple[str, ...]) -> None:
 
 
 LAYERS = ("mutransfer", "words", "errors", "registry", "schema", "yamldoc", "precision", "files", "trial_io", "defaults", "fingerprint", "table",
-          "optim", "analysis", "model", "hf", "model_kinds", "train", "config_checks", "config", "tracking", "sweep", "importing", "simulation", "transfer",
+          "optim", "analysis", "model", "hf", "model_kinds", "dist", "train", "config_checks", "config", "tracking", "sweep", "importing", "simulation", "transfer",
           "api", "trainer_api", "commands", "cli", "__main__")
 """The package's own units, bottom to top: each may import only the units before it (its own modules aside).
 ``mutransfer`` is the package's ``__init__`` (lazy exports only); ``hf`` sits above ``model`` (it plans a Hugging

@@ -104,12 +104,12 @@ def auto_trials(device_type: str, width: int) -> int:
     return max(1, min(8, 2048 // width)) if device_type == "cuda" else 1
 
 
-def trials_per_batch(setting: int | str, key: StudyKey, cfg: Config) -> int:
+def trials_per_batch(setting: int | str, key: StudyKey, cfg: Config, spec_ranks: int = 1) -> int:
     """How many of a study's trials train stacked as one model: ``batch_trials`` when it is a number, else
-    ``auto_trials``; only learning-rate searches of the built-in GPT batch."""
+    ``auto_trials``; only learning-rate searches of the built-in GPT on one rank per trial batch."""
     if setting != "auto":
         return int(setting)
-    if key.search.key != LR_KEY or cfg.model.factory or cfg.model.hf is not None:
+    if spec_ranks > 1 or key.search.key != LR_KEY or cfg.model.factory or cfg.model.hf is not None:
         return 1
     from ...train.device import resolve_device  # torch: only when a sweep trains
 

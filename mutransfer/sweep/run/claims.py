@@ -32,7 +32,7 @@ class Claimer:
         """How many of ``key``'s trials train stacked as one model (``trials_per_batch``)."""
         if key not in self.batch_sizes:
             self.batch_sizes[key] = 1 if self.spec.trainer is not None else trials_per_batch(
-                self.spec.batch_trials, key, self.base_config(key))
+                self.spec.batch_trials, key, self.base_config(key), self.spec.devices_per_trial)
         return self.batch_sizes[key]
 
     def base_config(self, key: StudyKey) -> Config:

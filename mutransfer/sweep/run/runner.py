@@ -20,6 +20,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from ...analysis.drift import PointTrials, best_losses
+from ...dist.launch import die_with_parent
 from ...errors import EXIT_USAGE, UserError
 from ...registry.plugins import load_plugins
 from ...words import TrialStatus
@@ -163,16 +164,6 @@ def _point_trials(rows: list[tuple[float, int, float]]) -> PointTrials:
     return PointTrials(x.astype(float), seed.astype(int), loss.astype(float), ok, ~ok)
 
 
-def _die_with_parent() -> None:
-    """Linux: a worker gets SIGKILL when the sweep process dies, so no orphan keeps training."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def _worker_options(spec: SweepSpec, opts: SweepOptions, index: int) -> SweepOptions:
     """With several GPUs visible, worker i trains on GPU i mod count (a trainer command's worker: on the i-th
     group of ``devices_per_trial`` GPUs); otherwise the options as given."""
@@ -190,7 +181,7 @@ def _worker_options(spec: SweepSpec, opts: SweepOptions, index: int) -> SweepOpt
 
 
 def _worker_entry(plan: SweepPlan, opts: SweepOptions) -> None:
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # a sweep started with `&` inherits SIGINT ignored
     load_plugins()
     try:

@@ -303,12 +303,17 @@ def _waiting(study: optuna.Study) -> int:
 
 
 def _trainer_for(spec: SweepSpec, opts: SweepOptions) -> TrialTrainer:
-    """The user's training command when the spec has one, else the built-in loop in this process."""
+    """The user's training command when the spec has one, else the built-in loop: in this process, or on
+    ``devices_per_trial`` ranks."""
     if spec.trainer is not None:
         from .command_trainer import CommandTrainer
 
         return CommandTrainer(spec, opts.run_dir, opts.prefix, opts.threads, opts.devices, opts.storage,
                               opts.tracker)
+    if spec.devices_per_trial > 1:
+        from .ranked_trainer import RankedTrainer
+
+        return RankedTrainer(spec.devices_per_trial, opts.run_dir)
     return InProcessTrainer(spec, opts.run_dir)
 
 

@@ -21,7 +21,7 @@ __all__ = ["spec_keys", "SETUP_KEYS", "apply_overrides"]
 def spec_keys() -> tuple[str, ...]:
     """The keys a sweep spec may hold (every registered axis's plural among them)."""
     return ("name", "setups", *axis_keys(), "axes", "seeds", "search", "overrides", "coord_check", "batch_trials",
-            "trunks", "model", "trainer", "stop", "constants", "log")
+            "trunks", "model", "trainer", "stop", "constants", "log", "devices_per_trial")
 
 
 SETUP_KEYS = ("overrides", "search", "trainer")

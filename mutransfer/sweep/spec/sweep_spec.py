@@ -66,6 +66,9 @@ class SweepSpec:
     stop: bool = False
     """Stop a setup once its verdict is decided at a look (``sweep.run.stopping``); how a sweep runs, not what it
     computes: run again with ``stop=false`` it trains the rest of the design."""
+    devices_per_trial: int = 1
+    """The built-in trainer's ranks per trial (one process group each: N GPUs on CUDA, N processes on CPU;
+    ``train.parallel``); a trainer command's GPUs are its ``trainer.devices_per_trial``. How a sweep runs."""
     log: Optional[TrackerSpec] = field(default=None, compare=False)
     """The spec's ``log:`` section: the tracker its trials are logged to (``--log`` overrides it). How a sweep
     runs, not what it computes: never part of the sweep's record."""
@@ -88,8 +91,9 @@ class SweepSpec:
     def branches(self, train: TrainConfig) -> bool:
         """Whether a trial trained one by one under ``train`` branches off a trunk (``train.trunk``): a horizon
         axis of two or more steps under ``schedule: wsd``, unless the spec turns trunks off. Stacked trials
-        (``batch_trials`` > 1) train from scratch."""
-        return self.trunks and len(self.listed("steps")) > 1 and train.schedule == "wsd" and self.trainer is None
+        (``batch_trials`` > 1) and trials on several ranks (``devices_per_trial``) train from scratch."""
+        return (self.trunks and len(self.listed("steps")) > 1 and train.schedule == "wsd" and self.trainer is None
+                and self.devices_per_trial == 1)
 
     def swept(self) -> tuple[str, ...]:
         """The axes this spec varies: width always, the others when it lists two or more values."""
@@ -220,6 +224,21 @@ def _model(model: Any, source: str) -> Optional[dict[str, Any]]:
     return {**model, "factory_path": str((here / folder).resolve())}
 
 
+def _devices_per_trial(value: Any, trainer: Optional[TrainerSpec], batch_trials: int | str) -> int:
+    """The built-in trainer's ranks per trial: a positive integer, without a trainer section (a command's GPUs are
+    its ``trainer.devices_per_trial``) and without stacked trials (one model per process group)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"devices_per_trial={value!r} is not a number of ranks", "give a positive integer, e.g. "
+                        "devices_per_trial=2")
+    if value > 1 and trainer is not None:
+        raise UserError(f"devices_per_trial={value} sets the built-in trainer's ranks, but this spec runs your "
+                        "command", "set trainer.devices_per_trial (its GPUs) instead")
+    if value > 1 and batch_trials not in ("auto", 1):
+        raise UserError(f"batch_trials={batch_trials} stacks trials in one model, which devices_per_trial={value} "
+                        "spreads over ranks (FSDP shards one model)", "set batch_trials=1 (or auto)")
+    return value
+
+
 def _batch_trials(value: Any, setups: list[SetupSpec], model: Optional[dict[str, Any]]) -> int | str:
     if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise UserError(f"batch_trials={value!r} is not a number of trials",
@@ -299,6 +318,7 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
     if not isinstance(trunks, bool):
         raise UserError(f"trunks={trunks!r} is not true or false", "set trunks=true (the default) or trunks=false")
     stop = _stop(data.get("stop", False), data)
+    devices = _devices_per_trial(data.get("devices_per_trial", 1), trainer, batch_trials)
     log = parse_log_section(data.get("log"))
     constants = parse_constants(data.get("constants"), int_list("widths", data["widths"], True),
                                 [s.key for s in base])
@@ -318,7 +338,7 @@ def load_spec(spec: str, overrides: Sequence[str] = ()) -> SweepSpec:
                      seeds=int_list("seeds", data.get("seeds", [0]), False), overrides=tuple(extra),
                      coord_check=bool(data.get("coord_check", False)), batch_trials=batch_trials, model=model,
                      trunks=trunks, hold=hold, axes=axes, source=source, trainer=trainer, stop=stop,
-                     constants=constants, values=AxisValues.of(values), log=log)
+                     constants=constants, values=AxisValues.of(values), log=log, devices_per_trial=devices)
 
 
 def _constants_from_dict(data: Optional[dict[str, Any]]) -> Optional[ConstantsSpec]:
@@ -339,7 +359,7 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
                      overrides=tuple(data["overrides"]), coord_check=bool(data.get("coord_check", False)),
                      batch_trials=data.get("batch_trials", "auto"), model=data.get("model"),
                      trunks=data["trunks"], hold=data["hold"], trainer=trainer_from_dict(data["trainer"]),
-                     stop=bool(data.get("stop", False)),
+                     stop=bool(data.get("stop", False)), devices_per_trial=int(data.get("devices_per_trial", 1)),
                      constants=_constants_from_dict(data.get("constants")),
                      axes=tuple(data["axes"]) if isinstance(data["axes"], list) else data["axes"],
                      values=AxisValues.of({axis.name: data[axis.plural] for axis in TRANSFER_AXES}))

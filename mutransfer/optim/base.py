@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["PerParameter", "per_trial", "descend_", "decay_"]
+__all__ = ["PerParameter", "closure_loss", "per_trial", "descend_", "decay_"]
 
 
 class PerParameter(torch.optim.Optimizer):
@@ -20,15 +20,20 @@ class PerParameter(torch.optim.Optimizer):
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:
         """Perform one optimization step."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = closure_loss(closure)
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
                     self._update(group, p, self.state[p])
         return loss
+
+
+def closure_loss(closure: Any) -> Any:
+    """The loss an optimizer step's closure returns, evaluated with gradients on; None without a closure."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
 
 
 def per_trial(lr: float | Tensor, p: Tensor) -> float | Tensor:

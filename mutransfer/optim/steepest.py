@@ -13,7 +13,7 @@ from torch import Tensor
 
 from ..schema import NS_COEFFS
 from ..table.rules import MUON_SCALES, UPDATE_RULES, muon_scale
-from .base import decay_, descend_, per_trial
+from .base import closure_loss, decay_, descend_, per_trial
 from .directions import block_direction, direction, rms_normalize, row_normalize, sign_update
 from .sharded import ShardStats, SpectralItem, place, sharded_direction, spectral_directions, timed_direction
 
@@ -121,10 +121,7 @@ class SteepestDescent(torch.optim.Optimizer):
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:
         """Perform one optimization step; spectral parameters spread over ranks are exchanged together."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = closure_loss(closure)
         spread: list[tuple[dict[str, Any], SpectralItem]] = []
         for group in self.param_groups:
             for p in group["params"]:

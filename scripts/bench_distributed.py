@@ -3,11 +3,13 @@ thread per rank), under DDP and under FSDP2, and how many bytes it moves:
 
     python scripts/bench_distributed.py [--width 256] [--depth 2] [--ranks 1 2 4] [--parallel ddp fsdp]
         [--steps 6] [--batch-size 16] [--out docs/data/distributed/cost.csv]
+    python scripts/bench_distributed.py --table docs/data/distributed/cost.csv   # the table docs/distributed.md shows
 
 For each (parallel, N) it spawns N ranks and, after one warm-up step, times ``--steps`` steps: the whole step,
 forward + backward (``compute_s``: this includes DDP's gradient all-reduce, or FSDP's parameter all-gathers and
 gradient reduce-scatter, which overlap the computation and are not timed apart), the optimizer's step, the
-Newton–Schulz calls in it (``ns_s``, every ``msign`` call timed) and the optimizer's own collectives (``opt_comm_s``, ``ShardStats.comm_seconds``). Each figure is
+Newton–Schulz calls in it (``ns_s``, every ``msign`` call timed) and the optimizer's own collectives
+(``opt_comm_s``, ``ShardStats.comm_seconds``). Each figure is
 a rank's median over the steps; the table shows the slowest rank's. Bytes are per rank and step, the largest rank's:
 
 - ``opt_bytes_measured``: ``ShardStats.bytes_sent``, everything the optimizer sent (its two exchanges of spectral
@@ -174,6 +176,26 @@ def table_row(world: int, parallel: str, per_rank: list[dict[str, Any]], batch_s
     return row
 
 
+def markdown_table(path: Path) -> str:
+    """The kept table as docs/distributed.md shows it (times in ms, bytes in MiB)."""
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+
+    def ms(value: str) -> str:
+        return f"{float(value) * 1000:.0f} ms"
+
+    def mib(value: str) -> str:
+        return f"{int(value) / 2**20:.2f} MiB"
+    lines = ["| ranks | mode | step | forward + backward | optimizer | of it Newton–Schulz | of it exchange | optimizer "
+             "bytes (measured = modelled) | gradient bytes (modelled) | Newton–Schulz calls on a rank | tokens/s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['ranks']} | {r['parallel']} | {ms(r['step_s'])} | {ms(r['compute_s'])} | {ms(r['optimizer_s'])} | "
+              f"{ms(r['ns_s'])} | {ms(r['opt_comm_s'])} | {mib(r['opt_bytes_measured'])} | "
+              f"{mib(r['grad_bytes_modelled'])} | {r['ns_calls_per_rank']} | {float(r['tokens_per_s']):,.0f} |"
+              for r in rows]
+    return "\n".join(lines)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--width", type=int, default=256)
@@ -183,7 +205,11 @@ def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--out", type=Path, default=Path("docs/data/distributed/cost.csv"))
+    parser.add_argument("--table", type=Path, help="Print a kept table as docs/distributed.md shows it, and stop.")
     args = parser.parse_args(argv)
+    if args.table is not None:
+        print(markdown_table(args.table))
+        return 0
     bad = [n for n in args.ranks if n < 1 or args.batch_size % n]
     if bad or args.steps < 1:
         parser.error(f"--steps must be positive and every rank count divide --batch-size {args.batch_size}: {bad}")

@@ -67,10 +67,10 @@ def resolve_workers(workers: str, threads: int, ranks: int = 1) -> tuple[Optiona
     if count < 1:
         raise UserError(f"--workers {count} must be at least 1", "use --workers 1 or more, or --workers auto")
     threads = threads or max(1, cores // (count * ranks))
-    if ranks > 1 and count * ranks * threads > cores:
-        raise UserError(f"{count} worker(s) × {ranks} ranks per trial × {threads} thread(s) is "
-                        f"{count * ranks * threads} processes' threads on {cores} cores",
-                        "lower --workers or --threads, or the ranks per trial, to fit the cores")
+    total = count * ranks * threads
+    if ranks > 1 and total > cores:
+        raise UserError(f"{count} worker(s) × {ranks} ranks per trial × {threads} thread(s) is {total} threads on "
+                        f"{cores} cores", "lower --workers, --threads or the ranks per trial to fit them")
     return count, threads
 
 

@@ -16,10 +16,14 @@ from torch import Tensor
 
 from ..errors import UserError
 
-__all__ = ["Ranks", "RANK_ENV", "launched", "join", "leave", "backend_for"]
+__all__ = ["Ranks", "RANK_ENV", "START_SECONDS", "launched", "join", "leave", "backend_for"]
 
 RANK_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 """The variables a launcher (torchrun, ``--nproc``, a cluster's) sets for each rank."""
+START_SECONDS = 120.0
+"""How long the ranks wait for each other to start (a rank imports torch and reads its data first, seconds on a
+busy machine), apart from ``train.dist_timeout``, which bounds every collective after."""
+READY_KEY, ALL_READY_KEY = "mutransfer/ready", "mutransfer/all-ready"
 
 
 def launched(environ: Optional[Mapping[str, str]] = None) -> bool:
@@ -79,10 +83,22 @@ def join(device_name: str, parallel: str, timeout_s: float, environ: Optional[Ma
     if device.type == "cuda":
         torch.cuda.set_device(device)
     if not dist.is_initialized():
-        dist.init_process_group(backend_for(device), init_method=f"tcp://{env['MASTER_ADDR']}:{env['MASTER_PORT']}",
-                                rank=rank, world_size=world, timeout=datetime.timedelta(seconds=timeout_s),
+        dist.init_process_group(backend_for(device), store=_started(env, rank, world, timeout_s), rank=rank,
+                                world_size=world, timeout=datetime.timedelta(seconds=timeout_s),
                                 device_id=device if device.type == "cuda" else None)
     return Ranks(rank, world, local, parallel, device, dist.group.WORLD)
+
+
+def _started(env: Mapping[str, str], rank: int, world: int, timeout_s: float) -> Any:
+    """The group's store, once every rank has reached it (within ``START_SECONDS``), so that a slow start never
+    counts against the collective timeout. Rank 0 hosts it, unless torchrun's agent already does."""
+    hosted_by_agent = env.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    store = dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), world, rank == 0 and not hosted_by_agent,
+                          datetime.timedelta(seconds=max(timeout_s, START_SECONDS)))
+    if store.add(READY_KEY, 1) == world:
+        store.set(ALL_READY_KEY, "1")
+    store.wait([ALL_READY_KEY])
+    return store
 
 
 def leave() -> None:

@@ -1,6 +1,7 @@
 """Steepest descent per layer type (Su, "Above MuP"): momentum, then the direction of each parameter's rule
-(``directions``), in one thin ``SteepestDescent`` optimizer. A group's ``lr`` is a float, or a tensor of K per-trial learning rates. Parameters spread over
-ranks (FSDP2's DTensor shards, DDP's replicas) take the same steps through ``sharded``.
+(``directions``), in one thin ``SteepestDescent`` optimizer. A group's ``lr`` is a float, or a tensor of K
+per-trial learning rates. Parameters spread over ranks (FSDP2's DTensor shards, DDP's replicas) take the same
+steps through ``sharded``.
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ def corpus_text(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def one_process(corpus_text: Path) -> dict[str, float]:
     """The single-process answers the ranks must give."""
-    losses = {str(dtype): rank_checks.train_losses(None, corpus_text, dtype) for dtype in (torch.float64, torch.float32)}
+    losses = {str(dtype): rank_checks.train_losses(None, corpus_text, dtype)
+              for dtype in (torch.float64, torch.float32)}
     return {**losses, "user_model": rank_checks.user_model_loss(None)}
 
 

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from conftest import process_alive, wait_for
 from mutransfer.cli import app
+from mutransfer.words import TrialStatus
 
 RUN = ["model.width=32", "model.depth=1", "parametrization.base_width=32", "train.steps=8", "train.batch_size=4",
        "train.seq_len=32", "train.eval_batches=2", "train.eval_every=4", "train.threads=1", "train.compile=off",
@@ -134,13 +135,14 @@ def test_a_sweep_on_two_ranks_per_trial_equals_one_rank(tmp_path: Path, text_fil
                          str(tmp_path / f"run{ranks}"))
         assert run.returncode == 0, run.stderr
         table = pd.read_csv(tmp_path / f"run{ranks}" / "trials.csv").sort_values(["width", "log2_lr"])
-        assert (table["status"] == "ok").all()
+        assert (table["status"] == TrialStatus.OK).all()
         losses[ranks] = table["val_loss"].to_numpy()
     assert losses[2] == pytest.approx(losses[1], rel=1e-3)
 
 
 def _helper_ranks() -> list[psutil.Process]:
-    return [p for p in psutil.process_iter(["cmdline"]) if "mutransfer.sweep.run.rank_trial" in (p.info["cmdline"] or [])]
+    return [process for process in psutil.process_iter(["cmdline"])
+            if "mutransfer.sweep.run.rank_trial" in (process.info["cmdline"] or [])]
 
 
 @pytest.mark.slow
@@ -161,6 +163,7 @@ def test_a_killed_helper_rank_fails_its_trial_and_the_sweep_goes_on(tmp_path: Pa
     helpers[0].kill()
     assert sweep.wait(300) in (0, 1)
     table = pd.read_csv(tmp_path / "run" / "trials.csv")
-    assert (table["status"] == "fail").sum() == 1, table[["width", "log2_lr", "status"]]
-    assert (table["status"] == "ok").sum() == len(table) - 1
+    assert (table["status"] == TrialStatus.FAILED).sum() == 1, table[["width", "log2_lr", "status"]]
+    assert "ranks failed" in table.loc[table["status"] == TrialStatus.FAILED, "message"].iloc[0]
+    assert (table["status"] == TrialStatus.OK).sum() == len(table) - 1
     assert not _helper_ranks()

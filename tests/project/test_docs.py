@@ -406,3 +406,9 @@ def test_a_value_on_a_rounding_edge_prints_the_same_whatever_its_float_noise() -
     assert interval_cell(below) == interval_cell(above) == interval_cell(edge)
     assert interval_cell(-0.2049, [1.0, None]) == "-0.20 [+1.00, …]"
     assert interval_cell(None) == "—" and interval_cell(float("nan")) == "—"
+
+
+def test_the_distributed_cost_table_is_the_kept_one() -> None:
+    """docs/distributed.md shows the kept benchmark table as ``scripts/bench_distributed.py --table`` prints it."""
+    table = load_script("bench_distributed").markdown_table(ROOT / "docs" / "data" / "distributed" / "cost.csv")
+    assert table in (ROOT / "docs" / "distributed.md").read_text(), "run scripts/bench_distributed.py --table"

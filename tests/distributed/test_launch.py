@@ -128,7 +128,7 @@ def test_bad_ranked_sweeps_are_one_line(tmp_path: Path, text_file: Path, extra: 
 
 
 @pytest.mark.slow
-def test_a_sweep_on_two_ranks_per_trial_equals_one_rank(tmp_path: Path, text_file: Path) -> None:
+def test_a_sweep_on_two_ranks_per_trial_equals_one_rank_and_verify_runs_on_two(tmp_path: Path, text_file: Path) -> None:
     losses = {}
     for ranks in (1, 2):
         run = mutransfer("sweep", str(_ranked_spec(tmp_path, text_file, ranks)), "--workers", "1", "--out",
@@ -138,6 +138,11 @@ def test_a_sweep_on_two_ranks_per_trial_equals_one_rank(tmp_path: Path, text_fil
         assert (table["status"] == TrialStatus.OK).all()
         losses[ranks] = table["val_loss"].to_numpy()
     assert losses[2] == pytest.approx(losses[1], rel=1e-3)
+    check = mutransfer("verify", "--width", "128", "--setup", "mup_muon", "--from", str(tmp_path / "run1"),
+                       "--factors", "0.5,1,2", "--nproc", "2", "--workers", "1")
+    assert check.returncode in (0, 1), check.stderr
+    trained = pd.read_csv(tmp_path / "run1" / "verify.csv")
+    assert len(trained) >= 3 and (trained["status"] == TrialStatus.OK).all(), trained
 
 
 def _helper_ranks() -> list[psutil.Process]:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from mutransfer.sweep.plan.sweep_plan import SweepPlan
 from mutransfer.commands.dry_run import estimate_sweep
-from mutransfer.commands.sweep import resolve_workers
+from mutransfer.commands.workers import resolve_workers
 from mutransfer.sweep.spec.sweep_spec import load_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

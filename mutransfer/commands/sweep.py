@@ -16,6 +16,7 @@ from ..errors import UserError
 from ..schema import TRANSFER_AXES
 from ..words import Verdict
 from .sweep_checks import check_trials, compose_trials, report_precheck
+from .workers import resolve_workers
 
 if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key answers before torch loads)
     from rich.console import Console
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # the command imports these late (start-up: a misspelt key an
     from ..tracking.spec import TrackerSpec
     from .display import SweepDisplay, TrialLog
 
-__all__ = ["run", "split_spec", "resolve_workers", "up_to_date_summary", "finalize", "next_step", "corpus_lines",
+__all__ = ["run", "split_spec", "up_to_date_summary", "finalize", "next_step", "corpus_lines",
            "resume_command", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "interrupt_code", "DEFAULT_SPEC"]
 
 EXIT_INTERRUPTED = 130
@@ -45,33 +46,6 @@ def split_spec(spec: Optional[str], overrides: Sequence[str]) -> tuple[str, list
     if "=" in spec:
         return DEFAULT_SPEC, [spec, *words]
     return spec, words
-
-
-def resolve_workers(workers: str, threads: int, ranks: int = 1) -> tuple[Optional[int], int]:
-    """``--workers N`` (N ≥ 1) or ``auto`` (None: measured later); threads default to cores / workers. With
-    ``ranks`` per trial (``devices_per_trial``, ``verify --nproc``) ``auto`` is cores / ranks workers, threads
-    default to cores / (workers × ranks), and more than the cores in all is refused."""
-    from ..train.cores import available_cores
-
-    if threads < 0:
-        raise UserError(f"--threads {threads} must be >= 0", "use 0 for cores / workers")
-    cores = available_cores()
-    if workers == "auto":
-        if ranks == 1:
-            return None, threads
-        workers = str(max(1, cores // ranks))
-    try:
-        count = int(workers)
-    except ValueError:
-        raise UserError(f"--workers {workers} is not a number", "use --workers N (N >= 1) or --workers auto") from None
-    if count < 1:
-        raise UserError(f"--workers {count} must be at least 1", "use --workers 1 or more, or --workers auto")
-    threads = threads or max(1, cores // (count * ranks))
-    total = count * ranks * threads
-    if ranks > 1 and total > cores:
-        raise UserError(f"{count} worker(s) × {ranks} ranks per trial × {threads} thread(s) is {total} threads on "
-                        f"{cores} cores", "lower --workers, --threads or the ranks per trial to fit them")
-    return count, threads
 
 
 def up_to_date_summary(run_dir: Path, fingerprint: str, th: Thresholds, stop: bool = False) -> Optional[Summary]:

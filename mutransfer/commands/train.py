@@ -61,7 +61,9 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path], n
 
         run_dir = new_run_dir(out, "train")
         argv = ["train", *overrides, "--out", str(run_dir), *(["--config", str(config)] if config else [])]
-        return launch(nproc, argv, cfg.train.dist_timeout + GRACE_SECONDS)
+        from ..train.cores import available_cores
+
+        return launch(nproc, argv, cfg.train.dist_timeout + GRACE_SECONDS, max(1, available_cores() // nproc))
     if not main:
         _train_rank(cfg, corpus)
         return 0

@@ -36,7 +36,7 @@ def run(width_text: str, source: Optional[Path], setup_text: Optional[str], span
     from ..transfer.verify import parse_factors, parse_widths
     from .common import positive_integer, positive_number
     from .run_source import run_source
-    from .sweep import resolve_workers
+    from .workers import resolve_workers
 
     widths = parse_widths(width_text)
     span = positive_number("--span", span_text, "1.5")

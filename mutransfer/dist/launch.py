@@ -29,11 +29,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def rank_environment(rank: int, world: int, port: int, base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
-    """``base`` (the current environment) with one local rank's torchrun variables."""
+def rank_environment(rank: int, world: int, port: int, base: Optional[Mapping[str, str]] = None,
+                     local_rank: Optional[int] = None, threads: Optional[int] = None) -> dict[str, str]:
+    """``base`` (the current environment) with one local rank's torchrun variables (``LOCAL_RANK``, its GPU:
+    ``local_rank``, else ``rank``), and ``OMP_NUM_THREADS`` at ``threads`` unless the environment sets it (each rank
+    would otherwise take every core, as torchrun also avoids)."""
     env = dict(os.environ if base is None else base)
-    env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
-               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank if local_rank is None else local_rank),
+               LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if threads is not None:
+        env.setdefault("OMP_NUM_THREADS", str(threads))
     return env
 
 
@@ -65,12 +70,13 @@ def _exit_code(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
-def launch(nproc: int, argv: Sequence[str], grace_s: float) -> int:
-    """Run ``python -m mutransfer ARGV`` as ``nproc`` ranks; rank 0's stdout is this process's. The exit code is 0
-    when every rank succeeded, else the first failed rank's (a signal N as 128 + N)."""
+def launch(nproc: int, argv: Sequence[str], grace_s: float, threads: Optional[int] = None) -> int:
+    """Run ``python -m mutransfer ARGV`` as ``nproc`` ranks (``threads`` torch threads each, unless
+    ``OMP_NUM_THREADS`` is set); rank 0's stdout is this process's. The exit code is 0 when every rank succeeded,
+    else the first failed rank's (a signal N as 128 + N)."""
     port = free_port()
     command = [sys.executable, "-m", "mutransfer", *argv]
-    processes = [subprocess.Popen(command, env=rank_environment(rank, nproc, port),
+    processes = [subprocess.Popen(command, env=rank_environment(rank, nproc, port, threads=threads),
                                   stdout=None if rank == 0 else subprocess.DEVNULL) for rank in range(nproc)]
     failed_at: Optional[float] = None
     failure = 0

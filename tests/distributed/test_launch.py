@@ -172,3 +172,19 @@ def test_a_killed_helper_rank_fails_its_trial_and_the_sweep_goes_on(tmp_path: Pa
     assert "ranks failed" in table.loc[table["status"] == TrialStatus.FAILED, "message"].iloc[0]
     assert (table["status"] == TrialStatus.OK).sum() == len(table) - 1
     assert not _helper_ranks()
+
+
+def test_each_rank_gets_its_gpu_and_its_share_of_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from mutransfer.dist.launch import rank_environment
+    from mutransfer.sweep.run.layout import rank_gpu_groups
+
+    env = rank_environment(1, 2, 29500, base={"PATH": "/bin"}, local_rank=3, threads=4)
+    assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["OMP_NUM_THREADS"]) == ("1", "2", "3", "4")
+    assert rank_environment(0, 2, 29500, base={"OMP_NUM_THREADS": "7"}, threads=1)["OMP_NUM_THREADS"] == "7"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 5)
+    assert rank_gpu_groups(2) == [(0, 1), (2, 3)]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert rank_gpu_groups(2) == []

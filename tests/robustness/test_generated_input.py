@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from mutransfer.analysis.summary import summarize_run
 from mutransfer.commands.common import positive_number
 from mutransfer.commands.coord_check import parse_widths as parse_coord_widths
-from mutransfer.commands.sweep import resolve_workers
+from mutransfer.commands.workers import resolve_workers
 from mutransfer.config import compose, load_config_file
 from mutransfer.errors import UserError
 from mutransfer.schema import DataConfig

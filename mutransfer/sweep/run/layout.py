@@ -17,7 +17,7 @@ from ..spec.sweep_spec import SweepSpec
 from ..plan.sweep_plan import SweepPlan
 from ..plan.trial import trial_config
 
-__all__ = ["choose_layout", "layouts", "gpu_groups"]
+__all__ = ["choose_layout", "layouts", "gpu_groups", "rank_gpu_groups"]
 
 
 def layouts(cores: int) -> list[tuple[int, int]]:
@@ -39,6 +39,15 @@ def gpu_groups(per_trial: int) -> list[str]:
     ids = [i.strip() for i in visible.split(",") if i.strip()] if visible else []
     ids = ids or [str(i) for i in range(torch.cuda.device_count())]
     return [",".join(ids[i:i + per_trial]) for i in range(0, len(ids) - per_trial + 1, per_trial)]
+
+
+def rank_gpu_groups(per_trial: int) -> list[tuple[int, ...]]:
+    """The visible GPUs' indices in groups of ``per_trial``, one group per worker whose trials train on that many
+    ranks (``devices_per_trial``); none without CUDA."""
+    if not torch.cuda.is_available():
+        return []
+    count = torch.cuda.device_count()
+    return [tuple(range(i, i + per_trial)) for i in range(0, count - per_trial + 1, per_trial)]
 
 
 def _trainer_layout(spec: SweepSpec, cores: int) -> tuple[int, int, str]:

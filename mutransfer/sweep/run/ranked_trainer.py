@@ -29,8 +29,10 @@ HELPER_EXIT_SECONDS = 30.0
 class RankedTrainer:
     """Each claimed trial trained on ``ranks`` ranks of a fresh process group (``train.parallel``)."""
 
-    def __init__(self, ranks: int, run_dir: Path) -> None:
+    def __init__(self, ranks: int, run_dir: Path, gpus: Optional[tuple[int, ...]] = None) -> None:
         self.ranks, self.run_dir = ranks, run_dir
+        self.gpus = gpus or tuple(range(ranks))
+        """Each rank's GPU index (``LOCAL_RANK``), used when the trial trains on CUDA."""
         self.corpora = Corpora()
 
     def fit(self, runs: list[TrialRun], on_eval: OnEval, on_step: Optional[OnStep] = None) -> list[TrainResult]:
@@ -43,11 +45,12 @@ class RankedTrainer:
             config_file = Path(folder) / "config.yaml"
             atomic_write_text(config_file, to_yaml(cfg))
             helpers = [subprocess.Popen([sys.executable, "-m", "mutransfer.sweep.run.rank_trial", str(config_file)],
-                                        env=rank_environment(rank, self.ranks, port), stdout=subprocess.DEVNULL)
+                                        env=rank_environment(rank, self.ranks, port, local_rank=self.gpus[rank]),
+                                        stdout=subprocess.DEVNULL)
                        for rank in range(1, self.ranks)]
             try:
                 ranks = join(cfg.train.device, cfg.train.parallel, cfg.train.dist_timeout,
-                             rank_environment(0, self.ranks, port))
+                             rank_environment(0, self.ranks, port, local_rank=self.gpus[0]))
                 try:
                     result, _ = train_model(cfg, corpus, on_eval=lambda step, val: on_eval(0, step, val),
                                             on_step=(lambda step, loss: on_step(0, step, loss)) if on_step else None,

@@ -165,8 +165,8 @@ def _point_trials(rows: list[tuple[float, int, float]]) -> PointTrials:
 
 
 def _worker_options(spec: SweepSpec, opts: SweepOptions, index: int) -> SweepOptions:
-    """With several GPUs visible, worker i trains on GPU i mod count (a trainer command's worker: on the i-th
-    group of ``devices_per_trial`` GPUs); otherwise the options as given."""
+    """With several GPUs visible, worker i trains on GPU i mod count (a trainer command's worker, or a built-in
+    trial's ranks: on the i-th group of ``devices_per_trial`` GPUs); otherwise the options as given."""
     import torch
 
     if spec.trainer is not None:
@@ -174,6 +174,11 @@ def _worker_options(spec: SweepSpec, opts: SweepOptions, index: int) -> SweepOpt
 
         groups = gpu_groups(spec.trainer.devices_per_trial)
         return replace(opts, devices=groups[index % len(groups)]) if groups else opts
+    if spec.devices_per_trial > 1:
+        from .layout import rank_gpu_groups
+
+        groups = rank_gpu_groups(spec.devices_per_trial)
+        return replace(opts, rank_gpus=groups[index % len(groups)]) if groups else opts
     gpus = torch.cuda.device_count()
     if gpus > 1 and opts.device in (None, "auto", "cuda"):
         return replace(opts, device=f"cuda:{index % gpus}")

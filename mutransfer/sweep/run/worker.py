@@ -78,6 +78,9 @@ class SweepOptions:
     record: Optional[dict[str, Any]] = None
     devices: Optional[str] = None
     """A trainer command's GPUs (``CUDA_VISIBLE_DEVICES``), one group per worker; None: as the machine has them."""
+    rank_gpus: Optional[tuple[int, ...]] = None
+    """The built-in trainer's GPUs for a trial's ranks (``devices_per_trial``), as indices among the visible ones,
+    one group per worker; None: GPUs 0 to N − 1, or the CPU."""
     retry_failed: bool = False
     """Queue the failed trials' points again when the sweep starts (``--retry-failed``)."""
     tracker: Optional[TrackerHandle] = None
@@ -313,7 +316,7 @@ def _trainer_for(spec: SweepSpec, opts: SweepOptions) -> TrialTrainer:
     if spec.devices_per_trial > 1:
         from .ranked_trainer import RankedTrainer
 
-        return RankedTrainer(spec.devices_per_trial, opts.run_dir)
+        return RankedTrainer(spec.devices_per_trial, opts.run_dir, opts.rank_gpus)
     return InProcessTrainer(spec, opts.run_dir)
 
 

@@ -5,6 +5,7 @@ calls and bytes it spent; 20 training steps of the GPT under DDP and FSDP2; a us
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +21,8 @@ from mutransfer.dist.ranks import Ranks, join, leave
 from mutransfer.dist.wrap import spread
 from mutransfer.optim.shards import Layout, assign_owners, exchange_bytes, ns_flops
 from mutransfer.optim.steepest import SteepestDescent
-from mutransfer.train.data import load_corpus
+from mutransfer.schema import Config
+from mutransfer.train.data import Corpus, load_corpus
 from mutransfer.train.loop import train_model
 
 PARAMS: tuple[tuple[str, tuple[int, ...], str, bool, int], ...] = (
@@ -42,7 +44,7 @@ STEPS = 2
 TRAIN_STEPS = 20
 TRAIN_OVERRIDES = ("model.width=32", "model.depth=2", "model.head_dim=16", "parametrization=mup", "optimizer=muon",
                    "parametrization.base_width=32", f"train.steps={TRAIN_STEPS}", "train.batch_size=12",
-                   "train.seq_len=16", "train.eval_every=10", "train.eval_batches=2", "train.device=cpu",
+                   "train.seq_len=16", "train.eval_every=0", "train.eval_batches=2", "train.device=cpu",
                    "train.compile=off", "train.grad_clip=1.0", "data=text")
 
 
@@ -183,9 +185,15 @@ def training_checks(ranks: Ranks, text: Path) -> dict[str, float]:
     return out
 
 
-def train_losses(ranks: Ranks | None, text: Path, dtype: torch.dtype) -> float:
+@functools.lru_cache(maxsize=None)
+def training_run(text: Path) -> tuple[Config, Corpus]:
+    """The 20-step run's config and corpus, composed and read once per process."""
     cfg = compose([*TRAIN_OVERRIDES, f"data.path={text}"])
-    corpus = load_corpus(cfg.data, cfg.train.seq_len)
+    return cfg, load_corpus(cfg.data, cfg.train.seq_len)
+
+
+def train_losses(ranks: Ranks | None, text: Path, dtype: torch.dtype) -> float:
+    cfg, corpus = training_run(text)
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:

@@ -58,11 +58,10 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path], n
         print(f"warning: {epochs}", file=sys.stderr)
     if nproc is not None and not launched():
         from ..dist.launch import launch
+        from ..train.cores import available_cores
 
         run_dir = new_run_dir(out, "train")
         argv = ["train", *overrides, "--out", str(run_dir), *(["--config", str(config)] if config else [])]
-        from ..train.cores import available_cores
-
         return launch(nproc, argv, cfg.train.dist_timeout + GRACE_SECONDS, max(1, available_cores() // nproc))
     if not main:
         _train_rank(cfg, corpus)

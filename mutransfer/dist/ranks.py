@@ -16,10 +16,7 @@ from torch import Tensor
 
 from ..errors import UserError
 
-__all__ = ["Ranks", "RANK_ENV", "START_SECONDS", "launched", "join", "leave", "backend_for"]
-
-RANK_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
-"""The variables a launcher (torchrun, ``--nproc``, a cluster's) sets for each rank."""
+__all__ = ["Ranks", "START_SECONDS", "launched", "join", "leave", "backend_for"]
 START_SECONDS = 120.0
 """How long the ranks wait for each other to start (a rank imports torch and reads its data first, seconds on a
 busy machine), apart from ``train.dist_timeout``, which bounds every collective after."""
@@ -46,11 +43,6 @@ class Ranks:
     parallel: str
     device: torch.device
     group: Any
-
-    @property
-    def main(self) -> bool:
-        """Rank 0: the one that writes files and prints."""
-        return self.rank == 0
 
     def rows(self, batch: Tensor) -> Tensor:
         """This rank's rows of a global batch (its size divisible by ``world``: ``commands.parallel_checks``)."""

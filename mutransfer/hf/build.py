@@ -45,7 +45,9 @@ def _derived(arch: Architecture) -> dict[str, str]:
     instead = {"width": "model.width", "kv_heads": "model.hf.heads_per_kv", "intermediate": "model.hf.mlp_ratio",
                "depth": "model.depth",
                "vocab": "the data (data.vocab_size)", "tie": "model.tie_embeddings"}
-    return {keyword: instead[size] for size, keyword in arch.size_keys.items() if keyword and size in instead}
+    derived = {keyword: instead[size] for size, keyword in arch.size_keys.items() if keyword and size in instead}
+    derived.update({keyword: instead["intermediate"] for keyword in arch.other_intermediate})
+    return derived
 
 
 def _heads(model: ModelConfig, width: int) -> int:
@@ -56,8 +58,9 @@ def _heads(model: ModelConfig, width: int) -> int:
 
 def config_kwargs(model: ModelConfig, vocab_size: int) -> dict[str, Any]:
     """The config class's keywords at ``model.width``: hidden size, heads = width / head_dim (key-value heads
-    heads / heads_per_kv), intermediate = mlp_ratio × width, layers = depth, the data's vocabulary, untied
-    embeddings unless ``model.tie_embeddings``; then the architecture's defaults and ``model.hf.config``."""
+    heads / heads_per_kv), intermediate = mlp_ratio × width (for a mixture of experts each expert's, and its
+    ``other_intermediate`` sizes too), layers = depth, the data's vocabulary, untied embeddings unless
+    ``model.tie_embeddings``; then the architecture's defaults and ``model.hf.config``."""
     hf = _hf(model)
     arch = _arch(hf)
     keys = arch.size_keys
@@ -67,6 +70,7 @@ def config_kwargs(model: ModelConfig, vocab_size: int) -> dict[str, Any]:
                              "intermediate": round(ratio * model.width), "depth": model.depth, "vocab": vocab_size,
                              "tie": model.tie_embeddings}
     kwargs = {keys[size]: value for size, value in sizes.items() if keys.get(size)}
+    kwargs.update({keyword: sizes["intermediate"] for keyword in arch.other_intermediate})
     kwargs.update(arch.defaults)
     kwargs.update(hf.config)
     return kwargs

@@ -7,7 +7,8 @@
     mutransfer.attach_multipliers(model, plan)          # forward multipliers (all 1 under muP with a = 0)
     opt = mutransfer.build_optimizer(model, plan, lr=2**-5)   # per-parameter LRs and update rules
 
-A Hugging Face model takes a shipped role map by name (``roles="llama"`` or ``"gpt2"``), which also names its
+A Hugging Face model takes a shipped role map by name (``roles="llama"``, ``"gpt2"``, or a mixture of experts:
+``"mixtral"``, ``"qwen2_moe"``, ``"qwen3_moe"``, ``"olmoe"``), which also names its
 residual blocks and fused weights: ``parametrize(model, roles="llama", width=1024, base_width=128,
 base_model=small_model)``.
 """
@@ -22,6 +23,7 @@ from torch import nn
 from .config import compose_parametrization
 from .errors import UserError
 from .hf.architectures import ARCHITECTURES
+from .hf.plan import refuse_unhookable_multipliers
 from .model.apply import initialize
 from .model.build import module_plan
 from .table.plan import Plan
@@ -50,7 +52,7 @@ def parametrize(
     """Re-initialise ``model`` by the preset's table at ``width`` and return its plan.
 
     ``roles`` maps parameter-name glob patterns to roles, tried in order (first match wins), or names a shipped
-    Hugging Face architecture (``"llama"``, ``"gpt2"``), whose map also gives ``in_block`` and ``blocks`` (fused
+    Hugging Face architecture (``"llama"``, ``"gpt2"``, ``"mixtral"``, …: ``hf.architectures.ARCHITECTURES``), whose map also gives ``in_block`` and ``blocks`` (fused
     weights: pattern → equal logical blocks along dout, each orthogonalised on its own). ``transformers``'
     ``Conv1D`` weights, stored (din, dout), are recognised and planned in their true orientation. The base-width
     shapes come from ``base_model``, or from ``factory(base_width)`` built on the meta device (no memory),
@@ -85,6 +87,7 @@ def parametrize(
     cfg = compose_parametrization(preset, optimizer, base_width, extra)
     plan = module_plan(model, base_model, roles, width, cfg.parametrization, cfg.optimizer, depth=depth,
                        in_block=in_block, blocks=blocks, steps=_run_steps(steps, overrides, cfg.train.steps))
+    refuse_unhookable_multipliers(plan)
     initialize(model, plan, seed)
     return plan
 

@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 from .config_checks import check_width, validate
 from .errors import UserError, closest, did_you_mean
-from .schema import Config
+from .schema import ROLES, Config
 from .table.record import config_data
 from .table.role_defaults import keyed_names, with_role_defaults
 from .train.budget import budget_steps
@@ -236,6 +236,7 @@ def compose(overrides: Sequence[str] = (), extra: Optional[dict[str, Any]] = Non
         _apply_key_values([item for item in overrides if item not in selections], cfg)
         if inside:  # Hydra cannot create a typed entry of a keyed mapping from a dotted key; OmegaConf's merge can
             OmegaConf.set_struct(cfg, False)  # the new entries' keys are checked below
+            _inherit_entries(cfg, inside)
             cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(inside))
         if extra:
             OmegaConf.set_struct(cfg, False)  # new keys under typed dicts (model.roles); typos are caught below
@@ -250,6 +251,21 @@ def compose(overrides: Sequence[str] = (), extra: Optional[dict[str, Any]] = Non
     obj = with_role_defaults(obj)
     validate(obj)
     return resolved(obj)
+
+
+def _inherit_entries(cfg: Any, inside: Sequence[str]) -> None:
+    """Before a field of a role's entry is set (``parametrization.roles.router.b=0.5``), give a role the table leaves
+    out a copy of the entry of the role it is ``like``, so its other fields keep that role's values."""
+    from omegaconf import OmegaConf
+
+    for item in inside:
+        *table, role, _field = item.split("=", 1)[0].split(".")
+        if not table or role not in ROLES.names():
+            continue
+        like = ROLES.named(role).like
+        mapping = OmegaConf.select(cfg, ".".join(table))
+        if like is not None and mapping is not None and role not in mapping and like in mapping:
+            mapping[role] = copy.deepcopy(mapping[like])
 
 
 def _refuse_unknown_keys(tree: Any, schema: Any, prefix: str) -> None:

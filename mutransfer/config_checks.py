@@ -102,6 +102,8 @@ def validate(cfg: Config) -> None:
         if problem is not None:
             raise UserError(*problem)
     _check_model(cfg.model, cfg.parametrization)
+    if cfg.model.moe is not None:
+        _check_moe(cfg.model, cfg.parametrization, t.parallel)
     _check_roles(cfg)
     _check_data(cfg.data)
 
@@ -131,6 +133,32 @@ def _check_optimizer(o: OptimizerConfig, p: ParametrizationConfig) -> None:
         raise UserError(*problem)
     if len(o.ns_coeffs) != 3 or not all(math.isfinite(x) for x in o.ns_coeffs):
         raise UserError(f"optimizer.ns_coeffs={o.ns_coeffs} needs three finite numbers", f"e.g. {list(NS_COEFFS)}")
+
+
+def _check_moe(m: ModelConfig, p: ParametrizationConfig, parallel: str) -> None:
+    """A mixture of experts the built-in GPT can build at the width and the base width, on one device or DDP."""
+    moe = m.moe
+    assert moe is not None
+    if m.hf is not None or m.factory:
+        raise UserError(f"model.moe is set with {'model=hf' if m.hf is not None else 'model.factory'}: it builds "
+                        "the built-in GPT's experts", "use model=moe alone (a Hugging Face MoE: model=hf with "
+                        "model.hf.architecture=mixtral, qwen3_moe or olmoe)")
+    if moe.top_k > moe.experts:
+        raise UserError(f"model.moe.top_k={moe.top_k} routes each token to more experts than model.moe.experts="
+                        f"{moe.experts}", f"set model.moe.top_k to at most {moe.experts}")
+    for key, width in (("model.width", m.width), ("parametrization.base_width", p.base_width)):
+        size = moe.expert_ratio * m.mlp_ratio * width
+        if size < 1 or abs(size - round(size)) > 1e-9:
+            raise UserError(f"model.moe.expert_ratio={moe.expert_ratio:g} × mlp_ratio {m.mlp_ratio} × {key}={width} "
+                            f"gives an expert hidden size of {size:g}, not a whole positive number",
+                            "choose an expert_ratio that gives whole sizes at every width (e.g. 0.25 or 0.5)")
+    if moe.every > m.depth:
+        raise UserError(f"model.moe.every={moe.every} names block {moe.every - 1}, but the model has {m.depth} "
+                        f"block{'s' if m.depth > 1 else ''} (0–{m.depth - 1})",
+                        f"set model.moe.every to at most model.depth={m.depth} (1: every block)")
+    if parallel == "fsdp":
+        raise UserError("train.parallel=fsdp is not supported with model.moe (FSDP2 would shard the experts' "
+                        "stacked weights along the expert dimension)", "set train.parallel=ddp")
 
 
 def _check_model(m: ModelConfig, p: ParametrizationConfig) -> None:

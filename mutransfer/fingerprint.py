@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Collection, Iterator, Mapping, Sequence
 
-from .registry.roles import shipped_roles
+from .registry.roles import Role, shipped_roles
 from .schema import TRANSFER_AXES
 
 __all__ = ["ALWAYS", "DECAY_OFF", "ONE_AXIS", "LaterKey", "EXECUTION_KEYS", "EXECUTION_CONFIG_KEYS", "EXECUTION_TRAINER_KEYS", "LOCATION_KEYS",
@@ -54,6 +54,13 @@ class LaterKey:
     path: str
     default: Any
     when: str = ALWAYS
+    like: str = ""
+    """A sibling key in the same mapping whose value is the default instead (a role ``like`` another: its entry in
+    a per-role table is left out while it equals that role's, and restored as a copy of it)."""
+
+
+ROLE_TABLES = ("parametrization.roles", "optimizer.init", "optimizer.multiplier", "optimizer.lr_mult", "optimizer.decayed")
+"""The config's mappings keyed by role."""
 
 
 def config_later_keys() -> tuple[LaterKey, ...]:
@@ -61,15 +68,24 @@ def config_later_keys() -> tuple[LaterKey, ...]:
     optimizer section leave them out at their defaults): the model's and training's always, the weight-decay
     keys while decay is off."""
     return (LaterKey("model.in_block", []), LaterKey("model.factory_path", None), LaterKey("model.hf", None),
+            LaterKey("model.moe", None),
             LaterKey("parametrization.base_depth", 2), LaterKey("parametrization.depth_alpha", 0.0),
             LaterKey("train.eval_batch_size", None), LaterKey("train.tokens", None),
             LaterKey("train.noise_scale", False), LaterKey("train.warmup_steps", None),
             LaterKey("train.cooldown_frac", 0.2), LaterKey("train.compile", "auto"),
             LaterKey("train.parallel", "ddp"), LaterKey("train.dist_timeout", 600.0),
+            *(LaterKey(f"{table}.{role.name}", None, like=role.like) for role in shipped_roles() if role.like
+              for table in ROLE_TABLES),
             LaterKey("optimizer.weight_decay_rule", None, DECAY_OFF),
             LaterKey("optimizer.weight_decay_timescale", None, DECAY_OFF),
-            LaterKey("optimizer.decayed", {role.name: role.decayed for role in shipped_roles()}, DECAY_OFF),
-            *(LaterKey(f"parametrization.roles.{role.name}.wd", 0.0, DECAY_OFF) for role in shipped_roles()))
+            LaterKey("optimizer.decayed", {role.name: role.decayed for role in _listed_roles()}, DECAY_OFF),
+            *(LaterKey(f"parametrization.roles.{role.name}.wd", 0.0, DECAY_OFF) for role in _listed_roles()))
+
+
+def _listed_roles() -> tuple[Role, ...]:
+    """The shipped roles every shipped table lists (a role ``like`` another is left out of them, so it never
+    enters a stored config: the mixture-of-experts roles)."""
+    return tuple(role for role in shipped_roles() if role.like is None)
 
 
 def spec_later_keys() -> tuple[LaterKey, ...]:
@@ -126,7 +142,8 @@ def prune(data: dict[str, Any], keys: Sequence[LaterKey], holding: Collection[st
             continue
         parents, leaf = located
         for node in _parents(data, parents):
-            if leaf in node and _same(node[leaf], key.default):
+            default = node.get(key.like) if key.like else key.default
+            if leaf in node and (not key.like or key.like in node) and _same(node[leaf], default):
                 del node[leaf]
 
 
@@ -134,13 +151,16 @@ def restore(data: Mapping[str, Any], keys: Sequence[LaterKey], prefix: str = "")
     """A copy of the nested ``data`` with each of ``keys`` it leaves out set to its default (where the mapping
     that holds the key is there)."""
     out = copy.deepcopy(dict(data))
-    for key in keys:
+    for key in sorted(keys, key=lambda k: bool(k.like)):  # a sibling's copy once the mapping that holds it is back
         located = _located(key, prefix)
         if located is None:
             continue
         parents, leaf = located
         for node in _parents(out, parents):
-            node.setdefault(leaf, copy.deepcopy(key.default))
+            if not key.like:
+                node.setdefault(leaf, copy.deepcopy(key.default))
+            elif key.like in node:
+                node.setdefault(leaf, copy.deepcopy(node[key.like]))
     return out
 
 

@@ -43,6 +43,8 @@ def build_model(cfg: Config, vocab_size: int, device: torch.device | str = "cpu"
             raise UserError(f"trial batching needs the built-in GPT, not {what}", "set batch_trials=1")
         model, plan = hf_model_plan(cfg, vocab_size) if cfg.model.hf is not None else factory_model(cfg)
         return initialized(model, plan, cfg.train.seed).to(device), plan
+    if trials is not None and cfg.model.moe is not None:
+        raise UserError("trial batching stacks the dense GPT, not model=moe", "set batch_trials=1")
     gpt, plan = gpt_model(cfg, vocab_size, trials)
     return gpt.to(device), plan
 

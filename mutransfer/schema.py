@@ -28,6 +28,7 @@ __all__ = [
     "EXPONENT_KEYED",
     "RoleExponents",
     "HFConfig",
+    "MoEConfig",
     "ModelConfig",
     "ParametrizationConfig",
     "OptimizerConfig",
@@ -93,6 +94,22 @@ class HFConfig:
 
 
 @dataclass
+class MoEConfig:
+    """A mixture of experts in place of the dense MLP (``model=moe``): ``experts`` routed experts, each token sent to
+    ``top_k`` of them by a softmax router, each expert an MLP of hidden size ``expert_ratio`` × ``mlp_ratio`` ×
+    width, plus ``shared_experts`` experts every token passes through, in every ``every``-th block (blocks
+    every−1, 2·every−1, …). Load is balanced without an auxiliary loss: a per-expert bias added to the router's
+    scores for the choice alone moves by ``balance_rate`` after each training step (``model.moe``)."""
+
+    experts: int = field(default=8, metadata=rng(1))
+    top_k: int = field(default=2, metadata=rng(1))
+    expert_ratio: float = field(default=1.0, metadata=rng(0.0, low_open=True))
+    shared_experts: int = field(default=0, metadata=rng(0))
+    every: int = field(default=1, metadata=rng(1))
+    balance_rate: float = field(default=0.03, metadata=rng(0.0))
+
+
+@dataclass
 class ModelConfig:
     width: int = field(default=128, metadata=rng(1))
     depth: int = field(default=2, metadata=rng(1))
@@ -111,6 +128,8 @@ class ModelConfig:
     """``model.factory`` models: glob patterns of the parameters inside residual blocks (the depth rules')."""
     hf: Optional[HFConfig] = None
     """Set by ``model=hf``: a ``transformers`` model instead of the built-in GPT."""
+    moe: Optional[MoEConfig] = None
+    """Set by ``model=moe``: the built-in GPT with mixture-of-experts blocks."""
 
 
 @dataclass
@@ -211,8 +230,11 @@ class Config:
 
 def config_value(cfg: Any, dotted: str) -> Any:
     """The value at a dotted config key (``optimizer.lr_mult.readout``): a field of a config dataclass, or a key of
-    a mapping (the per-role tables)."""
+    a mapping (the per-role tables); None under an optional section that is not set (``model.moe.experts`` of a
+    dense model)."""
     value = cfg
     for part in dotted.split("."):
+        if value is None:
+            return None
         value = value[part] if isinstance(value, dict) else getattr(value, part)
     return value

@@ -20,15 +20,20 @@ import pandas as pd
 __all__ = ["Band", "requirement", "fit_slopes", "verdicts", "judge", "DEFAULT_TOL"]
 
 DEFAULT_TOL = 0.2
+READOUT_OUTPUTS = ("logits", "*.router")
+"""Modules whose output has a fixed size computed from the width, by coordinate-check name: the LM head's logits
+and a mixture of experts' router logits (the readout-like roles, initialised ∝ 1/width)."""
 LOGIT_UPDATE_BAND = (-0.5, 0.2)
 """The width exponents the logits' update may have (the readout's shrinking init still carries part of it)."""
-EDGE_WEIGHT_UPDATE_BANDS: dict[str, tuple[float, float]] = {"embed*.weight": (0.0, 0.6), "lm_head.weight": (0.0, 0.65)}
+EDGE_WEIGHT_UPDATE_BANDS: dict[str, tuple[float, float]] = {"embed*.weight": (0.0, 0.6), "lm_head.weight": (0.0, 0.65),
+                                                             "blocks.*.router.weight": (0.0, 0.65)}
 """The width exponents of ‖ΔW‖₂ / ‖W₀‖₂ for the embeddings (token, and GPT-2's positions: ``embed_positions``)
 and the LM head, by coordinate-check name pattern, set from measurement
 (``scripts/coord_check_bands.py``: widths 32–256, 5 steps, 2 seeds, docs/coord-check.md): under correct μP they
 grow like width^+0.25…+0.40 for Muon, AdamW and SGD alike (the vocabulary side of these V × d matrices does not
 grow, so their spectral norms are not yet in the large-width regime); a readout LR exponent ½ too large (a lazy
-readout) gives −0.15…−0.20, ½ too small +0.53…+0.83, an embedding init exponent ½ too large +0.78…+1.16."""
+readout) gives −0.15…−0.20, ½ too small +0.53…+0.83, an embedding init exponent ½ too large +0.78…+1.16. A
+mixture of experts' router (E × d, E fixed) takes the LM head's band by the same argument (docs/moe.md)."""
 
 
 @dataclass(frozen=True)
@@ -43,12 +48,14 @@ class Band:
 
 def requirement(quantity: str, module: str, step: int, tol: float = DEFAULT_TOL,
                 logit_update: tuple[float, float] = LOGIT_UPDATE_BAND) -> Band:
-    """The width exponent each measurement needs: Θ(1) everywhere, except that logits may shrink (O(1)),
-    their updates are judged in a wider band (the readout's shrinking init still carries part of them), and the
-    embedding's and LM head's relative weight updates in the bands measured for correct μP."""
-    if module == "logits" and quantity == "forward":
+    """The width exponent each measurement needs: Θ(1) everywhere, except that logits (the LM head's and a router's,
+    ``READOUT_OUTPUTS``) may shrink (O(1)), their updates are judged in a wider band (the readout's shrinking init
+    still carries part of them), and the embedding's and LM head's relative weight updates in the bands measured for
+    correct μP."""
+    readout = any(fnmatch.fnmatchcase(module, pattern) for pattern in READOUT_OUTPUTS)
+    if readout and quantity == "forward":
         return Band(-math.inf, tol, f"≤ {tol:+.1f} (O(1))")
-    if module == "logits" and quantity == "update":
+    if readout and quantity == "update":
         return Band(logit_update[0], logit_update[1], f"[{logit_update[0]:+.1f}, {logit_update[1]:+.1f}]")
     edge = next((band for pattern, band in EDGE_WEIGHT_UPDATE_BANDS.items() if fnmatch.fnmatchcase(module, pattern)),
                 None)

@@ -1,6 +1,6 @@
 """What a sweep checks before it trains: every trial's config composed (a bad override or width fails before torch
-loads), what a composed config cannot say alone (stacked trials of a Hugging Face model, trunks, each corpus
-against what the trials read), and a spec's optional short coordinate check of every setup."""
+loads), what a composed config cannot say alone (stacked trials of a Hugging Face model or a mixture of experts,
+trunks, each corpus against what the trials read), and a spec's optional short coordinate check of every setup."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def validate_trials(spec: SweepSpec, warned: Optional[set[str]] = None,
 
 
 def check_trials(spec: SweepSpec, composed: list[tuple[StudyKey, Config]], warned: Optional[set[str]] = None) -> None:
-    """What a composed config cannot say alone: model=hf with stacked trials, trunks the schedule cannot branch,
+    """What a composed config cannot say alone: model=hf or model=moe with stacked trials, trunks the schedule cannot branch,
     each corpus against what the trials read (an epoch warning once across calls that share ``warned``)."""
     from ..train.data import Corpora, check_validation_split, epochs_warning
     from .parallel_checks import check_parallel
@@ -50,9 +50,10 @@ def check_trials(spec: SweepSpec, composed: list[tuple[StudyKey, Config]], warne
     corpora = Corpora()
     warned = set() if warned is None else warned
     for key, cfg in composed:
-        if cfg.model.hf is not None and spec.batch_trials not in ("auto", 1):
-            raise UserError(f"batch_trials={spec.batch_trials} stacks learning-rate trials of the built-in GPT, not "
-                            f"model=hf (setup {key.setup})", "set batch_trials=1 (or auto)")
+        if (cfg.model.hf is not None or cfg.model.moe is not None) and spec.batch_trials not in ("auto", 1):
+            raise UserError(f"batch_trials={spec.batch_trials} stacks learning-rate trials of the built-in GPT, "
+                            f"not model={'hf' if cfg.model.hf is not None else 'moe'} (setup {key.setup})",
+                            "set batch_trials=1 (or auto)")
         if spec.devices_per_trial > 1:
             check_parallel(cfg, spec.devices_per_trial)
         problem = trunk_problem(cfg.train, spec.listed("steps")) if spec.branches(cfg.train) else None

@@ -9,6 +9,9 @@ are plain floats in each module's ``multipliers`` dict, set by ``GPT.set_multipl
 (K learning-rate trials trained as one model): activations then carry that leading dimension, matmuls are
 batched, embeddings gather per trial and attention folds the trials into its batch. ``trials=None`` is the
 ordinary model with ordinary parameter shapes.
+
+With ``model.moe`` set, the MLP of every ``every``-th block is a mixture of experts (``model.moe``); such a GPT is
+not stacked.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..schema import ModelConfig
+from .moe import Experts, MoE, expert_hidden, moe_blocks
 
 __all__ = ["GPT", "dense", "check_roles", "next_token_loss"]
 
@@ -128,9 +132,10 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, cfg: ModelConfig, device: Optional[torch.device], trials: Optional[int]) -> None:
+    def __init__(self, cfg: ModelConfig, device: Optional[torch.device], trials: Optional[int],
+                 hidden: Optional[int] = None) -> None:
         super().__init__()
-        hidden = cfg.mlp_ratio * cfg.width
+        hidden = cfg.mlp_ratio * cfg.width if hidden is None else hidden
         self.up = Dense(cfg.width, hidden, cfg.bias, "hidden", device, trials)
         self.down = Dense(hidden, cfg.width, cfg.bias, "hidden", device, trials)
 
@@ -138,13 +143,24 @@ class MLP(nn.Module):
         return self.down(F.gelu(self.up(x)))
 
 
+def mixture(cfg: ModelConfig, device: Optional[torch.device]) -> MoE:
+    """The block's mixture of experts (``model.moe``): a router Dense, the stacked experts and the shared experts'
+    MLP (``shared_experts`` × the expert hidden size)."""
+    assert cfg.moe is not None
+    moe, hidden = cfg.moe, round(expert_hidden(cfg, cfg.width))
+    shared = MLP(cfg, device, None, hidden * moe.shared_experts) if moe.shared_experts else None
+    return MoE(Dense(cfg.width, moe.experts, False, "router", device, None),
+               Experts(moe.experts, cfg.width, hidden, cfg.bias, device), shared, moe.top_k, moe.balance_rate)
+
+
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig, device: Optional[torch.device], trials: Optional[int]) -> None:
+    def __init__(self, cfg: ModelConfig, device: Optional[torch.device], trials: Optional[int],
+                 experts: bool = False) -> None:
         super().__init__()
         self.attn_norm = RMSNorm(cfg.width, cfg.norm_eps, device, trials)
         self.attn = Attention(cfg, device, trials)
         self.mlp_norm = RMSNorm(cfg.width, cfg.norm_eps, device, trials)
-        self.mlp = MLP(cfg, device, trials)
+        self.mlp: MLP | MoE = mixture(cfg, device) if experts else MLP(cfg, device, trials)
         self.branch_multiplier = 1.0
 
     def forward(self, x: Tensor) -> Tensor:
@@ -156,7 +172,8 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    """Token embedding → depth × pre-norm blocks (RoPE attention, 4× GELU MLP) → RMSNorm → untied LM head.
+    """Token embedding → depth × pre-norm blocks (RoPE attention, 4× GELU MLP or a mixture of experts) → RMSNorm →
+    untied LM head.
 
     ``trials=K`` stacks K independent models along a leading dimension: token ids (B, T) in, logits
     (K, B, T, V) out.
@@ -167,10 +184,13 @@ class GPT(nn.Module):
         super().__init__()
         if trials is not None and trials < 1:
             raise ValueError(f"trials must be a positive number of stacked models or None, got {trials}")
+        if trials is not None and cfg.moe is not None:
+            raise ValueError("stacked trials of a mixture of experts are not supported; build it with trials=None")
         device = torch.device(device) if device is not None else None
         self.config, self.vocab_size = cfg, vocab_size
         self.embed = Embedding(vocab_size, cfg.width, device, trials)
-        self.blocks = nn.ModuleList(Block(cfg, device, trials) for _ in range(cfg.depth))
+        sparse = moe_blocks(cfg.moe, cfg.depth) if cfg.moe is not None else ()
+        self.blocks = nn.ModuleList(Block(cfg, device, trials, i in sparse) for i in range(cfg.depth))
         self.final_norm = RMSNorm(cfg.width, cfg.norm_eps, device, trials)
         self.lm_head = None if cfg.tie_embeddings else Dense(cfg.width, vocab_size, False, "readout", device, trials)
         self.roles: dict[str, str] = {

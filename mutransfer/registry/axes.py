@@ -49,9 +49,12 @@ TRANSFER_AXES: Registry[Axis] = Registry("axis", (
          counted="batch sizes", cost=1),
     Axis("tokens", "train.tokens", "tokens", "tokens", "tok", "--tokens", example="[65536, 262144]",
          counted="token budgets"),
+    Axis("experts", "model.moe.experts", "experts", "experts", "e", "", example="[8, 4, 16]",
+         counted="expert counts"),
 ))
 """Width, depth (number of blocks), the training horizon in steps, the batch size (sequences per step) and the
-token budget (batch × steps × sequence length). The horizon's column is ``horizon`` because ``steps`` in
+token budget (batch × steps × sequence length), and a mixture of experts' number of routed experts (``model=moe``;
+the target is ``--at experts=E``). The horizon's column is ``horizon`` because ``steps`` in
 trials.csv is the number of steps a trial trained (fewer when it diverged). The first, width, is the axis every
 sweep spec lists. A new axis is one entry here (or ``TRANSFER_AXES.register`` from the user's code) and nothing
 else."""

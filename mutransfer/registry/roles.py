@@ -33,14 +33,20 @@ class Role:
 
 
 def shipped_roles() -> tuple[Role, ...]:
-    """Tensor Programs V's roles, with the vectors split into norm gains and biases. Decay reaches the hidden
-    matrices and the LM head, not the gains and biases (as is usual), and not the embedding, whose rows move only
-    when their token appears while decoupled decay shrinks every row every step (docs/weight-decay.md)."""
+    """Tensor Programs V's roles, with the vectors split into norm gains and biases, and a mixture of experts' two
+    (docs/moe.md): each expert's matrices are hidden matrices of their own (both dimensions grow with width at a
+    fixed ``expert_ratio``), and the router maps the width to a fixed number of experts, as the LM head maps it to a
+    fixed vocabulary. Decay reaches the matrices, not the gains and biases (as is usual), and not the embedding,
+    whose rows move only when their token appears while decoupled decay shrinks every row every step
+    (docs/weight-decay.md)."""
     return (Role("embedding", lookup=True, doc="input embedding: vocabulary → width"),
             Role("hidden", matmul=True, decayed=True, doc="width → width matrices inside the blocks"),
             Role("readout", matmul=True, decayed=True, doc="LM head: width → vocabulary"),
             Role("gain", constant_init=True, doc="norm gains (vectors of the width)"),
-            Role("bias", doc="biases (vectors of the width)"))
+            Role("bias", doc="biases (vectors of the width)"),
+            Role("expert", like="hidden", matmul=True, decayed=True,
+                 doc="a routed expert's matrices, (experts, out, in): each expert scaled by its own fan-in and fan-out"),
+            Role("router", like="readout", matmul=True, decayed=True, doc="MoE router: width → number of experts"))
 
 
 ROLES: Registry[Role] = Registry("role", shipped_roles())

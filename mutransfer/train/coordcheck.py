@@ -6,7 +6,9 @@ same batches at a constant LR, and measured on fixed probe inputs after every st
 forward (RMS of each module's output), update (RMS of its change since step 0), dependency (per block and
 per branch: RMS(f(x₁) − f(x₂)) / RMS(x₁ − x₂) on two probe batches, x the block's input, f the block or its
 attention or MLP branch — a dead or exploding branch hides behind the skip connection in the block's own) and,
-per matrix (hidden, embedding and LM head), ‖ΔW‖₂ / ‖W₀‖₂. Across depth the
+per matrix (hidden, embedding and LM head), ‖ΔW‖₂ / ‖W₀‖₂. A mixture of experts adds its router's logits
+(``router``) and its experts' outputs before gating (``experts``, one row per token and chosen expert) beside the
+combined output (``mlp``). Across depth the
 blocks are compared by position: ``first_block`` and ``last_block`` (whose ``resid`` output is the residual
 stream after every block), so that each module name exists at every depth.
 """
@@ -22,6 +24,7 @@ from torch import Tensor, nn
 
 from ..model.apply import build_optimizer
 from ..model.gpt import GPT
+from ..model.moe import MoE
 from ..model_kinds import architecture_of, build_model
 from ..schema import Config
 from .data import Batches, Corpus, fixed_batches
@@ -68,6 +71,9 @@ def probe_modules(model: nn.Module) -> dict[str, nn.Module]:
         modules: dict[str, nn.Module] = {"embed": model.embed}
         for i, block in enumerate(model.blocks):
             modules[f"block{i}.attn"] = block.attn
+            if isinstance(block.mlp, MoE):
+                modules[f"block{i}.router"] = block.mlp.router
+                modules[f"block{i}.experts"] = block.mlp.experts
             modules[f"block{i}.mlp"] = block.mlp
             modules[f"block{i}.resid"] = block
         modules["final_norm"] = model.final_norm

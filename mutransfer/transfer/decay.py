@@ -43,12 +43,19 @@ class DecayTransfer:
 
 def decay_rule_name(cfg: Config) -> str:
     """A setup's decay rule in words: the rule, then any role's λ width exponent and any role it does not
-    decay against the defaults (``lr_scaled``, ``lr_scaled wd hidden -0.5 readout off``, ``independent``)."""
+    decay against the defaults (``lr_scaled``, ``lr_scaled wd hidden -0.5 readout off``, ``independent``); a role
+    ``like`` another is named only where it differs from that role."""
     rows, decayed = cfg.parametrization.roles, cfg.optimizer.decayed
+    own = [role for role in ROLES if role.like is None]
+    differing = [role for role in ROLES if role.like is not None]
     parts = [decay_rule(cfg.optimizer)]
-    parts += [f"wd {role} {rows[role].wd:g}" for role in ROLES.names() if rows[role].wd]
-    parts += [f"{role.name} {'on' if decayed[role.name] else 'off'}" for role in ROLES
+    parts += [f"wd {role.name} {rows[role.name].wd:g}" for role in own if rows[role.name].wd]
+    parts += [f"wd {role.name} {rows[role.name].wd:g}" for role in differing
+              if rows[role.name].wd != rows[str(role.like)].wd]
+    parts += [f"{role.name} {'on' if decayed[role.name] else 'off'}" for role in own
               if decayed[role.name] != role.decayed]
+    parts += [f"{role.name} {'on' if decayed[role.name] else 'off'}" for role in differing
+              if decayed[role.name] != decayed[str(role.like)]]
     return " ".join(parts)
 
 

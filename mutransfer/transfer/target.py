@@ -149,6 +149,11 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     target = {"width": width, "depth": base.model.depth if depth is None else depth,
               **horizon.point(base.train.seq_len)}
     others = [axis for axis in TRANSFER_AXES if axis.name not in SHAPED_AXES and axis.config_key]
+    for axis in others:
+        if axis.name in at and axis_value(base, axis) is None:
+            raise UserError(f"--at {axis.name}={at[axis.name]:g}: setup {label}'s model has no {axis.name} "
+                            f"({str(axis.config_key).rpartition('.')[0]} is not set)",
+                            f"drop --at {axis.name}, or transfer from a sweep of a model that has it (model=moe)")
     target.update({axis.name: _integral(at[axis.name]) if axis.name in at else axis_value(base, axis)
                    for axis in others})
     prediction = _as_written(predict_setup(info, target, correct_drift, tolerance))

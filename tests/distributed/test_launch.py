@@ -34,12 +34,15 @@ def result_of(run_dir: Path) -> dict:
     return json.loads((run_dir / "result.json").read_text())
 
 
-@pytest.mark.parametrize("parallel", [pytest.param("ddp", marks=pytest.mark.slow), "fsdp"])
-def test_train_on_two_ranks_equals_one_process(tmp_path: Path, text_file: Path, parallel: str) -> None:
+@pytest.mark.parametrize(("parallel", "model"), [pytest.param("ddp", "model=gpt", marks=pytest.mark.slow),
+                                               ("fsdp", "model=gpt"), ("ddp", "model=moe")])
+def test_train_on_two_ranks_equals_one_process(tmp_path: Path, text_file: Path, parallel: str, model: str) -> None:
+    """A mixture of experts under DDP too: each rank routes its own rows (the balancing bias is rank 0's)."""
     data = f"data.path={text_file}"
-    one = CliRunner().invoke(app, ["train", *RUN, data, "--out", str(tmp_path / "one")])
+    one = CliRunner().invoke(app, ["train", model, *RUN, data, "--out", str(tmp_path / "one")])
     assert one.exit_code == 0, one.output
-    two = mutransfer("train", *RUN, data, f"train.parallel={parallel}", "--nproc", "2", "--out", str(tmp_path / "two"))
+    two = mutransfer("train", model, *RUN, data, f"train.parallel={parallel}", "--nproc", "2", "--out",
+                     str(tmp_path / "two"))
     assert two.returncode == 0, two.stderr
     single, ranked = result_of(tmp_path / "one"), result_of(tmp_path / "two")
     assert ranked["environment"]["ranks"] == {"world": 2, "parallel": parallel, "backend": "gloo"}
@@ -55,6 +58,7 @@ def test_train_on_two_ranks_equals_one_process(tmp_path: Path, text_file: Path, 
     (["--nproc", "2", "train.parallel=zero3"], "train.parallel"),
     (["--nproc", "2", "train.device=cuda"], "train.device=cuda"),
     (["--nproc", "2", "train.noise_scale=true"], "train.noise_scale"),
+    (["--nproc", "2", "model=moe", "train.parallel=fsdp"], "train.parallel=fsdp is not supported with model.moe"),
 ])
 def test_bad_distributed_input_is_one_line(tmp_path: Path, text_file: Path, args: list[str], named: str) -> None:
     out = tmp_path / "run"

@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from pathlib import Path
 
 import pytest
@@ -7,18 +9,20 @@ from mutransfer.config import compose
 from mutransfer.model.apply import build_optimizer, initialize
 from mutransfer.model.build import gpt_plan
 from mutransfer.model.gpt import GPT, check_roles
-from mutransfer.schema import ROLES, ModelConfig
+from mutransfer.schema import ROLES, ModelConfig, MoEConfig
 
 
 @pytest.mark.parametrize("bias", [False, True])
-def test_every_parameter_has_exactly_one_role(bias: bool) -> None:
-    model = GPT(ModelConfig(width=64, depth=2, bias=bias), vocab_size=256)
+@pytest.mark.parametrize("moe", [None, MoEConfig(every=2)])
+def test_every_parameter_has_exactly_one_role(bias: bool, moe: MoEConfig | None) -> None:
+    model = GPT(ModelConfig(width=64, depth=2, bias=bias, moe=moe), vocab_size=256)
     names = [name for name, _ in model.named_parameters()]
     assert sorted(names) == sorted(model.roles)
-    assert set(model.roles.values()) == set(ROLES.names()) if bias else set(ROLES.names()) - {"bias"}
+    expected = set(ROLES.names()) - ({"bias"} if not bias else set()) - ({"expert", "router"} if moe is None else set())
+    assert set(model.roles.values()) == expected
     assert model.roles["embed.weight"] == "embedding"
     assert model.roles["lm_head.weight"] == "readout"
-    assert model.roles["blocks.1.mlp.down.weight"] == "hidden"
+    assert model.roles["blocks.0.mlp.down.weight"] == "hidden"
     assert model.roles["final_norm.weight"] == "gain"
 
 

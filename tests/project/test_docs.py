@@ -173,6 +173,13 @@ def test_a_study_page_holds_the_tables_its_script_computes(page: str, script: st
     assert len(lines) > 15 and all(line in text for line in lines if line)
 
 
+def test_the_moe_page_holds_the_tables_its_script_computes() -> None:
+    """docs/moe.md holds the coordinate-check and dispatch tables ``scripts/moe_doc.py`` computes from the kept tables."""
+    lines = load_script("moe_doc").tables(ROOT / "docs" / "data" / "moe").splitlines()
+    text = (ROOT / "docs" / "moe.md").read_text()
+    assert len(lines) >= 10 and all(line in text for line in lines if line), [line for line in lines if line not in text]
+
+
 @pytest.mark.parametrize(("page", "script", "data"), [("import.md", "import_coverage", "import"),
                                                        ("analysis.md", "backtest_coverage", "backtest")])
 def test_a_coverage_table_on_a_page_is_what_its_script_prints(page: str, script: str, data: str) -> None:
@@ -305,7 +312,8 @@ def test_the_measured_literal_check_finds_what_it_should() -> None:
 
 
 @pytest.mark.parametrize(("page", "data", "axis"), [("depth.md", "depth", "depth"), ("axes.md", "horizon", "steps"),
-                                                    ("your-trainer.md", "own_trainer", "width")])
+                                                    ("your-trainer.md", "own_trainer", "width"),
+                                                    ("moe.md", "moe", "width"), ("moe.md", "moe", "experts")])
 def test_an_axis_table_on_a_page_is_what_axis_table_computes(page: str, data: str, axis: str) -> None:
     """Tables printed by ``scripts/axis_table.py`` from a run kept under docs/data/ stand on their page as printed."""
     lines = load_script("axis_table").table(ROOT / "docs" / "data" / data, axis).splitlines()

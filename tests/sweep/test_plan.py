@@ -15,7 +15,8 @@ from mutransfer.sweep.spec.sweep_spec import load_spec, shipped_specs
 
 BASELINE = json.loads((Path(__file__).parents[1] / "baselines" / "plan.json").read_text(encoding="utf-8"))
 """Every shipped spec's study names, tiers and planned information as commit 1be432a listed them
-(``keys.study_keys``, ``order.tiers``, ``order.information``), before the plan; with ``stop=true`` where allowed."""
+(``keys.study_keys``, ``order.tiers``, ``order.information``), before the plan; with ``stop=true`` where allowed. A spec
+added later (``moe``) is recorded as first planned."""
 
 
 def names(keys: tuple) -> list[str]:

@@ -62,17 +62,18 @@ def point_overrides(point: Point) -> list[str]:
     return [f"{axis.config_key}={value}" for axis, value in zip(TRANSFER_AXES, point) if value is not None]
 
 
-def axis_value(cfg: Config, axis: Axis) -> int:
-    """Where ``cfg`` trains on ``axis``: its config key's value; for the token axis, the tokens the run reads,
-    budget or not."""
+def axis_value(cfg: Config, axis: Axis) -> Optional[int]:
+    """Where ``cfg`` trains on ``axis``: its config key's value (None where the model has no such axis: the expert
+    count of a dense model); for the token axis, the tokens the run reads, budget or not."""
     return tokens_read(cfg.train) if axis.name == "tokens" else config_value(cfg, axis.config_key)
 
 
 def axis_values(cfg: Config) -> dict[str, int]:
     """Where ``cfg`` trains on every transfer axis, by trials.csv column: ``{width, depth, horizon, batch_size,
     tokens}`` (the trial user attributes a dashboard filters and groups by, set whether or not the spec sweeps the
-    axis)."""
-    return {axis.column: axis_value(cfg, axis) for axis in TRANSFER_AXES}
+    axis; an axis the model has none of, left out)."""
+    values = {axis.column: axis_value(cfg, axis) for axis in TRANSFER_AXES}
+    return {column: value for column, value in values.items() if value is not None}
 
 
 def setup_configs(spec: SweepSpec) -> dict[str, dict[str, Any]]:
@@ -106,10 +107,11 @@ def auto_trials(device_type: str, width: int) -> int:
 
 def trials_per_batch(setting: int | str, key: StudyKey, cfg: Config, spec_ranks: int = 1) -> int:
     """How many of a study's trials train stacked as one model: ``batch_trials`` when it is a number, else
-    ``auto_trials``; only learning-rate searches of the built-in GPT on one rank per trial batch."""
+    ``auto_trials``; only learning-rate searches of the built-in dense GPT on one rank per trial batch."""
     if setting != "auto":
         return int(setting)
-    if spec_ranks > 1 or key.search.key != LR_KEY or cfg.model.factory or cfg.model.hf is not None:
+    if (spec_ranks > 1 or key.search.key != LR_KEY or cfg.model.factory or cfg.model.hf is not None
+            or cfg.model.moe is not None):
         return 1
     from ...train.device import resolve_device  # torch: only when a sweep trains
 

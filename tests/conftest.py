@@ -1,5 +1,6 @@
 """Shared fixtures: a small real text corpus, a tiny sweep spec, an in-process CLI runner, the PostgreSQL
-test server's URL, and the tally of what a fault cost."""
+test server's URL, and the tally of what a fault cost; and the guard that prints a whole suite's wall time
+against its budget (``budgets.py``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from budgets import budget_line, budget_of
 from mutransfer.cli import app
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
@@ -182,8 +184,27 @@ def no_loss(points: int) -> dict[str, int]:
 
 def pytest_configure(config: pytest.Config) -> None:
     """No test may reach the network: Hugging Face's hub client raises instead of downloading (in this process
-    and the ones it starts)."""
+    and the ones it starts). The session's start is kept for the budget line."""
     os.environ["HF_HUB_OFFLINE"] = "1"
+    config.stash[SESSION_START] = time.perf_counter()
+
+
+SESSION_START = pytest.StashKey[float]()
+
+
+def whole_suite(config: pytest.Config) -> bool:
+    """Whether this session runs a whole suite: the configured test paths, no ``-k``, no ``--lf``, no ``-x``."""
+    testpaths = [str(config.rootpath / path) for path in config.getini("testpaths")]
+    given = [str(Path(arg).resolve()) for arg in config.args]
+    return (sorted(given) == sorted(testpaths) and not config.option.keyword and not getattr(config.option, "lf", False)
+            and not config.option.maxfail)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The guard of the suites' budgets (``budgets.py``): a whole suite prints its wall time against its budget."""
+    budget = budget_of(config.option.markexpr or "")
+    if budget is not None and whole_suite(config) and SESSION_START in config.stash:
+        terminalreporter.write_line(budget_line(budget, time.perf_counter() - config.stash[SESSION_START]))
 
 
 def differences(a: Any, b: Any, rel_tol: float = 1e-9, path: str = "") -> list[str]:

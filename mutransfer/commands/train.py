@@ -84,10 +84,12 @@ def _train_rank(cfg: Config, corpus: Corpus) -> None:
     from ..train.loop import train_model
 
     ranks = join(cfg.train.device, cfg.train.parallel, cfg.train.dist_timeout)
+    finished = False
     try:
         train_model(cfg, corpus, ranks=ranks)
+        finished = True
     finally:
-        leave()
+        leave(finished)
 
 
 def _refuse_trainer_transfer(path: Path) -> None:
@@ -129,13 +131,15 @@ def _train_with_progress(cfg: Config, corpus: Corpus) -> tuple[TrainResult, dict
     from ..dist.ranks import backend_for, join, launched, leave
 
     ranks = join(cfg.train.device, cfg.train.parallel, cfg.train.dist_timeout) if launched() else None
+    finished = False
     try:
         with Progress(*columns, transient=False, disable=not sys.stderr.isatty()) as progress:
             task = progress.add_task("train", total=cfg.train.steps, loss="-")
             result, _ = train_model(cfg, corpus, on_step=lambda step, loss: progress.update(
                 task, completed=step, loss=f"{loss:.4f}"), ranks=ranks)
+        finished = True
     finally:
-        leave()
+        leave(finished)
     env = environment(resolve_device(cfg.train.device) if ranks is None else ranks.device)
     if ranks is not None:
         env["ranks"] = {"world": ranks.world, "parallel": ranks.parallel, "backend": backend_for(ranks.device)}

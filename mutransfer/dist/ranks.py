@@ -93,7 +93,11 @@ def _started(env: Mapping[str, str], rank: int, world: int, timeout_s: float) ->
     return store
 
 
-def leave() -> None:
-    """Destroy the process group, if this process joined one."""
+def leave(finished: bool = False) -> None:
+    """Destroy the process group, if this process joined one. After a run every rank ``finished``, a barrier first:
+    no collective is still in flight on a gloo worker thread when the group goes (a thread left holding one aborts
+    the process at exit, "terminate called without an active exception"). A failed run leaves at once."""
     if dist.is_initialized():
+        if finished:
+            dist.barrier()
         dist.destroy_process_group()

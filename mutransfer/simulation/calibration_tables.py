@@ -18,7 +18,7 @@ from ..analysis.run_files import read_tables, search_settings
 from ..analysis.trial_table import swept_axes
 from ..schema import LR_COLUMN, LR_KEY
 
-__all__ = ["Table", "Curve", "Measurement", "MUON", "ADAMW", "load", "curves", "lr_rows", "noise_of", "significant",
+__all__ = ["Table", "Curve", "Measurement", "MUON", "ADAMW", "load", "curves", "lr_rows", "noise_of", "significant", "last_digit",
            "robust_sd", "table_names"]
 
 
@@ -33,6 +33,14 @@ def significant(value: float, digits: int = SIGNIFICANT) -> float:
     if value == 0 or not math.isfinite(value):
         return 0.0
     return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
+
+
+def last_digit(value: float, digits: int = SIGNIFICANT) -> float:
+    """One unit of ``value``'s last digit once rounded to ``digits`` significant digits (0 for 0): how far another
+    CPU's BLAS may move a measurement that sits on a rounding boundary."""
+    if value == 0 or not math.isfinite(value):
+        return 0.0
+    return 10.0 ** (int(math.floor(math.log10(abs(value)))) - digits + 1)
 
 
 def robust_sd(residuals: np.ndarray) -> float:

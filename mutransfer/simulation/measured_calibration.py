@@ -21,7 +21,7 @@ from ..analysis.trial_table import swept_axes
 from ..schema import LR_KEY
 from .calibration import CALIBRATED, FLAT_CURVATURE
 from .calibration_tables import (ADAMW, MUON, Curve, Measurement, Table, bowl_kind, curves, load, noise_of,
-                                 robust_sd, significant, table_names)
+                                 last_digit, robust_sd, significant, table_names)
 from .seed_calibration import seed_measurements, seed_study
 
 __all__ = ["Table", "Curve", "Measurement", "Calibration", "Line", "load", "curves", "shape_measurements",
@@ -295,10 +295,17 @@ def calibrated(measurements: Sequence[Measurement]) -> tuple[dict[str, float], f
     return {name: values[name] for name in CALIBRATED}, values["flat_curvature"]
 
 
+def _apart(committed: float, measured: float) -> bool:
+    """Further apart than one unit of the committed value's last significant digit (a measurement on a rounding
+    boundary rounds either way on another CPU's BLAS)."""
+    return not abs(committed - measured) <= last_digit(committed) * (1 + 1e-9) + 1e-12
+
+
 def differences(measured: Mapping[str, float], flat: float) -> list[str]:
-    """Where the committed ``CALIBRATED`` and ``FLAT_CURVATURE`` differ from the measured values."""
+    """Where the committed ``CALIBRATED`` and ``FLAT_CURVATURE`` differ from the measured values by more than one
+    unit of their last significant digit."""
     out = [f"{k}: committed {CALIBRATED.get(k)}, measured {v}" for k, v in measured.items()
-           if not math.isclose(CALIBRATED.get(k, math.nan), v, rel_tol=1e-9, abs_tol=1e-12)]
-    if not math.isclose(FLAT_CURVATURE, flat, rel_tol=1e-9):
+           if _apart(CALIBRATED.get(k, math.nan), v)]
+    if _apart(FLAT_CURVATURE, flat):
         out.append(f"FLAT_CURVATURE: committed {FLAT_CURVATURE}, measured {flat}")
     return out

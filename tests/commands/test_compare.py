@@ -178,10 +178,28 @@ def test_config_changes_cover_the_spec_grid_range_step_seeds_and_axes() -> None:
     assert changes == {("mup_muon", "spec.search.optimizer.lr.max"): (-1.0, -0.5)}
 
 
+PAIRS_IN_CI = 100
+SLACK = 2 * (0.05 * 0.95 / PAIRS_IN_CI) ** 0.5
+"""Two binomial standard errors of a 5 % rate over ``PAIRS_IN_CI`` pairs: a rate's room at a quarter of the pairs."""
+
+
+@pytest.mark.slow
+def test_compare_rates_on_real_curves_at_a_quarter_of_the_pairs() -> None:
+    """The verdict's two headline rates over 100 simulated pairs on the real-curve simulator, each target widened by
+    two binomial standard errors: no change is rarely called moved, half an octave almost always is."""
+    design, truth = Design(), real_truth()
+    null = compare_rates(truth, truth, design, PAIRS_IN_CI, seed=2)
+    assert null["moved"] <= 0.05 + SLACK and null["shift_coverage"] >= 0.90 - SLACK, null
+    half = compare_rates(truth, replace(truth, x0=truth.x0 + 0.5), design, PAIRS_IN_CI, seed=2)
+    assert half["moved"] >= 0.90 - SLACK and half["shift_coverage"] >= 0.90 - SLACK, half
+
+
 @pytest.mark.long
 def test_compare_rates_on_real_curves_meet_the_targets() -> None:
     """The verdict's rates over 400 simulated pairs of the default sweep (four widths, 1-octave grid, noise
-    probes) on the real-curve simulator (μP + Muon's calibrated bowl): docs/compare.md's table."""
+    probes) on the real-curve simulator (μP + Muon's calibrated bowl): docs/compare.md's table.
+
+    Covered in CI by `tests/commands/test_compare.py::test_compare_rates_on_real_curves_at_a_quarter_of_the_pairs`."""
     design, truth = Design(), real_truth()
     null = compare_rates(truth, truth, design, 400, seed=1)
     assert null["moved"] <= 0.05 and null["same"] >= 0.30, null

@@ -263,7 +263,11 @@ def test_numeric_flags(text: str, threads: int) -> None:
 
 @pytest.mark.long
 def test_generated_input_at_ten_times_the_examples() -> None:
-    """The same properties with ten times as many cases (``-m long``)."""
+    """The same properties with ten times as many cases (``-m long``).
+
+    Covered in CI by `tests/robustness/test_generated_input.py::test_sweep_spec_documents`,
+    `tests/robustness/test_generated_input.py::test_config_overrides` and the file's other properties at their
+    default number of cases."""
     import subprocess
     import sys
 

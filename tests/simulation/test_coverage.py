@@ -86,6 +86,9 @@ def test_the_extension_brackets_an_optimum_past_the_edge() -> None:
 @pytest.mark.parametrize("design", [PROBES, THREE_SEEDS, QUARTER, Design(step=0.25, seeds=3, noise_seeds=0)],
                          ids=["probes", "3seeds", "quarter", "quarter-3seeds"])
 def test_coverage_table_at_curvature_0_2(noise: float, design: Design) -> None:
+    """The coverage table at curvature 0.2, three times the sweeps per cell.
+
+    Covered in CI by `tests/simulation/test_coverage.py::test_intervals_cover_the_truth_on_symmetric_bowls`."""
     result = coverage(Truth(curvature=0.2, noise=noise), design, 3 * SIMS, seed=7)
     assert result["width_coverage"] >= 0.9 and result["slope_coverage"] >= 0.9, result
     assert result["transfers"] >= 0.8, result
@@ -159,6 +162,9 @@ def test_real_curve_targets(slope: float) -> None:
 @pytest.mark.long
 @pytest.mark.parametrize("slope", [0.0, 0.1, -0.1, 0.2, -0.2, 0.35, -0.35, 0.5, -0.5, -1.0])
 def test_real_curve_targets_over_the_whole_grid(slope: float) -> None:
+    """The real-curve targets at every slope of the grid.
+
+    Covered in CI by `tests/simulation/test_coverage.py::test_real_curve_targets` (five of the slopes)."""
     check_real_targets(slope, real_rates(slope, FULL), FULL)
 
 

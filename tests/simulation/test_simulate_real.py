@@ -166,7 +166,10 @@ def test_the_summarised_law_is_the_law_coverage_checks() -> None:
 @pytest.mark.parametrize("low, high", [(-8, -1), (-13, -5)], ids=["mup_muon", "sp_adamw"])
 def test_the_real_tables_ideal_rows_cover(low: float, high: float) -> None:
     """The baseline ``bench_coverage.py --real`` sets the real curves beside: the ideal simulator on the default
-    and axes specs' grids, the optimum mid-grid, holds its 95 % claims."""
+    and axes specs' grids, the optimum mid-grid, holds its 95 % claims.
+
+    Covered in CI by `tests/simulation/test_coverage.py::test_intervals_cover_the_truth_on_symmetric_bowls` (the
+    ideal simulator's coverage, fewer sweeps)."""
     design = Design(low=low, high=high)
     truth = Truth(x0=(low + high) / 2)
     result = real_coverage(truth, design, 1000, seed=5)

@@ -136,7 +136,11 @@ def _values(run: Path) -> pd.DataFrame:
 def test_the_order_changes_when_trials_train_not_what_they_are(runner: CliRunner, tmp_path: Path, text_file: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Trained in the new order, or begun in the old order and resumed in the new, a sweep holds the same trials
-    with the same losses and gives the same summary to the digit."""
+    with the same losses and gives the same summary to the digit.
+
+    Covered in CI by `tests/sweep/test_early_answer.py::test_the_default_sweep_trains_its_three_cheap_widths_first_and_the_setups_take_turns`
+    (the order) and `tests/project/test_runs_from_before.py::test_an_interrupted_sweep_from_before_resumes_to_the_finished_design_and_keeps_what_it_trained`
+    (a resume that keeps what was trained)."""
     spec_path = write_spec(tmp_path, text_file)
     new, resumed = tmp_path / "new", tmp_path / "resumed"
     assert invoke(runner, "sweep", str(spec_path), "--out", str(new), "--threads", "1").exit_code == 0

@@ -53,9 +53,13 @@ def test_sp_adamw_updates_grow_and_strict_fails(runner: CliRunner, tmp_path: Pat
         assert module in output
 
 
-@pytest.mark.long  # the default run catches Muon's broken readout by name (test_a_broken_table_fails_strict_...)
+@pytest.mark.long
 @pytest.mark.parametrize("optimizer", ["adamw", "muon"])
 def test_broken_readout_is_caught_at_the_logits(runner: CliRunner, tmp_path: Path, optimizer: str) -> None:
+    """A readout whose LR exponent is zeroed shows at the logits.
+
+    Covered in CI by `tests/train/test_coordcheck.py::test_a_broken_table_fails_strict_naming_what_moved` (Muon's
+    broken readout caught by name)."""
     family = "adam" if optimizer == "adamw" else "muon"
     code, _, report = run(runner, tmp_path, "parametrization=mup", f"optimizer={optimizer}",
                           f"parametrization.roles.readout.c.{family}=0", "--steps", "10")
@@ -132,7 +136,10 @@ def test_a_broken_table_fails_strict_naming_what_moved(runner: CliRunner, tmp_pa
 
 @pytest.mark.parametrize("optimizer, mistake", _broken_cases(quick=False))
 def test_every_broken_table_fails_strict(runner: CliRunner, tmp_path: Path, optimizer: str, mistake: str) -> None:
-    """The rest of the matrix (17 coord checks): ``python -m pytest -m long``."""
+    """The rest of the matrix (17 coord checks): ``python -m pytest -m long``.
+
+    Covered in CI by `tests/train/test_coordcheck.py::test_a_broken_table_fails_strict_naming_what_moved` (the
+    lazy readout the logits alone missed) and `tests/train/test_coordcheck.py::test_sp_adamw_updates_grow_and_strict_fails`."""
     _caught(runner, tmp_path, optimizer, mistake)
 
 

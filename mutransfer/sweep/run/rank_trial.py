@@ -22,10 +22,12 @@ def main(config_file: str) -> int:
     cfg = config_from_dict(load_yaml(Path(config_file), "trial config"))
     corpus = load_corpus(cfg.data, cfg.train.seq_len)
     ranks = join(cfg.train.device, cfg.train.parallel, cfg.train.dist_timeout)
+    finished = False
     try:
         train_model(cfg, corpus, ranks=ranks)
+        finished = True
     finally:
-        leave()
+        leave(finished)
     return 0
 
 

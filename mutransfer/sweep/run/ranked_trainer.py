@@ -51,12 +51,14 @@ class RankedTrainer:
             try:
                 ranks = join(cfg.train.device, cfg.train.parallel, cfg.train.dist_timeout,
                              rank_environment(0, self.ranks, port, local_rank=self.gpus[0]))
+                finished = False
                 try:
                     result, _ = train_model(cfg, corpus, on_eval=lambda step, val: on_eval(0, step, val),
                                             on_step=(lambda step, loss: on_step(0, step, loss)) if on_step else None,
                                             ranks=ranks)
+                    finished = True
                 finally:
-                    leave()
+                    leave(finished)
                 for helper in helpers:
                     helper.wait(HELPER_EXIT_SECONDS)
             except (RuntimeError, subprocess.TimeoutExpired) as exc:

@@ -83,7 +83,7 @@ SUITE_MARKERS = {"tests": "not slow and not long", "ci_slow": "slow"}
 SLOWEST = 30
 DURATION_LINE = re.compile(r"^(\d+\.\d+)s (setup|call|teardown)\s+(\S+)")
 FENCE = re.compile(r"```bash\n(.*?)```", re.S)
-COLUMNS = ["part", "command", "seconds", "trials", "load", "date", "commit"]
+COLUMNS = ["part", "command", "seconds", "trials", "load", "date", "commit", "exit"]
 SWEEP_RUNS = {"smoke": ("runs/smoke",), "before_after": ("runs/before", "runs/after")}
 """The run directories a part's sweeps write (its trials are theirs, counted from their ``trials.csv``)."""
 
@@ -161,16 +161,17 @@ def commit() -> str:
     return (head.stdout.strip() or "unknown") + ("+" if changes.stdout.strip() else "")
 
 
-def time_line(line: str, cwd: Path, env: Optional[dict[str, str]] = None) -> tuple[float, str]:
-    """``line`` run by bash in ``cwd`` (``env`` added to this process's environment); its wall seconds and its
-    output. Stops with its output when it fails."""
+def time_line(line: str, cwd: Path, env: Optional[dict[str, str]] = None,
+              check: bool = True) -> tuple[float, str, int]:
+    """``line`` run by bash in ``cwd`` (``env`` added to this process's environment); its wall seconds, its output
+    and its exit code. With ``check``, stops with its output when it fails."""
     began = time.perf_counter()
     done = subprocess.run(["bash", "-c", line], cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, "COLUMNS": "200", **(env or {})})
     seconds = time.perf_counter() - began
-    if done.returncode != 0:
+    if check and done.returncode != 0:
         raise SystemExit(f"{line} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
-    return seconds, done.stdout + done.stderr
+    return seconds, done.stdout + done.stderr, done.returncode
 
 
 def stage_script(stage: str) -> str:
@@ -190,12 +191,14 @@ def measure_ci(stages: list[str], workdir: Path, before: float) -> list[dict[str
     rows = []
     for stage in [s for s in CI_STAGES if s in stages or s == "ci_install"]:
         env = {"CI": "true", **({"PYTEST_ADDOPTS": f"--durations={SLOWEST}"} if stage in SUITE_MARKERS else {})}
-        seconds, output = time_line(stage_script(stage), clone, env)
-        print(f"{stage}: {seconds:.1f} s", flush=True)
+        seconds, output, code = time_line(stage_script(stage), clone, env, check=stage == "ci_install")
+        print(f"{stage}: {seconds:.1f} s" + (f", exited {code} (CI would stop here):\n{output[-2000:]}" if code else ""),
+              flush=True)
         if stage in SUITE_MARKERS:
             print_slowest(stage, output)
         rows.append({"part": stage, "command": "; ".join(stage_lines(stage, ci_lines())), "seconds": round(seconds, 1),
-                     "trials": None, "load": round(before, 2), "date": date.today().isoformat(), "commit": commit()})
+                     "trials": None, "load": round(before, 2), "date": date.today().isoformat(), "commit": commit(),
+                     "exit": code})
     return rows
 
 
@@ -208,12 +211,12 @@ def measure(parts: list[str], max_load: float) -> pd.DataFrame:
     try:
         for part in [p for p in PARTS if p in parts and p not in CI_STAGES]:
             line = command_of(part, lines)
-            seconds, _ = time_line(line, workdir)
+            seconds, _, _ = time_line(line, workdir)
             trials = sum(len(pd.read_csv(workdir / run / "trials.csv")) for run in SWEEP_RUNS.get(part, ()))
             print(f"{part}: {seconds:.1f} s: {line}", flush=True)
             rows.append({"part": part, "command": line, "seconds": round(seconds, 1),
                          "trials": trials if part in SWEEP_RUNS else None, "load": round(before, 2),
-                         "date": date.today().isoformat(), "commit": commit()})
+                         "date": date.today().isoformat(), "commit": commit(), "exit": 0})
         rows.extend(measure_ci([p for p in parts if p in CI_STAGES], workdir, before) if set(parts) & set(CI_STAGES)
                     else [])
     finally:
@@ -239,7 +242,9 @@ def ci_table(durations: pd.DataFrame) -> str:
         row = rows.loc[stage]
         budget = budget_of(SUITE_MARKERS[stage]) if stage in SUITE_MARKERS else None
         limit = f"{budget.seconds:.0f} s" if budget is not None else "—"
-        out.append(f"| {CI_STAGE_NAMES[stage]} | {row.seconds:.1f} | {row.seconds / 60:.1f} | {limit} | "
+        code = row.get("exit", 0)
+        failed = f" (exited {int(code)})" if pd.notna(code) and code else ""
+        out.append(f"| {CI_STAGE_NAMES[stage]}{failed} | {row.seconds:.1f} | {row.seconds / 60:.1f} | {limit} | "
                    f"{row.date}, {row.commit} |")
     total = rows["seconds"].sum()
     out.append(f"| **the whole run** | {total:.1f} | {total / 60:.1f} | {CI_BUDGET_S:.0f} s (CI stops at "
@@ -263,7 +268,7 @@ def merged(old: Optional[pd.DataFrame], new: pd.DataFrame) -> pd.DataFrame:
     rows = new if old is None else pd.concat([old[~old["part"].isin(new["part"])], new])
     order = {part: i for i, part in enumerate([*PARTS, *CI_STAGES])}
     rows = rows.sort_values("part", key=lambda s: s.map(order)).reset_index(drop=True)
-    return rows.reindex(columns=COLUMNS).astype({"trials": "Int64"})
+    return rows.reindex(columns=COLUMNS).astype({"trials": "Int64", "exit": "Int64"})
 
 
 def main(argv: Optional[Sequence[str]] = None) -> Optional[int]:

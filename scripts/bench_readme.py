@@ -12,11 +12,11 @@ the one-minute load average to fall to ``--max-load`` and records it (``load``).
 
 ``--parts ci`` runs ``.ci/run`` stage by stage as CI does: a ``git clone`` of the committed HEAD into a fresh
 directory, ``CI=true``, each stage its lines of ``.ci/run`` as written (``CI_STAGES``; a test fails when a line of
-``.ci/run`` belongs to no stage), in ``.ci/run``'s order, the install stage always first, making the clone's own
-venv. The README's test command (the part ``tests``, CI's second stage) and the slow suite run with
-``PYTEST_ADDOPTS=--durations=30``, and the script prints each
-suite's 30 slowest tests with their modules; the stages' sum is the whole run, set against the budgets of
-``tests/budgets.py``.
+``.ci/run`` belongs to no stage), in ``.ci/run``'s order, from the install stage (the clone's own venv) up to the
+last stage asked for: each needs what the ones before it installed. A stage that fails is timed and its exit code
+kept. The README's test command (the part ``tests``, CI's second stage) and the slow suite run with
+``PYTEST_ADDOPTS=--durations=30``, and the script prints each suite's 30 slowest tests with their modules; the
+stages' sum is the whole run, set against the budgets of ``tests/budgets.py``.
 
 Each run replaces its parts' rows in ``--out``, writes the ``readme`` section of docs/data/numbers.yaml from the
 README's parts (each part's duration as ``duration_text`` writes it, and the trials of the sweeps it ran), and prints
@@ -184,12 +184,14 @@ def stage_script(stage: str) -> str:
 
 
 def measure_ci(stages: list[str], workdir: Path, before: float) -> list[dict[str, object]]:
-    """Each of ``stages`` run in ``.ci/run``'s order in a fresh clone of HEAD under ``workdir``, as CI runs it (the
-    install stage always, first: the others run in its venv)."""
+    """The stages of ``.ci/run`` up to the last of ``stages``, each timed, in ``.ci/run``'s order in a fresh clone of
+    HEAD under ``workdir``, as CI runs them: a stage needs what the ones before it installed (the venv, the dev
+    extra)."""
     clone = workdir / "clone"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
     rows = []
-    for stage in [s for s in CI_STAGES if s in stages or s == "ci_install"]:
+    order = list(CI_STAGES)
+    for stage in order[:max(order.index(s) for s in stages) + 1]:
         env = {"CI": "true", **({"PYTEST_ADDOPTS": f"--durations={SLOWEST}"} if stage in SUITE_MARKERS else {})}
         seconds, output, code = time_line(stage_script(stage), clone, env, check=stage == "ci_install")
         print(f"{stage}: {seconds:.1f} s" + (f", exited {code} (CI would stop here):\n{output[-2000:]}" if code else ""),

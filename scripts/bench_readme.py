@@ -81,7 +81,7 @@ CI_STAGE_NAMES = {"ci_install": "install: venv, torch, PostgreSQL", "tests": "th
 SUITE_MARKERS = {"tests": "not slow and not long", "ci_slow": "slow"}
 """The stages that run a test suite, and the marker expression that selects it (its budget's key)."""
 SLOWEST = 30
-DURATION_LINE = re.compile(r"^(\d+\.\d+)s (setup|call|teardown)\s+(\S+)")
+DURATION_LINE = re.compile(r"^(\d+\.\d+)s (setup|call|teardown)\s+(.+?)\s*$")
 FENCE = re.compile(r"```bash\n(.*?)```", re.S)
 COLUMNS = ["part", "command", "seconds", "trials", "load", "date", "commit", "exit"]
 SWEEP_RUNS = {"smoke": ("runs/smoke",), "before_after": ("runs/before", "runs/after")}
@@ -171,7 +171,7 @@ def time_line(line: str, cwd: Path, env: Optional[dict[str, str]] = None,
     seconds = time.perf_counter() - began
     if check and done.returncode != 0:
         raise SystemExit(f"{line} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
-    return seconds, done.stdout + done.stderr, done.returncode
+    return seconds, done.stderr + done.stdout, done.returncode
 
 
 def stage_script(stage: str) -> str:
@@ -189,6 +189,8 @@ def measure_ci(stages: list[str], workdir: Path, before: float) -> list[dict[str
     extra)."""
     clone = workdir / "clone"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    measured = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
     rows = []
     order = list(CI_STAGES)
     for stage in order[:max(order.index(s) for s in stages) + 1]:
@@ -199,7 +201,7 @@ def measure_ci(stages: list[str], workdir: Path, before: float) -> list[dict[str
         if stage in SUITE_MARKERS:
             print_slowest(stage, output)
         rows.append({"part": stage, "command": "; ".join(stage_lines(stage, ci_lines())), "seconds": round(seconds, 1),
-                     "trials": None, "load": round(before, 2), "date": date.today().isoformat(), "commit": commit(),
+                     "trials": None, "load": round(before, 2), "date": date.today().isoformat(), "commit": measured,
                      "exit": code})
     return rows
 

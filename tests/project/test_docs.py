@@ -232,7 +232,8 @@ def test_every_duration_the_readme_gives_is_the_measured_one() -> None:
     script = load_script("bench_readme")
     numbers = load_script("doc_numbers").read_numbers()
     durations = pd.read_csv(ROOT / "docs" / "data" / "readme" / "durations.csv")
-    assert set(durations["part"]) == set(script.PARTS), "every part measured"
+    assert set(script.PARTS) <= set(durations["part"]), "every part measured"
+    durations = durations[durations["part"].isin(list(script.PARTS))]
     lines = {line.split("#", 1)[0].strip(): line for block in FENCE.findall(README.read_text())
              for line in block.splitlines()}
     for row in durations.itertuples():

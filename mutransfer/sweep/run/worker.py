@@ -263,21 +263,21 @@ class Worker:
                 results = self.trainer.fit([TrialRun(key, trial.number, cfg, run) for trial, cfg, run
                                             in zip(trials, cfgs, runs)], on_eval, on_step)
         except TRAINING_ERRORS as exc:
+            self._track_end([trial.number for trial in trials], TrialEnd(status=str(TrialStatus.FAILED)))
             for trial in trials:
                 record_failure(study, trial, exc)
                 pending.pop(trial.number)
-            self._track_end([trial.number for trial in trials], TrialEnd(status=str(TrialStatus.FAILED)))
             self.repeats.check()
             return
         for trial, cfg, result in zip(trials, cfgs, results):
+            # The tracker's run ends before the storage finishes the trial: a kill between the two leaves a trial
+            # that trains again (its run resumed or replaced), never a finished trial whose run stays open.
+            self._track_end([trial.number], trial_end(result))
             try:
                 record_result(study, trial, cfg, result)
             except optuna.exceptions.UpdateFinishedTrialError:
                 print(f"warning: trial {trial.number} ({key.setup} {key.where()}) was declared dead while the storage "
                       "was unreachable; its point is trained again and this result is dropped", file=sys.stderr)
-                self._track_end([trial.number], TrialEnd(status=str(TrialStatus.INTERRUPTED)))
-            else:
-                self._track_end([trial.number], trial_end(result))
             pending.pop(trial.number)
 
     def _track_start(self, study: optuna.Study, key: StudyKey, claimed: Claimed, cfgs: list[Config],

@@ -64,8 +64,8 @@ PARTS = {
 """Each timed part: the README command line it is (a regular expression over the line, its comment cut)."""
 QUICK = ("smoke", "smoke_transfer", "transfer", "verify_dry_run", "before_after", "compare")
 CI_STAGES = {
-    "ci_install": (r"^python3 -m venv \.venv$", r"^\. \.venv/bin/activate$", r"^python -m pip install -q --upgrade pip$",
-                   r"^python -m pip install -q torch==", r"^eval \"\$\(bash scripts/postgres_test_server\.sh\)\"$"),
+    "ci_install": (r"^python3 -m venv \.venv$", r"^\. \.venv/bin/activate$",
+                   r"^python -m pip install -q --upgrade pip$", r"^python -m pip install -q torch==", r"^eval \"\$\(bash scripts/postgres_test_server\.sh\)\"$"),
     "tests": (r"python -m pytest -q$",),
     "ci_slow": (r"^python -m pytest -q -m slow$",),
     "ci_artifacts": (r"^bash scripts/ci_artifacts\.sh$",),
@@ -196,8 +196,8 @@ def measure_ci(stages: list[str], workdir: Path, before: float) -> list[dict[str
     for stage in order[:max(order.index(s) for s in stages) + 1]:
         env = {"CI": "true", **({"PYTEST_ADDOPTS": f"--durations={SLOWEST}"} if stage in SUITE_MARKERS else {})}
         seconds, output, code = time_line(stage_script(stage), clone, env, check=stage == "ci_install")
-        print(f"{stage}: {seconds:.1f} s" + (f", exited {code} (CI would stop here):\n{output[-2000:]}" if code else ""),
-              flush=True)
+        failure = f", exited {code} (CI would stop here):\n{output[-2000:]}" if code else ""
+        print(f"{stage}: {seconds:.1f} s{failure}", flush=True)
         if stage in SUITE_MARKERS:
             print_slowest(stage, output)
         rows.append({"part": stage, "command": "; ".join(stage_lines(stage, ci_lines())), "seconds": round(seconds, 1),

@@ -182,6 +182,10 @@ def no_loss(points: int) -> dict[str, int]:
     return {"points": points, "lost": 0, "duplicates": 0, "tracebacks": 0}
 
 
+SESSION_START = pytest.StashKey[float]()
+"""When the session began (``pytest_configure``): the budget line's wall time counts from it."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """No test may reach the network: Hugging Face's hub client raises instead of downloading (in this process
     and the ones it starts). The session's start is kept for the budget line."""
@@ -189,15 +193,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_START] = time.perf_counter()
 
 
-SESSION_START = pytest.StashKey[float]()
-
-
 def whole_suite(config: pytest.Config) -> bool:
     """Whether this session runs a whole suite: the configured test paths, no ``-k``, no ``--lf``, no ``-x``."""
     testpaths = [str(config.rootpath / path) for path in config.getini("testpaths")]
     given = [str(Path(arg).resolve()) for arg in config.args]
-    return (sorted(given) == sorted(testpaths) and not config.option.keyword and not getattr(config.option, "lf", False)
-            and not config.option.maxfail)
+    return (sorted(given) == sorted(testpaths) and not config.option.keyword
+            and not getattr(config.option, "lf", False) and not config.option.maxfail)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

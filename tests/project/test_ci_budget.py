@@ -33,7 +33,8 @@ def test_the_durations_table_has_every_stage_of_ci_and_development_md_shows_it()
     assert sum(len(script.stage_lines(stage, lines)) for stage in script.CI_STAGES) == len(lines)
     durations = pd.read_csv(ROOT / "docs" / "data" / "readme" / "durations.csv")
     measured = durations[durations["part"].isin(list(script.CI_STAGES))]
-    assert sorted(measured["part"]) == sorted(script.CI_STAGES), "run python scripts/bench_readme.py --parts ci --out …"
+    assert sorted(measured["part"]) == sorted(script.CI_STAGES), \
+        "run python scripts/bench_readme.py --parts ci --out …"
     assert (measured["seconds"] > 0).all() and measured["exit"].notna().all()
     table = script.ci_table(durations)
     assert len(table.splitlines()) == len(script.CI_STAGES) + 3

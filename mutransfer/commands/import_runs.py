@@ -71,16 +71,27 @@ def report_lines(result: ImportResult) -> list[str]:
     name = f"study {source.study} in {source.path}" if source.study else source.path
     lines = [f"read {imported.rows_read:,} rows from {name} ({source.kind}, sha256 {source.sha256[:12]}); "
              f"{imported.rows_kept:,} pass the filters; {counts['dropped_unfinished']} unfinished left out",
-             f"runs: {counts['ok']:,} ok, {counts['diverged']:,} diverged, {counts['failed']:,} failed; "
+             f"runs: {counts['ok']:,} ok, {counts['diverged']:,} diverged, {counts['failed']:,} failed"
+             f"{_retried(counts)}; "
              f"{counts['duplicates_merged']} duplicates merged; {counts['points_skipped']} points with fewer than 3 "
              f"learning rates skipped"]
     steps = ", ".join(f"{step:g} ({label})" for label, step in imported.steps.items())
     how = "binned on that log2 grid" if imported.binned else "analysed as they are"
     lines.append(f"learning rates: step {steps} octaves, {imported.step_source}; {how}")
-    for axis, why in imported.dropped_axes.items():
-        lines.append(f"axis {axis} left out of the analysis: {why}")
+    for axis, left in imported.left_out.items():
+        lines.append(f"axis {axis} left out of the analysis: {left.line(axis)}")
     for old, new in imported.renamed_setups.items():
         lines.append(f"setup '{old}' is written as '{new}' (characters a file name or Markdown table cannot hold)")
     if result.summary is not None and result.summary.noise is not None:
         lines.append(f"noise: {result.summary.noise.line()}")
     return lines
+
+
+def _retried(counts: dict[str, int]) -> str:
+    """The failed runs beside a run with a loss at their point and learning rate (a crash and its retry), as the
+    ``runs:`` line adds them: `` (6 beside a run with a loss at their point and learning rate: flagged retried:N)``."""
+    from ..importing.retried import RETRIED
+
+    retried = counts.get("retried", 0)
+    return (f" ({retried:,} beside a run with a loss at their point and learning rate: flagged {RETRIED}:N)"
+            if retried else "")

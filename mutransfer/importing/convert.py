@@ -1,7 +1,8 @@
 """A table of finished runs turned into this tool's trials: the mapping's columns checked and read, the rows
 filtered, each run's status decided (an empty loss is a run that never finished, a NaN the file wrote one that
-diverged), points merged, LRs placed on their log2 grid, duplicates resolved, thin points skipped and collinear
-axes named. The result is ``trials.csv``'s schema: ``setup``, one column per axis (by its name), ``seed``,
+diverged), points merged, LRs placed on their log2 grid, duplicates resolved (only rows with a loss repeat one
+another: a failed attempt beside a finished run stays, as a failed trial), thin points skipped and collinear axes
+named. The result is ``trials.csv``'s schema: ``setup``, one column per axis (by its name), ``seed``,
 ``search_key``, ``log2_lr``, ``val_loss``, ``status``, ``row`` (the source's row)."""
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import pandas as pd
 from ..errors import UserError, did_you_mean
 from ..schema import LR_COLUMN, LR_KEY, axis_named
 from ..words import TrialStatus
-from .mapping import ImportMapping, RowFilter
-from .points import bin_on_grid, collinear_axes, lr_grid, merge_close
+from .mapping import AxisColumn, ImportMapping, RowFilter
+from .points import LeftOut, bin_on_grid, left_out_axes, lr_grid, merge_close
 from .source import NAN_VALUES
 
 __all__ = ["Imported", "to_trials", "STATUS_WORDS", "STATE_NAMES", "DEFAULT_SETUP", "MIN_LRS", "safe_label",
-           "state_columns"]
+           "state_columns", "WITH_LOSS", "LISTED_ROWS"]
 
 DEFAULT_SETUP = "imported"
 MIN_LRS = 3
@@ -40,6 +41,12 @@ or one that did not finish (dropped: its loss is not a final one)."""
 STATE_NAMES = ("state", "status", "run_state")
 """Column names that read as a run's state (case-insensitive; also as the last part of a dotted or slashed name:
 ``attributes.state``, ``info/status``): left unmapped, they draw a warning to pass ``--status``."""
+WITH_LOSS = (TrialStatus.OK, TrialStatus.DIVERGED)
+"""Statuses of the rows that carry a loss (a diverged one's NaN, infinity or loss above ``--diverged-above``): only
+such rows repeat one another, and a failed row beside one at its point, LR and seed is an attempt it replaced (a
+crashed run and its finished retry), kept as a failed trial as a sweep keeps one ``--retry-failed`` replaced."""
+LISTED_ROWS = 10
+"""The refusal of repeated rows lists this many row numbers, then how many more."""
 UNSAFE = re.compile(r"[^A-Za-z0-9 ._+\-=,:()\[\]]")
 """Characters a setup label may not keep: they would break a file name or a Markdown table (compare.md)."""
 
@@ -50,15 +57,19 @@ class Imported:
 
     trials: pd.DataFrame
     axes: list[str]
-    dropped_axes: dict[str, str]
+    left_out: dict[str, LeftOut]
+    """The axes left out of the analysis (``points.left_out_axes``), by name."""
     steps: dict[str, float]
     """Each setup's log2 LR step (octaves)."""
     binned: bool
     rows_read: int
     rows_kept: int
     counts: dict[str, int] = field(default_factory=dict)
-    """Rows per status, rows dropped (unfinished), duplicates merged, points skipped (fewer than 3 LRs)."""
+    """Rows per status, rows dropped (unfinished), duplicates merged, failed attempts beside a row with a loss at
+    their point, LR and seed (``retried``), points skipped (fewer than 3 LRs)."""
     skipped_points: list[dict[str, Any]] = field(default_factory=list)
+    retried_points: list[dict[str, Any]] = field(default_factory=list)
+    """Per point with failed attempts beside rows with a loss: its setup, axis values and how many (``failed``)."""
     renamed_setups: dict[str, str] = field(default_factory=dict)
     seeds: bool = False
     """Whether the table told seeds apart (a seed column with two or more seeds at some point and LR)."""
@@ -67,6 +78,11 @@ class Imported:
     warnings: list[str] = field(default_factory=list)
     """What the conversion read in a way the user may not expect (an empty loss, a state column left unmapped),
     one line each, without the ``warning:`` the printout puts before it."""
+
+    @property
+    def dropped_axes(self) -> dict[str, str]:
+        """Each axis left out of the analysis with why, as ``config.yaml`` records it."""
+        return {name: left.reason() for name, left in self.left_out.items()}
 
 
 def safe_label(label: str) -> str:
@@ -264,32 +280,57 @@ def _fits_as_they_are(part: pd.DataFrame, axes: list[str], halfwidth: float) -> 
     return True
 
 
-def _duplicates(trials: pd.DataFrame, mapping: ImportMapping, axes: list[str], binned: bool) -> tuple[pd.DataFrame, int]:
-    """Rows that repeat a (setup, point, LR, seed): averaged when the LRs were binned (several runs in one bin),
-    else refused with their row numbers unless ``--duplicates mean|first``."""
+def _listed(rows: pd.Series) -> str:
+    """Row numbers as a refusal lists them: every one, or the first ``LISTED_ROWS`` and how many more."""
+    shown = ", ".join(str(r) for r in rows.head(LISTED_ROWS))
+    return shown + (f" and {len(rows) - LISTED_ROWS} more" if len(rows) > LISTED_ROWS else "")
+
+
+def _duplicates(trials: pd.DataFrame, mapping: ImportMapping, axes: list[str], binned: bool,
+                states: list[str]) -> tuple[pd.DataFrame, int]:
+    """Rows with a loss (``WITH_LOSS``) that repeat a (setup, point, LR, seed): averaged when the LRs were binned
+    (several runs in one bin), else refused with their row numbers unless ``--duplicates mean|first`` (the fix
+    naming first the unmapped state column of ``states``, whose crashed runs may be what repeats). Failed rows are
+    never duplicates: each stays, a failed trial."""
     keys = ["setup", *axes, LR_COLUMN, "seed"]
-    repeated = trials.duplicated(keys, keep=False)
+    with_loss = trials["status"].isin(WITH_LOSS)
+    ended, failed = trials[with_loss], trials[~with_loss]
+    repeated = ended.duplicated(keys, keep=False)
     if not repeated.any():
         return trials, 0
     rule = "mean" if binned else mapping.duplicates
     if rule == "refuse":
-        rows = ", ".join(str(r) for r in trials.loc[repeated, "row"].head(6))
+        rows = _listed(ended.loc[repeated, "row"])
+        state = (f"pass --status {shlex.quote(states[0])} (a crashed run beside its retry is a failed attempt, not "
+                 "a duplicate), " if states else "")
         if mapping.seed is None:
             raise UserError(f"rows {rows} repeat a point and learning rate with no seed to tell them apart",
-                            "map a seed column (--seed), or merge them with --duplicates mean or --duplicates first")
+                            f"{state}map a seed column (--seed), or merge them with --duplicates mean or --duplicates "
+                            "first")
         raise UserError(f"rows {rows} repeat a point, learning rate and seed ('{mapping.seed}')",
-                        "check the --axis mapping, or merge them with --duplicates mean or --duplicates first")
-    merged = int(repeated.sum() - trials[repeated].groupby(keys).ngroups)
+                        f"{state}check the --axis mapping, or merge them with --duplicates mean or --duplicates first")
+    merged = int(repeated.sum() - ended[repeated].groupby(keys).ngroups)
     if rule == "first":
-        return trials.drop_duplicates(keys, keep="first").reset_index(drop=True), merged
-    finished = trials.assign(ok_loss=trials["val_loss"].where(trials["status"] == TrialStatus.OK))
-    grouped = finished.groupby(keys, sort=False, as_index=False)
-    out = grouped.agg(search_key=("search_key", "first"), val_loss=("ok_loss", "mean"), row=("row", "first"),
-                      any_ok=("status", lambda s: bool((s == TrialStatus.OK).any())),
-                      any_diverged=("status", lambda s: bool((s == TrialStatus.DIVERGED).any())))
-    out["status"] = np.where(out["any_ok"], "ok", np.where(out["any_diverged"], "diverged", "failed"))
-    out.loc[out["status"] != TrialStatus.OK, "val_loss"] = np.nan
-    return out.drop(columns=["any_ok", "any_diverged"]), merged
+        kept = ended.drop_duplicates(keys, keep="first")
+    else:
+        finished = ended.assign(ok_loss=ended["val_loss"].where(ended["status"] == TrialStatus.OK))
+        grouped = finished.groupby(keys, sort=False, as_index=False)
+        kept = grouped.agg(search_key=("search_key", "first"), val_loss=("ok_loss", "mean"), row=("row", "first"),
+                           any_ok=("status", lambda s: bool((s == TrialStatus.OK).any())))
+        kept["status"] = np.where(kept["any_ok"], TrialStatus.OK, TrialStatus.DIVERGED)
+        kept = kept.drop(columns=["any_ok"])
+    together = pd.concat([kept, failed[kept.columns]], ignore_index=True)
+    return together.sort_values("row", kind="stable").reset_index(drop=True), merged
+
+
+def _retried(trials: pd.DataFrame, axes: list[str], names: dict[str, str]) -> list[dict[str, Any]]:
+    """Per point, its failed rows beside a row with a loss at the same LR and seed: the point's setup and axis
+    values (by name) and how many (``failed``)."""
+    keys = ["setup", *axes, LR_COLUMN, "seed"]
+    failed = trials.loc[trials["status"] == TrialStatus.FAILED, keys]
+    beside = failed.merge(trials.loc[trials["status"].isin(WITH_LOSS), keys].drop_duplicates(), on=keys)
+    return [{"setup": str(k[0]), **{names[a]: _plain(v) for a, v in zip(axes, k[1:])}, "failed": len(part)}
+            for k, part in beside.groupby(["setup", *axes], sort=True)]
 
 
 def _plain(value: Any) -> Any:
@@ -301,8 +342,8 @@ def _thin_points(trials: pd.DataFrame, axes: list[str]) -> tuple[pd.DataFrame, l
     """Points with fewer than ``MIN_LRS`` distinct LRs left out (listed); refused when none remains."""
     distinct = trials.groupby(["setup", *axes])[LR_COLUMN].transform("nunique")
     thin = trials[distinct < MIN_LRS]
-    skipped = [{"setup": str(k[0]), **{a: _plain(v) for a, v in zip(axes, k[1:])}, "lrs": int(part[LR_COLUMN].nunique())}
-               for k, part in thin.groupby(["setup", *axes])]
+    skipped = [{"setup": str(k[0]), **{a: _plain(v) for a, v in zip(axes, k[1:])},
+                "lrs": int(part[LR_COLUMN].nunique())} for k, part in thin.groupby(["setup", *axes])]
     kept = trials[distinct >= MIN_LRS].reset_index(drop=True)
     if kept.empty:
         raise UserError(f"no point has {MIN_LRS} or more distinct learning rates ({len(skipped)} points checked)",
@@ -333,15 +374,23 @@ def to_trials(table: pd.DataFrame, mapping: ImportMapping) -> Imported:
         raise UserError("every row is an unfinished run (pruned, running or waiting, or its loss is empty)",
                         "import finished runs: each with its final loss")
     steps, binned, step_source = _place_lrs(trials, mapping, axes)
-    trials, counts["duplicates_merged"] = _duplicates(trials, mapping, axes, binned)
+    trials, counts["duplicates_merged"] = _duplicates(trials, mapping, axes, binned,
+                                                      state_columns([str(c) for c in table.columns], mapping))
     trials, skipped = _thin_points(trials, axes)
     counts.update({kind: int((trials["status"] == kind).sum()) for kind in ("ok", "diverged", "failed")})
+    retried = _retried(trials, axes, names)
+    counts["retried"] = sum(int(p["failed"]) for p in retried)
     counts["points_skipped"] = len(skipped)
-    points = trials[["setup", *axes]].drop_duplicates()
-    dropped = {names[column]: why for column, why in collinear_axes(points, axes).items()}
+    points = trials[["setup", *axes]].drop_duplicates().rename(columns=names)
+    left_out = left_out_axes(points, list(names.values()), {a.name: _axis_option(a) for a in mapping.axes})
     seeds = bool((trials.groupby(["setup", *axes, LR_COLUMN])["seed"].nunique() > 1).any())
     columns = ["setup", *axes, "seed", "search_key", LR_COLUMN, "val_loss", "status", "row"]
     ordered = trials[columns].sort_values(["setup", *axes, LR_COLUMN, "seed"], kind="stable").reset_index(drop=True)
-    return Imported(ordered, [names[a] for a in axes if names[a] not in dropped], dropped, steps, binned, rows_read,
-                    len(table), counts, skipped, renamed, seeds, step_source,
+    return Imported(ordered, [name for name in names.values() if name not in left_out], left_out, steps, binned,
+                    rows_read, len(table), counts, skipped, retried, renamed, seeds, step_source,
                     _warnings([str(c) for c in table.columns], mapping, missing))
+
+
+def _axis_option(axis: AxisColumn) -> str:
+    """An axis's ``--axis`` option as given: ``--axis width``, ``--axis params=n_params``."""
+    return f"--axis {axis.name}" if axis.name == axis.column else f"--axis {shlex.quote(f'{axis.name}={axis.column}')}"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["SAME_VALUE", "merge_close", "LrGrid", "lr_grid", "bin_on_grid", "collinear_axes", "GRID_SHARE",
-           "COLLINEAR_R2"]
+__all__ = ["SAME_VALUE", "merge_close", "LrGrid", "lr_grid", "bin_on_grid", "collinear_axes", "collinear_reason",
+           "LeftOut", "left_out_axes", "GRID_SHARE", "COLLINEAR_R2"]
 
 SAME_VALUE = 1e-6
 """Two values whose relative difference is at most this are one value (float noise from a CSV round trip)."""
@@ -67,26 +67,80 @@ def bin_on_grid(x: np.ndarray, step: float, origin: float) -> np.ndarray:
     return origin + np.round((x - origin) / step) * step
 
 
-def collinear_axes(points: pd.DataFrame, axes: Sequence[str]) -> dict[str, str]:
-    """The axes to leave out of the analysis, each with why: one value only (``constant``), or its value fixed by
-    the other axes' values over the whole table and near-linear in their log2 (``COLLINEAR_R2``: width chosen per
-    parameter count, tokens = batch × steps). The first listed such axis goes first, then the rest are checked
-    again, so the axis listed last of a set that moves together is kept."""
-    dropped: dict[str, str] = {}
-    for name in axes:
-        if points[name].nunique() < 2:
-            dropped[name] = "constant"
+def collinear_axes(points: pd.DataFrame, axes: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The axes to leave out of the analysis, each with the kept axes it moves with: none for an axis with one
+    value only, else those whose values fix its value over the whole table and in whose log2 it is near-linear
+    (``COLLINEAR_R2``: width chosen per parameter count, tokens = batch × steps). The first listed such axis goes
+    first, then the rest are checked again, so the axis listed last of a set that moves together is kept; an axis
+    left out beside one left out later is named with the kept axes that one moves with."""
+    dropped: dict[str, tuple[str, ...]] = {name: () for name in axes if points[name].nunique() < 2}
     while True:
         kept = [a for a in axes if a not in dropped]
-        if len(kept) < 2:
-            return dropped
         found = next(((name, others) for name in kept for others in _explainers(name, kept)
                       if (points.groupby(list(others))[name].nunique() <= 1).all()
-                      and _log_r2(points, name, others) >= COLLINEAR_R2), None)
+                      and _log_r2(points, name, others) >= COLLINEAR_R2), None) if len(kept) > 1 else None
         if found is None:
-            return dropped
-        name, others = found
-        dropped[name] = f"moves with {others[0]}" if len(others) == 1 else f"a function of {', '.join(others)}"
+            return {name: _kept_of(name, dropped, axes) for name in dropped}
+        dropped[found[0]] = found[1]
+
+
+def _kept_of(name: str, dropped: dict[str, tuple[str, ...]], axes: Sequence[str]) -> tuple[str, ...]:
+    """The kept axes ``name`` moves with: its explainers, each one left out later replaced by its own, in the
+    order the axes are listed."""
+    kept: set[str] = set()
+    for other in dropped[name]:
+        kept.update(_kept_of(other, dropped, axes) if other in dropped else (other,))
+    return tuple(a for a in axes if a in kept)
+
+
+def collinear_reason(kept: Sequence[str]) -> str:
+    """Why an axis is left out, as ``config.yaml`` records it: ``constant``, ``moves with params`` or ``a function
+    of steps, tokens``."""
+    if not kept:
+        return "constant"
+    return f"moves with {kept[0]}" if len(kept) == 1 else f"a function of {', '.join(kept)}"
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """An axis left out of the analysis: the kept axes it moves with (none: it holds one value), whether the order
+    of the ``--axis`` options decided which was kept, and what would keep it instead."""
+
+    kept: tuple[str, ...] = ()
+    by_order: bool = False
+    """Listed last, it would be kept and another of the set left out."""
+    keep_instead: str = ""
+    """What keeps it instead: ``list --axis params=n_params last``, or ``leave out --axis width``."""
+
+    def reason(self) -> str:
+        """Why, as ``config.yaml`` records it (``collinear_reason``)."""
+        return collinear_reason(self.kept)
+
+    def line(self, name: str) -> str:
+        """Why, which axis was kept by which rule, and how to keep ``name`` instead (the import's printout)."""
+        if not self.kept:
+            return self.reason()
+        kept = ", ".join(self.kept)
+        rule = ("of axes that move together, the one listed last is kept" if self.by_order else
+                f"{name} is fixed by {kept}, not the other way round, so the order of the --axis options does not "
+                "decide")
+        return f"{self.reason()}; kept {kept} ({rule}); to keep {name} instead, {self.keep_instead}"
+
+
+def left_out_axes(points: pd.DataFrame, axes: Sequence[str], options: Mapping[str, str]) -> dict[str, LeftOut]:
+    """``collinear_axes`` with, for each axis left out beside kept ones, whether listing it last would keep it
+    and how to keep it: list its option (``options``: each axis's ``--axis`` as given) last, or else leave out
+    the kept axes' options."""
+    out: dict[str, LeftOut] = {}
+    for name, kept in collinear_axes(points, axes).items():
+        if not kept:
+            out[name] = LeftOut()
+            continue
+        by_order = name not in collinear_axes(points, [a for a in axes if a != name] + [name])
+        how = (f"list {options[name]} last" if by_order
+               else "leave out " + " and ".join(options[k] for k in kept))
+        out[name] = LeftOut(kept, by_order, how)
+    return out
 
 
 def _log_r2(points: pd.DataFrame, name: str, others: Sequence[str]) -> float:

@@ -47,7 +47,8 @@ def import_record(source: Source, mapping: ImportMapping, imported: Imported) ->
             "source": source.as_dict(), "mapping": mapping.as_dict(), "axes": list(imported.axes),
             "dropped_axes": dict(imported.dropped_axes), "binned": imported.binned, "seeds": imported.seeds,
             "rows": {"read": imported.rows_read, "kept": imported.rows_kept, **imported.counts},
-            "skipped_points": imported.skipped_points, "renamed_setups": imported.renamed_setups,
+            "skipped_points": imported.skipped_points, "retried_points": imported.retried_points,
+            "renamed_setups": imported.renamed_setups,
             "spec": {"name": Path(source.path).stem if source.study is None else source.study, "setups": setups}}
 
 

@@ -22,6 +22,7 @@ from ..files import CONFIG_FILE, CURVES_FILE, SUMMARY_FILE, TRIALS_FILE, atomic_
 from .convert import Imported, to_trials
 from .mapping import ImportMapping, check_mapping
 from .record import PENDING, existing_import, import_record
+from .retried import flag_retried
 from .source import Source, read_source
 
 __all__ = ["ImportResult", "import_runs", "MlflowSource"]
@@ -87,6 +88,7 @@ def import_runs(path: Optional[Path], storage: Optional[str], study: Optional[st
     summary = summarize(pd.read_csv(io.StringIO(text)), spec_settings(record["spec"]), th, imported.axes,
                         not seeded, Counter(str(p["setup"]) for p in imported.skipped_points))
     refuse_unfitted(summary)
+    flag_retried(summary, imported.retried_points, imported.trials, imported.axes)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / CONFIG_FILE, dump_yaml(versioned({**record, "fingerprint": PENDING})))
     (out / CURVES_FILE).unlink(missing_ok=True)

@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
+from ..optim.stale import refuse_stale_parameters
 from ..registry.families import OptimizerFamily
 from ..schema import FAMILIES, OptimizerConfig
 from ..table.decay import decay_problem, group_weight_decay
@@ -141,6 +142,9 @@ def build_optimizer(
     (``table.decay``), and a ``weight_decay_timescale`` needs the run's length: ``steps`` or the plan's. With
     ``trial_lrs`` (one η per trial) the parameters are stacked along a leading trial dimension and each
     group's LR is a tensor of K per-trial LRs: the optimizer is then the stacked AdamW/SGD or SteepestDescent.
+
+    Build it after anything that replaces the model's parameters (FSDP2's ``fully_shard``): built from a module,
+    its first step refuses it when it steps none of the module's parameters.
     """
     plan = plan.with_lr(lr) if lr is not None else plan
     opt: OptimizerConfig = replace(plan.optimizer_config, **overrides) if overrides else plan.optimizer_config
@@ -152,7 +156,10 @@ def build_optimizer(
     named = model.named_parameters() if isinstance(model, nn.Module) else model
     family = FAMILIES.named(opt.name, "optimizer")
     groups = _groups(named, plan, opt, family, trial_lrs)
-    return family_builder(family)(groups, opt, plan.lr, trial_lrs is not None)
+    optimizer = family_builder(family)(groups, opt, plan.lr, trial_lrs is not None)
+    if isinstance(model, nn.Module):
+        refuse_stale_parameters(optimizer, model)
+    return optimizer
 
 
 def family_builder(family: OptimizerFamily) -> Callable[..., torch.optim.Optimizer]:

@@ -1,6 +1,7 @@
 """What each rank of a spawned CPU process group (gloo, one thread per rank) checks and reports to the test: the
 built-in optimizer's step on FSDP2 shards and DDP replicas against one process, in float64; the Newton–Schulz
-calls and bytes it spent; 20 training steps of the GPT under DDP and FSDP2; a user's own model, sharded."""
+calls and bytes it spent; 20 training steps of the GPT under DDP and FSDP2; a user's own model, sharded, with
+the optimizer built before or after ``fully_shard``."""
 
 from __future__ import annotations
 
@@ -247,6 +248,45 @@ def user_model_loss(ranks: Ranks | None) -> float:
         torch.set_default_dtype(previous)
 
 
+ORDERS = ("before", "after", "unsharded_at_step")
+"""Where a user builds the optimizer: before ``fully_shard`` (refused), after it, and after it with FSDP2 keeping
+the unsharded parameters on the model through the step (``set_reshard_after_backward(False)``)."""
+
+
+def order_checks(ranks: Ranks) -> dict[str, dict[str, Any]]:
+    """Per order in ``ORDERS``: the mean loss before each of five steps of ``UserModel``, the one-line error each
+    step raised (none when it stepped), and how many of the optimizer's parameters the model held at the first."""
+    from torch.distributed.fsdp import FSDPModule
+
+    out = {}
+    for order in ORDERS:
+        model = UserModel(24)
+        plan = mutransfer.parametrize(model, USER_ROLES, preset="mup", optimizer="muon", width=24, base_width=12,
+                                      factory=UserModel, seed=3)
+        early = mutransfer.build_optimizer(model, plan, lr=0.05) if order == "before" else None
+        spread(model, ranks)
+        opt = early or mutransfer.build_optimizer(model, plan, lr=0.05)
+        for module in model.modules():
+            if isinstance(module, FSDPModule):
+                module.set_reshard_after_backward(order != "unsharded_at_step")
+        g = torch.Generator().manual_seed(5)
+        x, y = ranks.rows(torch.randn(12, 8, generator=g)), ranks.rows(torch.randn(12, 3, generator=g))
+        losses, errors, held = [], [], []
+        for _ in range(5):
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            current = {id(p) for p in model.parameters()}
+            held.append(sum(id(p) in current for group in opt.param_groups for p in group["params"]))
+            try:
+                opt.step()
+            except mutransfer.UserError as exc:
+                errors.append(exc.one_line())
+            opt.zero_grad(set_to_none=True)
+            losses.append(float(ranks.mean(loss.detach())))
+        out[order] = {"losses": losses, "errors": errors, "held": held[0], "params": len(list(model.parameters()))}
+    return out
+
+
 def rank_main(rank: int, world: int, port: int, folder: str, text: str) -> None:
     """One rank: join the group, run every check, save what it found as ``rank{rank}.pt`` in ``folder``."""
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
@@ -255,7 +295,8 @@ def rank_main(rank: int, world: int, port: int, folder: str, text: str) -> None:
     ranks = join("cpu", "fsdp", 10.0)
     try:
         report = {"optimizer": optimizer_checks(ranks), "train": training_checks(ranks, Path(text)),
-                  "user_model": user_model_loss(dataclasses.replace(ranks, parallel="fsdp"))}
+                  "user_model": user_model_loss(dataclasses.replace(ranks, parallel="fsdp")),
+                  "order": order_checks(dataclasses.replace(ranks, parallel="fsdp"))}
         torch.save(report, Path(folder) / f"rank{rank}.pt")
     finally:
         leave()

@@ -1,6 +1,7 @@
 """The built-in optimizer and trainer on many ranks equal one process (CPU, gloo, world sizes 1–4, one spawned
 process group per world size with one thread per rank): each rule's step on FSDP2 shards and DDP replicas, the
-Newton–Schulz calls and bytes, 20 GPT steps under DDP and FSDP2, and a user's own model sharded."""
+Newton–Schulz calls and bytes, 20 GPT steps under DDP and FSDP2, and a user's own model sharded, its optimizer
+built after ``fully_shard`` or refused when built before."""
 
 from __future__ import annotations
 
@@ -96,6 +97,27 @@ def test_a_users_model_sharded_equals_one_process(reports: tuple[int, list[dict[
     _, per_rank = reports
     for report in per_rank:
         assert report["user_model"] == pytest.approx(one_process["user_model"], rel=1e-9)
+
+
+def test_an_optimizer_built_before_fully_shard_is_refused_at_every_step(
+        reports: tuple[int, list[dict[str, Any]]]) -> None:
+    _, per_rank = reports
+    for report in per_rank:
+        before = report["order"]["before"]
+        assert len(before["errors"]) == 5, "a step went on with the parameters fully_shard replaced"
+        assert "fully_shard" in before["errors"][0] and "then mutransfer.build_optimizer" in before["errors"][0]
+        assert before["losses"][-1] == before["losses"][0]
+
+
+def test_an_optimizer_built_after_fully_shard_trains(reports: tuple[int, list[dict[str, Any]]]) -> None:
+    """Also while FSDP2 keeps the unsharded parameters on the model through the step, where the optimizer's
+    sharded ones (which hold the gradients) are none of the model's."""
+    _, per_rank = reports
+    for report in per_rank:
+        after, unsharded = report["order"]["after"], report["order"]["unsharded_at_step"]
+        assert after["errors"] == unsharded["errors"] == []
+        assert after["held"] == after["params"] and unsharded["held"] == 0
+        assert after["losses"][-1] < 0.5 * after["losses"][0], after["losses"]
 
 
 def test_stacked_trials_orthogonalized_as_one_matrix_differ() -> None:

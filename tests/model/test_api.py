@@ -129,6 +129,35 @@ def test_token_files_train_and_refuse_big_ids(tmp_path: Path, tiny: list[str]) -
         load_corpus(compose([*overrides[:-1], "data.vocab_size=500"]).data, 32)
 
 
+@pytest.mark.parametrize("optimizer", ["muon", "adamw", "sgd"])
+def test_an_optimizer_whose_parameters_the_model_replaced_is_refused_at_its_first_step(optimizer: str) -> None:
+    """Built from the model, it trains it with no word from the check; refused, naming ``fully_shard``, once the
+    model's parameters are new tensors (here ``load_state_dict(assign=True)``; FSDP2's case is in
+    ``distributed/``)."""
+    idx = torch.randint(0, 16, (4, 8), generator=torch.Generator().manual_seed(0))
+
+    def loss_of(model: nn.Module) -> torch.Tensor:
+        return nn.functional.cross_entropy(model(idx).flatten(0, 1), idx.flatten())
+
+    model = Small(32)
+    plan = mutransfer.parametrize(model, SMALL_ROLES, preset="mup", optimizer=optimizer, width=32, base_width=32,
+                                  lr=0.05)
+    opt = mutransfer.build_optimizer(model, plan)
+    losses = []
+    for _ in range(5):
+        loss = loss_of(model)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+    assert losses[-1] < losses[0], losses
+    stale = mutransfer.build_optimizer(model, plan)
+    model.load_state_dict({name: value.clone() for name, value in model.state_dict().items()}, assign=True)
+    loss_of(model).backward()
+    with pytest.raises(UserError, match="call fully_shard on the model first, then mutransfer.build_optimizer"):
+        stale.step()
+
+
 @pytest.mark.slow
 def test_own_model_example_runs(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "own_model_example.py"), "--tiny", "--out",

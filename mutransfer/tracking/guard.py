@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 from .backend import TrackerBackend
 
-__all__ = ["GuardedTracker", "CALL_SECONDS", "START_SECONDS", "QUEUE_CALLS"]
+__all__ = ["GuardedTracker", "CALL_SECONDS", "START_SECONDS", "QUEUE_CALLS", "REASON_CHARS", "reason"]
 
 T = TypeVar("T")
 
@@ -24,6 +24,22 @@ START_SECONDS = 60.0
 """The longest the sweep waits for the tracker to start (its library imported, its experiment found)."""
 QUEUE_CALLS = 10_000
 """Calls queued at most; past that, metrics are dropped rather than held in memory."""
+REASON_CHARS = 300
+"""A library's own message is cut to about this many characters (at a word, marked ``…``) in the warning."""
+
+
+def reason(exc: BaseException) -> str:
+    """Why a call failed, on one line: the tracker's own ``UserError`` whole, a library's error as its type and the
+    first line of its message, cut at a word past ``REASON_CHARS``."""
+    from ..errors import UserError
+
+    if isinstance(exc, UserError):
+        return exc.one_line()
+    lines = str(exc).splitlines()
+    text = f"{type(exc).__name__}: {lines[0]}" if lines and lines[0] else type(exc).__name__
+    if len(text) <= REASON_CHARS:
+        return text
+    return text[:REASON_CHARS].rsplit(" ", 1)[0].rstrip(" ,;:") + " …"
 
 
 class GuardedTracker:
@@ -50,7 +66,7 @@ class GuardedTracker:
             try:
                 done.set_result(call())
             except BaseException as exc:  # noqa: BLE001 — any failure of the library turns the tracker off
-                self._fail(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": "))
+                self._fail(reason(exc))
                 done.set_result(None)
 
     def _fail(self, why: str) -> None:
@@ -58,8 +74,8 @@ class GuardedTracker:
             self.off = True
             from ..errors import redact
 
-            print(f"warning: {self.where}: {redact(why)[:300]}; the sweep goes on without logging to it (its own "
-                  "files keep every result)", file=sys.stderr, flush=True)
+            print(redact(f"warning: {self.where}: {why}; the sweep goes on without logging to it (its own files keep "
+                         "every result)"), file=sys.stderr, flush=True)
 
     def _submit(self, call: Callable[[], T]) -> Optional[Future[T]]:
         if self.off:

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Optional
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
 
+from ..errors import UserError
 from .backend import FINGERPRINT_TAG, KEY_TAG, KIND_TAG, RETRY_TAG, STATUS_TAG, SWEEP_KIND, SWEEP_TAG, TRIAL_KIND
-from .records import SweepAnswer, TrialEnd, TrialInfo
+from .records import SweepAnswer, TrialEnd, TrialInfo, param_text
 from .spec import TrackerSpec
 
-__all__ = ["MlflowBackend", "HTTP_ENV", "is_file_store"]
+__all__ = ["MlflowBackend", "HTTP_ENV", "QUIET_ENV", "is_file_store", "quiet_urls", "file_store_refused"]
 
 HTTP_ENV = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
 """MLflow's HTTP client settings this process starts with unless the user set them: a server that does not answer
 fails a call in seconds, not after minutes of retries."""
+QUIET_ENV = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
+"""MLflow's switch for the ``View run …`` and ``View experiment …`` lines its client prints on stdout each time a
+run on a server ends (``mlflow.environment_variables``): on while the tracker ends a run (``quiet_urls``), so the
+sweep's own lines are all its output holds."""
 EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 """MLflow's UI opens such an experiment on its training runs (not on the GenAI views)."""
 PARENT_TAG = "mlflow.parentRunId"
@@ -28,6 +34,28 @@ def is_file_store(uri: str) -> bool:
     return uri.startswith("file:") or "://" not in uri and uri != "" and not uri.startswith(("databricks", "sqlite:"))
 
 
+def file_store_refused(uri: str) -> UserError:
+    """Why MLflow 3 will not log to the file store ``uri`` (it opens one only with ``MLFLOW_ALLOW_FILE_STORE=true``),
+    and MLflow's local database to use instead: one line."""
+    return UserError(f"MLflow 3's file store {uri} takes no new experiments or runs (unless "
+                     "MLFLOW_ALLOW_FILE_STORE=true)", "log to MLflow's local database instead: "
+                     "MLFLOW_TRACKING_URI=sqlite:///mlflow.db, or log.uri: sqlite:///mlflow.db in the spec")
+
+
+@contextmanager
+def quiet_urls() -> Iterator[None]:
+    """MLflow's URL lines off (``QUIET_ENV``) for the calls inside, unless the user set the switch either way; the
+    environment as it was afterwards. Only the scope that set it removes it."""
+    if QUIET_ENV in os.environ:
+        yield
+        return
+    os.environ[QUIET_ENV] = "true"
+    try:
+        yield
+    finally:
+        os.environ.pop(QUIET_ENV, None)
+
+
 class MlflowBackend:
     """The MLflow client of one process; ``spec.experiment`` is created when missing."""
 
@@ -36,8 +64,12 @@ class MlflowBackend:
             os.environ.setdefault(name, value)
         if is_file_store(spec.uri):
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # the user chose a file store by its URI
-        from mlflow.tracking import MlflowClient
+        from mlflow.environment_variables import MLFLOW_ALLOW_FILE_STORE
+        from mlflow.tracking import MlflowClient, get_tracking_uri
 
+        uri = spec.uri or get_tracking_uri()
+        if is_file_store(uri) and not MLFLOW_ALLOW_FILE_STORE.get():
+            raise file_store_refused(uri)
         self.spec = spec
         self.client = MlflowClient(tracking_uri=spec.uri or None)
         self.experiment = self._experiment(spec.experiment)
@@ -106,14 +138,14 @@ class MlflowBackend:
         earlier = self._attempts(parent, info.key)
         for run in earlier:
             if run.info.status != "KILLED":
-                self.client.set_terminated(run.info.run_id, status="KILLED")
+                self._terminate(run.info.run_id, "KILLED")
         tags = {**self.spec.tags, PARENT_TAG: parent, KIND_TAG: TRIAL_KIND, KEY_TAG: info.key}
         if earlier:
             tags[RETRY_TAG] = max(earlier, key=lambda r: r.info.start_time or 0).info.run_id
         run = self.client.create_run(self.experiment, run_name=info.name, tags=tags)
         from mlflow.entities import Param
 
-        params = [Param(k, str(v)) for k, v in info.params.items()]
+        params = [Param(k, param_text(v)) for k, v in info.params.items()]
         for i in range(0, len(params), 100):
             self.client.log_batch(run.info.run_id, params=params[i:i + 100])
         return run.info.run_id
@@ -129,8 +161,12 @@ class MlflowBackend:
     def end_trial(self, run: str, end: TrialEnd) -> None:
         self.log(run, [(end.step, end.metrics())])
         self.client.set_tag(run, STATUS_TAG, end.status)
-        self.client.set_terminated(run, status={"failed": "FAILED", "interrupted": "KILLED"}.get(end.status,
-                                                                                                 "FINISHED"))
+        self._terminate(run, {"failed": "FAILED", "interrupted": "KILLED"}.get(end.status, "FINISHED"))
+
+    def _terminate(self, run: str, status: str) -> None:
+        """End ``run`` with ``status``, without MLflow's URL lines on stdout."""
+        with quiet_urls():
+            self.client.set_terminated(run, status=status)
 
     def log_answer(self, parent: str, answer: SweepAnswer) -> None:
         self.log(parent, [(answer.step, answer.metrics)])
@@ -140,7 +176,7 @@ class MlflowBackend:
             self.client.log_artifact(parent, str(path), "provisional" if not answer.final and
                                      path.suffix == ".json" else None)
         if answer.final:
-            self.client.set_terminated(parent, status="FINISHED")
+            self._terminate(parent, "FINISHED")
 
     def close(self) -> None:
         pass

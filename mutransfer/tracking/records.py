@@ -8,9 +8,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["TrialInfo", "TrialEnd", "SweepAnswer", "Param", "trial_key", "run_id_of"]
+__all__ = ["TrialInfo", "TrialEnd", "SweepAnswer", "Param", "trial_key", "run_id_of", "param_value", "param_text",
+           "WHOLE_LIMIT"]
 
 Param = str | int | float | bool
+WHOLE_LIMIT = 2 ** 53
+"""Below this magnitude a float holds every whole number exactly, so a whole float is written as an integer."""
+
+
+def param_value(value: Param) -> Param:
+    """``value`` as every tracker is given it, one spelling per number: a float that is a whole number (below
+    ``WHOLE_LIMIT``) becomes that int, so a grid trial's ``-3`` and a probe's or extension's ``-3.0`` are the same
+    param; any other float stays a float (written by Python's shortest round-trip ``repr``: ``0.0009765625``,
+    ``1e-05``); text, bools and ints are kept."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < WHOLE_LIMIT:
+        return int(value)
+    return value
+
+
+def param_text(value: Param) -> str:
+    """``value``'s one spelling as text (MLflow's params are text): ``param_value`` written by ``str``."""
+    return str(param_value(value))
 
 
 def trial_key(study: str, x: float, seed: int) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .backend import KIND_TAG, STATUS_TAG, SWEEP_KIND, TRIAL_KIND
-from .records import SweepAnswer, TrialEnd, TrialInfo, run_id_of
+from .records import SweepAnswer, TrialEnd, TrialInfo, param_value, run_id_of
 from .spec import TrackerSpec
 
 __all__ = ["WandbBackend", "INIT_SECONDS"]
@@ -45,7 +45,8 @@ class WandbBackend:
 
     def start_trial(self, parent: str, info: TrialInfo) -> str:
         run_id = run_id_of(parent, info.key)
-        run = self._init(run_id, info.name, parent, TRIAL_KIND, {**info.params, KIND_TAG: TRIAL_KIND})
+        params = {name: param_value(value) for name, value in info.params.items()}
+        run = self._init(run_id, info.name, parent, TRIAL_KIND, {**params, KIND_TAG: TRIAL_KIND})
         self.runs[run_id] = run
         return run_id
 

@@ -1,5 +1,6 @@
 """A sweep logged to a real ``mlflow server`` on 127.0.0.1: killed with SIGKILL mid-sweep, resumed with two
-workers, and still one finished run per trial, one parent, and the same answer read back over HTTP."""
+workers, and still one finished run per trial, one parent, and the same answer read back over HTTP; a sweep with
+grid, extension and probe trials spells each param value one way and prints none of MLflow's own URL lines."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from pathlib import Path
 from typing import Iterator
 
 import mlflow
+import pandas as pd
 import pytest
 
 from conftest import load_script, wait_for
+from mutransfer.tracking.records import param_text
 from tracked_sweep import GRID, answer, write_tracked_spec
 
 
@@ -116,3 +119,45 @@ def test_two_machines_sharing_postgres_log_into_one_parent(server: str, pg_url: 
     assert len(recorded) == 1 and [r.info.run_id for r in parents] == list(recorded)
     finished = [r for r in trial_runs(server, study) if r.info.status == "FINISHED"]
     assert len(finished) == GRID and {r.data.tags["mlflow.parentRunId"] for r in finished} == recorded
+
+
+@pytest.mark.slow
+def test_grid_extension_and_probe_trials_spell_each_value_once_and_mlflow_prints_no_urls(
+        server: str, tmp_path: Path, text_file: Path) -> None:
+    spec = write_tracked_spec(tmp_path, text_file, log={"tracker": "mlflow", "uri": server}, name="spelled",
+                              widths=(32,), log2=(-12, -8), search={"extend": True, "noise_seeds": 1})
+    run_dir = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"}
+    result = subprocess.run([*CLI, "sweep", str(spec), "--out", str(run_dir), "--threads", "1"], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "warning" not in result.stderr, result.stderr[-2000:]
+    urls = [line for line in result.stdout.splitlines() if "View run" in line or "View experiment" in line]
+    assert urls == [], urls[:4]
+    assert sum(" · ok · " in line for line in result.stdout.splitlines()) == 8, result.stdout
+
+    table = pd.read_csv(run_dir / "trials.csv")
+    grid = table[(table.seed == 0) & (table.log2_lr <= -8)]
+    extension = table[(table.seed == 0) & (table.log2_lr > -8)]
+    probes = table[table.seed == 1]
+    assert (len(grid), len(extension), len(probes)) == (3, 2, 3), "the grid's optimum at its high edge: extended"
+    assert set(grid.log2_lr) & set(probes.log2_lr) == {-8.0}, "a probe trains a grid point again"
+
+    runs = trial_runs(server, "spelled")
+    assert len(runs) == len(table)
+    spellings: dict[tuple[str, float], set[str]] = {}
+    for run in runs:
+        for name, text in run.data.params.items():
+            try:
+                value = float(text)
+            except ValueError:
+                continue
+            spellings.setdefault((name, value), set()).add(text)
+            assert text == param_text(value), (name, text)
+    assert {key: texts for key, texts in spellings.items() if len(texts) > 1} == {}
+    assert spellings[("log2_lr", -8.0)] == {"-8"} and spellings[("lr", 2.0 ** -10)] == {"0.0009765625"}
+
+    client = mlflow.tracking.MlflowClient(server)
+    experiment = client.get_experiment_by_name("spelled").experiment_id
+    found = client.search_runs([experiment], filter_string="params.log2_lr = '-8'")
+    assert sorted(int(r.data.params["seed"]) for r in found) == [0, 1]

@@ -17,15 +17,17 @@ GRID = 2 * 4
 
 def write_tracked_spec(folder: Path, text_file: Path, log: Optional[dict[str, Any]] = None, steps: int = 12,
                        name: str = "tracked", trainer: Optional[dict[str, Any]] = None,
-                       batch_trials: int | str = "auto") -> Path:
+                       batch_trials: int | str = "auto", widths: tuple[int, ...] = (32, 64),
+                       log2: tuple[int, int] = (-6, 0), search: Optional[dict[str, Any]] = None) -> Path:
     """One setup (μP + Muon) at widths 32 and 64, log2 η in -6, -4, -2, 0 (the optimum inside), ``log``: the
-    spec's ``log:`` section; ``batch_trials`` learning rates stacked as one model."""
+    spec's ``log:`` section; ``batch_trials`` learning rates stacked as one model. ``widths``, ``log2`` (the grid's
+    ends) and ``search`` (over the spec's ``search:``, which has no extension and no probes) change it."""
     spec: dict[str, Any] = {
         "name": name,
         "setups": {"mup_muon": {"overrides": ["parametrization=mup", "optimizer=muon"],
-                                "search": {"log2_min": -6, "log2_max": 0}}},
-        "widths": [32, 64], "seeds": [0], "batch_trials": batch_trials,
-        "search": {"step": 2, "extend": False, "noise_seeds": 0},
+                                "search": {"log2_min": log2[0], "log2_max": log2[1]}}},
+        "widths": list(widths), "seeds": [0], "batch_trials": batch_trials,
+        "search": {"step": 2, "extend": False, "noise_seeds": 0, **(search or {})},
         "overrides": ["model.depth=1", "parametrization.base_width=32", f"train.steps={steps}",
                       "train.batch_size=4", "train.seq_len=32", "train.eval_every=4", "train.eval_batches=2",
                       "data=text", f"data.path={text_file}"],

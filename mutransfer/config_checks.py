@@ -177,6 +177,13 @@ def _check_model(m: ModelConfig, p: ParametrizationConfig) -> None:
     elif ":" not in m.factory or not m.roles:
         raise UserError(f"model.factory='{m.factory}' needs the form 'package.module:function' and model.roles",
                         "e.g. model: {factory: 'mypkg.models:make', roles: {'*': hidden}}")
+    if m.blocks and not m.factory:
+        raise UserError("model.blocks names the fused weights of a model.factory model",
+                        "set model.factory, or remove model.blocks")
+    for pattern, count in m.blocks.items():
+        if count < 1:
+            raise UserError(f"model.blocks.{pattern}={count} is not a number of blocks",
+                            f"give a positive integer, e.g. model.blocks={{'{pattern}': 3}}")
 
 
 def _check_roles(cfg: Config) -> None:

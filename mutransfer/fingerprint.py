@@ -67,8 +67,8 @@ def config_later_keys() -> tuple[LaterKey, ...]:
     """The config keys added after run directories and transfer files existed (``config.to_dict`` and a plan's
     optimizer section leave them out at their defaults): the model's and training's always, the weight-decay
     keys while decay is off."""
-    return (LaterKey("model.in_block", []), LaterKey("model.factory_path", None), LaterKey("model.hf", None),
-            LaterKey("model.moe", None),
+    return (LaterKey("model.in_block", []), LaterKey("model.blocks", {}), LaterKey("model.factory_path", None),
+            LaterKey("model.hf", None), LaterKey("model.moe", None),
             LaterKey("parametrization.base_depth", 2), LaterKey("parametrization.depth_alpha", 0.0),
             LaterKey("train.eval_batch_size", None), LaterKey("train.tokens", None),
             LaterKey("train.noise_scale", False), LaterKey("train.warmup_steps", None),
@@ -91,12 +91,13 @@ def _listed_roles() -> tuple[Role, ...]:
 def spec_later_keys() -> tuple[LaterKey, ...]:
     """The spec keys added after sweeps were recorded (``SweepSpec.as_dict`` leaves them out at their defaults):
     the lists of every axis besides width (``schema.TRANSFER_AXES``) and what a batch axis holds, how the axes
-    combine while there is one, trunks, and a search's anchors and stage."""
+    combine while there is one, trunks, a search's anchors and stage, and a model section's residual-block and
+    fused-weight patterns."""
     return (*(LaterKey(axis.plural, ()) for axis in TRANSFER_AXES[1:]), LaterKey("hold", ""),
             LaterKey("axes", "one", ONE_AXIS), LaterKey("trunks", True), LaterKey("devices_per_trial", 1),
             LaterKey("setups.*.search.*.anchors", ()), LaterKey("setups.*.search.*.at", "base"),
             LaterKey("trainer", None), LaterKey("setups.*.trainer", None), LaterKey("stop", False),
-            LaterKey("constants", None))
+            LaterKey("constants", None), LaterKey("model.in_block", []), LaterKey("model.blocks", {}))
 
 
 def later_defaults(keys: Sequence[LaterKey], when: str = ALWAYS) -> dict[str, Any]:

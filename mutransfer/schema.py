@@ -126,6 +126,9 @@ class ModelConfig:
     roles: Dict[str, str] = field(default_factory=dict)
     in_block: List[str] = field(default_factory=list)
     """``model.factory`` models: glob patterns of the parameters inside residual blocks (the depth rules')."""
+    blocks: Dict[str, int] = field(default_factory=dict)
+    """``model.factory`` models: fused weights, a glob pattern → the number of equal logical blocks stacked along
+    dout (a fused q|k|v: 3), each initialised and orthogonalised on its own (``parametrize``'s ``blocks``)."""
     hf: Optional[HFConfig] = None
     """Set by ``model=hf``: a ``transformers`` model instead of the built-in GPT."""
     moe: Optional[MoEConfig] = None

@@ -110,7 +110,8 @@ def factory_model(cfg: Config) -> tuple[nn.Module, Plan]:
         base = fn(cfg.parametrization.base_width)
     depth = cfg.model.depth if cfg.parametrization.depth_alpha else None
     return model, module_plan(model, base, cfg.model.roles, cfg.model.width, cfg.parametrization, cfg.optimizer,
-                              depth=depth, in_block=cfg.model.in_block, steps=cfg.train.steps)
+                              depth=depth, in_block=cfg.model.in_block, blocks=cfg.model.blocks,
+                              steps=cfg.train.steps)
 
 
 def initialized(model: nn.Module, plan: Plan, seed: int) -> nn.Module:

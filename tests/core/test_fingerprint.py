@@ -53,6 +53,16 @@ def test_a_config_read_back_gets_every_later_key_it_left_out(overrides: list[str
     assert restore(to_dict(cfg), config_later_keys()) == dataclasses.asdict(cfg)
 
 
+def test_a_factory_config_keeps_its_fused_weights_and_leaves_them_out_when_it_has_none() -> None:
+    model = {"factory": "pkg.mod:make", "roles": {"*": "hidden"}, "in_block": ["layers.*"]}
+    fused = compose([], {"model": {**model, "blocks": {"*qkv.weight": 3}}})
+    assert to_dict(fused)["model"]["blocks"] == {"*qkv.weight": 3}
+    assert restore(to_dict(fused), config_later_keys()) == dataclasses.asdict(fused)
+    plain = compose([], {"model": model})
+    assert "blocks" not in to_dict(plain)["model"] and to_dict(plain)["model"]["in_block"] == ["layers.*"]
+    assert restore(to_dict(plain), config_later_keys()) == dataclasses.asdict(plain)
+
+
 def test_the_decay_keys_leave_a_config_only_while_decay_is_off() -> None:
     decay_keys = later_defaults(config_later_keys(), DECAY_OFF)
     off, on = to_dict(compose([])), to_dict(compose(["optimizer.weight_decay=0.1"]))
@@ -67,7 +77,7 @@ def test_a_later_key_away_from_its_default_stays() -> None:
     assert "cooldown_frac" not in to_dict(compose([]))["train"]
 
 
-@pytest.mark.parametrize("name", ["default", "weight_decay", "batch", "axes"])
+@pytest.mark.parametrize("name", ["default", "weight_decay", "batch", "axes", "own_trainer"])
 def test_a_stored_spec_read_back_gets_every_later_key_it_left_out(name: str) -> None:
     spec = load_spec(name)
     restored = restore_spec(spec.as_dict())
@@ -75,6 +85,22 @@ def test_a_stored_spec_read_back_gets_every_later_key_it_left_out(name: str) -> 
     assert spec_from_dict(restored) == spec
     paths = {key.path for key in spec_later_keys()}
     assert {"depths", "steps", "batch_sizes", "tokens", "hold", "axes", "trunks"} <= paths
+    assert {"model.blocks", "model.in_block"} <= paths
+
+
+def test_a_model_section_keeps_its_fingerprint_until_it_names_fused_weights_or_blocks() -> None:
+    """A factory spec recorded before ``model.blocks`` and ``model.in_block`` existed (``own_trainer``) has the
+    same fingerprint with them left out or given at their defaults, and a new one with fused weights."""
+    before = FINGERPRINTS["own_trainer"]
+    for words in ([], ["model.blocks={}", "model.in_block=[]"]):
+        spec = load_spec("own_trainer", words)
+        configs = setup_configs(spec)
+        assert sweep_record(spec, configs)["fingerprint"] == before, words
+        assert not {"blocks", "in_block"} & set(spec.as_dict()["model"])
+        assert all(not {"blocks", "in_block"} & set(config["model"]) for config in configs.values())
+    fused = load_spec("own_trainer", ["model.blocks={'*qkv.weight': 3}"])
+    assert fused.as_dict()["model"]["blocks"] == {"*qkv.weight": 3}
+    assert sweep_record(fused, setup_configs(fused))["fingerprint"] != before
 
 
 def test_the_fingerprint_module_imports_no_torch_optuna_or_hydra() -> None:

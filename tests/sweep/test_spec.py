@@ -81,11 +81,12 @@ def test_missing_spec_names_the_shipped_ones(tmp_path: Path) -> None:
 
 
 def test_model_config_overrides_stay_config_overrides() -> None:
-    spec = load_spec("smoke", ["model.depth=3", "model.factory=pkg.mod:make", "model.roles={'*': hidden}"])
-    assert "model.depth=3" in spec.overrides
-    assert spec.model == {"factory": "pkg.mod:make", "roles": {"*": "hidden"},
-                          "factory_path": str(spec_dir().resolve())}
-    assert spec.extra() == {"model": spec.model}
+    spec = load_spec("smoke", ["model.depth=3", "model.factory=pkg.mod:make", "model.roles={'*': hidden}",
+                               "model.blocks={'*qkv.weight': 3}"])
+    assert "model.depth=3" in spec.overrides and not any(o.startswith("model.blocks") for o in spec.overrides)
+    assert spec.model == {"factory": "pkg.mod:make", "roles": {"*": "hidden"}, "blocks": {"*qkv.weight": 3},
+                          "in_block": [], "factory_path": str(spec_dir().resolve())}
+    assert spec.extra() == {"model": {key: value for key, value in spec.model.items() if key != "in_block"}}
 
 
 def test_anchors_round_trip_and_stay_out_of_plain_specs() -> None:

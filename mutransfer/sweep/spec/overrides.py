@@ -15,7 +15,7 @@ from ...yamldoc import YAMLBoundError, parse_yaml
 from .search import SEARCH_KEYS
 from .axes import axis_keys
 
-__all__ = ["spec_keys", "SETUP_KEYS", "apply_overrides"]
+__all__ = ["spec_keys", "SETUP_KEYS", "MODEL_KEYS", "MODEL_DOCS", "apply_overrides"]
 
 
 def spec_keys() -> tuple[str, ...]:
@@ -25,6 +25,10 @@ def spec_keys() -> tuple[str, ...]:
 
 
 SETUP_KEYS = ("overrides", "search", "trainer")
+MODEL_KEYS = ("factory", "roles", "factory_path", "in_block", "blocks")
+"""The keys of a spec's ``model`` section (a user's model factory); ``model.<key>=`` words set them."""
+MODEL_DOCS = "docs/sweeps.md#your-own-model-modelfactory"
+"""The page that documents the ``model`` section, named by its refusals."""
 
 
 def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
@@ -54,7 +58,7 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
         head = key.split(".")[0]
         _refuse_near_spec_key(head)
         spec_key = head in spec_keys() and key != "overrides" and (
-            head != "model" or key == "model" or key.startswith(("model.factory", "model.roles")))
+            head != "model" or key == "model" or key.split(".")[1] in MODEL_KEYS)
         if spec_key:
             try:
                 value = parse_yaml(raw)

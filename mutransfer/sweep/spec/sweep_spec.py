@@ -21,7 +21,7 @@ from .search import (MAX_GRID_POINTS, MIN_GRID_POINTS, PRUNERS, SAMPLERS, SCALES
 from .axes import (COMBINATIONS, FIRST_LOOK_WIDTHS, AxisValues, Point, axis_keys, combination, int_list,
                         listed_axes, varied_axes)
 from .constants import ConstantsSpec, parse_constants
-from .overrides import SETUP_KEYS, apply_overrides, spec_keys
+from .overrides import MODEL_DOCS, MODEL_KEYS, SETUP_KEYS, apply_overrides, spec_keys
 from .trainer import TrainerSpec, check_trainer_spec, parse_trainer, trainer_from_dict
 from ...tracking.spec import TrackerSpec, parse_log_section
 
@@ -118,8 +118,9 @@ class SweepSpec:
                        for value in listed[1:]]
 
     def extra(self) -> Optional[dict[str, Any]]:
-        """Config tree merged into every trial's config (a user model: ``{model: {factory, roles, factory_path}}``)."""
-        return {"model": self.model} if self.model else None
+        """Config tree merged into every trial's config (a user model: ``{model: {factory, roles, factory_path}}``,
+        ``in_block`` and ``blocks`` left out at their defaults, so that the overrides may set them)."""
+        return {"model": prune_spec({"model": dict(self.model)}, one_axis=False)["model"]} if self.model else None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (``spec_from_dict``'s inverse), the keys added after earlier sweeps were recorded left out at
@@ -209,19 +210,35 @@ def _narrowed(where: str, raw: Any, base: tuple[SearchSpec, ...]) -> tuple[Searc
 
 
 def _model(model: Any, source: str) -> Optional[dict[str, Any]]:
-    """The spec's ``model`` section with ``factory_path`` made absolute: relative to the spec's folder, which is
-    also where the factory's module is looked for when the spec names no folder."""
+    """The spec's ``model`` section (``MODEL_KEYS``) with ``factory_path`` made absolute: relative to the spec's
+    folder, which is also where the factory's module is looked for when the spec names no folder; ``in_block``
+    and ``blocks`` (``parametrize``'s) at their defaults where the spec leaves them out
+    (``fingerprint.spec_later_keys``)."""
     if model is None:
         return None
-    if (not isinstance(model, dict) or set(model) - {"factory", "roles", "factory_path"} or
-            not isinstance(model.get("roles"), dict) or ":" not in str(model.get("factory", ""))):
-        raise UserError("model must be {factory: 'package.module:function', roles: {pattern: role}} "
-                        "(and optionally factory_path: FOLDER)", "see scripts/own_model_example.py")
+    accepted = f"a model section holds {', '.join(MODEL_KEYS)} (see {MODEL_DOCS})"
+    if not isinstance(model, dict):
+        raise UserError(f"model={model!r} is not a mapping", accepted)
+    unknown = sorted(set(model) - set(MODEL_KEYS), key=str)
+    if unknown:
+        raise UserError(f"unknown key 'model.{unknown[0]}' in sweep spec",
+                        f"{did_you_mean(str(unknown[0]), MODEL_KEYS)}{accepted}")
+    if not isinstance(model.get("roles"), dict) or ":" not in str(model.get("factory", "")):
+        raise UserError("model needs factory: 'package.module:function' and roles: {pattern: role}", accepted)
     folder = model.get("factory_path", ".")
     if not isinstance(folder, str) or not folder:
         raise UserError(f"model.factory_path={folder!r} is not a folder", "give a folder, relative to the spec's")
+    in_block, blocks = model.get("in_block", []), model.get("blocks", {})
+    if not isinstance(in_block, list) or not all(isinstance(p, str) and p for p in in_block):
+        raise UserError(f"model.in_block={in_block!r} is not a list of parameter-name patterns",
+                        f"e.g. in_block: ['layers.*'] (see {MODEL_DOCS})")
+    if not isinstance(blocks, dict) or not all(isinstance(p, str) and p and isinstance(k, int) and
+                                               not isinstance(k, bool) for p, k in blocks.items()):
+        raise UserError(f"model.blocks={blocks!r} must map parameter-name patterns to numbers of blocks",
+                        f"e.g. blocks: {{'*qkv.weight': 3}} (see {MODEL_DOCS})")
     here = Path(source).resolve().parent
-    return {**model, "factory_path": str((here / folder).resolve())}
+    section = {**model, "factory_path": str((here / folder).resolve())}
+    return restore_spec({"model": section})["model"]
 
 
 def _devices_per_trial(value: Any, trainer: Optional[TrainerSpec], batch_trials: int | str) -> int:

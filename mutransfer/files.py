@@ -285,12 +285,15 @@ def read_user_text(path: Path, what: str) -> str:
 
 def load_yaml(path: Path, what: str) -> Any:
     """A YAML (or JSON) file's document, loaded safely (no code runs, aliases and nesting bounded: ``yamldoc``);
-    one line naming the file and the line of a syntax error or the bound it passes."""
+    one line naming the file and the line of a syntax error or the bound it passes. A ``.json`` file is read as
+    JSON (YAML 1.1 would read its ``1e-08`` as a string)."""
     import yaml
 
     from .yamldoc import YAMLBoundError, parse_yaml
 
     text = read_user_text(path, what)
+    if path.suffix == ".json":
+        return _load_json(text, path, what)
     try:
         return parse_yaml(text)
     except YAMLBoundError as exc:
@@ -300,6 +303,16 @@ def load_yaml(path: Path, what: str) -> Any:
         where = f" (line {mark.line + 1})" if mark else ""
         raise UserError(f"{what} {path} is not valid YAML{where}", "fix the syntax, or give a file written by "
                         "mutransfer") from None
+
+
+def _load_json(text: str, path: Path, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{what} {path} is not valid JSON (line {exc.lineno})",
+                        "fix the syntax, or give a file written by mutransfer") from None
+    except RecursionError:
+        raise UserError(f"{what} {path} nests too deep to read", "give a file written by mutransfer") from None
 
 
 VERSION_KEY = "mutransfer_version"

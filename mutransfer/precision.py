@@ -4,7 +4,8 @@ A measured η* is known to a tenth of an octave at best, so ``log2_lr: -2.389999
 ``lr: 0.19078240112007744`` show arithmetic, not knowledge. The rule:
 
 - a log2 value or a count of octaves (log2 η*, its interval, a range's half-width, a slope in octaves per
-  doubling, doublings extrapolated): ``OCTAVE_DECIMALS`` decimals, a thousandth of an octave;
+  doubling, doublings extrapolated, a backtest's median miss): ``OCTAVE_DECIMALS`` decimals, a thousandth of an
+  octave;
 - a learning rate or another searched value found by a sweep (η*, its range, a predicted decay):
   ``LR_DIGITS`` significant digits, the fewest that carry its log2's thousandth both ways (2^-2.39 is written
   0.19078, whose log2 is -2.39 again: a relative error under 5e-5 moves log2 by under 1e-4 octave);
@@ -25,7 +26,7 @@ OCTAVE_DECIMALS = 3
 LR_DIGITS = 5
 NOISE_DIGITS = 12
 OCTAVE_KEYS = frozenset({"log2_lr", "interval", "half_width", "extrapolated_doublings", "implied_error_octaves",
-                         "interval_log2", "extrapolated_octaves", "slopes"})
+                         "extrapolated_octaves", "slopes", "median_miss"})
 """Keys whose values (and every number under them) are log2 values or octaves."""
 LR_KEYS = frozenset({"lr", "lr_range"})
 """Keys whose values are learning rates found by a sweep."""

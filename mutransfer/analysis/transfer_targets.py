@@ -1,6 +1,6 @@
 """The targets ``transfer`` predicted for, read back from the files it wrote into a run directory
-(``transfer_w4096.yaml``, an import's ``transfer_params7e+09_tokens2e+12.yaml``), for the figures to mark. A file
-that cannot be read as a transfer is left out: a figure never fails on it."""
+(``transfer_w4096.yaml``, an import's ``transfer_params7e+09_tokens2e+12.yaml``; any layout, ``transfer_layout``),
+for the figures to mark. A file that cannot be read as a transfer is left out: a figure never fails on it."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from typing import Any, Mapping, Optional
 
 import yaml
 
+from ..errors import UserError
 from ..files import PARTIAL_TAG
+from .transfer_layout import is_transfer, upgraded
 
-__all__ = ["TransferTarget", "read_targets", "TARGET_AXES"]
-
-TARGET_AXES = ("width", "depth", "steps", "batch", "tokens")
-"""The axes a sweep's transfer names its target on (its ``prediction`` section's keys)."""
+__all__ = ["TransferTarget", "read_targets"]
 
 
 @dataclass(frozen=True)
@@ -55,24 +54,21 @@ def read_targets(run_dir: Path) -> list[TransferTarget]:
 
 
 def _document(path: Path) -> Optional[Mapping[str, Any]]:
+    """The file as this version's layout; None where it is no transfer file this version reads."""
     try:
         text = path.read_text(encoding="utf-8")
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError):
+        return upgraded(data, str(path)) if is_transfer(data) else None
+    except (OSError, ValueError, yaml.YAMLError, UserError):
         return None
-    return data if isinstance(data, dict) and "mutransfer_transfer" in data else None
 
 
 def _target(document: Mapping[str, Any], path: Path) -> Optional[TransferTarget]:
-    """A sweep's transfer (its ``prediction``) or an import's (its ``target``); None where neither holds a finite
-    η* at a positive point."""
+    """The transfer's ``prediction``: its target and η* with its range; None where it holds no finite η* at a
+    positive point."""
     source = document.get("source") if isinstance(document.get("source"), dict) else {}
-    if isinstance(document.get("prediction"), dict):
-        prediction = document["prediction"]
-        at = {name: prediction.get(name) for name in TARGET_AXES}
-        log2_lr, interval = prediction.get("log2_lr"), prediction.get("interval")
-    else:
-        at, log2_lr, interval = document.get("target") or {}, document.get("log2_lr"), document.get("interval_log2")
+    prediction = document.get("prediction") if isinstance(document.get("prediction"), dict) else {}
+    at, log2_lr, interval = prediction.get("target"), prediction.get("log2_lr"), prediction.get("interval")
     if not isinstance(at, dict):
         return None
     point = {str(name): float(value) for name, value in at.items() if _number(value) and float(value) > 0}

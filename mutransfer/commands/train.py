@@ -27,7 +27,7 @@ def run(overrides: Sequence[str], out: Optional[Path], config: Optional[Path], n
     from .common import condition_changes, warn_conditions, warn_model
 
     if config is not None:
-        _refuse_trainer_transfer(config)
+        _refuse_untrainable_transfer(config)
         cfg = load_config_file(config, overrides)
         saved = load_config_file(config)
         _refuse_edited_plan(config, saved)
@@ -92,21 +92,35 @@ def _train_rank(cfg: Config, corpus: Corpus) -> None:
         leave(finished)
 
 
-def _refuse_trainer_transfer(path: Path) -> None:
-    """A transfer file made from a sweep whose trials ran the user's own command describes that command at the
-    target, not a built-in model: refused in one line that gives the command to run instead."""
+def _refuse_untrainable_transfer(path: Path) -> None:
+    """A transfer file (any layout, ``analysis.transfer_layout``) with no model config to train is refused in one
+    line: one made from a sweep whose trials ran the user's own command, which gives the command to run at the
+    target instead; one made from an imported table, which gives η*; one whose config section is gone."""
+    from ..analysis.transfer_layout import IMPORT, is_transfer, upgraded
     from ..errors import UserError
     from ..files import load_yaml
 
     if not path.is_file():
         return
     document = load_yaml(path, "config file")
-    trainer = document.get("trainer") if isinstance(document, dict) else None
+    if not is_transfer(document):
+        return
+    document = upgraded(document, str(path))
+    trainer = document.get("trainer")
     if isinstance(trainer, dict):
         command = trainer.get("at_target")
         words = command if isinstance(command, str) else " ".join(map(str, command or []))
         raise UserError(f"{path} is the transfer of a sweep that ran your own trainer, not a built-in model",
                         f"run your trainer at the target instead: {words} (in {trainer.get('cwd', '.')})")
+    source = document.get("source") if isinstance(document.get("source"), dict) else {}
+    if source.get("kind") == IMPORT:
+        prediction = document.get("prediction") if isinstance(document.get("prediction"), dict) else {}
+        raise UserError(f"{path} is the transfer of an imported table: it holds η* and no model config to train",
+                        f"train the target with your own trainer at η* = {prediction.get('lr')} (log2 η* "
+                        f"{prediction.get('log2_lr')})")
+    if not isinstance(document.get("config"), dict):
+        raise UserError(f"{path} is a transfer file with no config section to train",
+                        "write it again with mutransfer transfer")
 
 
 def _refuse_edited_plan(path: Path, saved: Config) -> None:

@@ -18,8 +18,9 @@ from ..analysis.prediction import line_range
 from ..analysis.result import SetupResult, Summary
 from ..analysis.run_files import run_record
 from ..analysis.summary import refuse_unfitted, summarize_run
+from ..analysis.transfer_layout import IMPORT, TRANSFER_KEY, TRANSFER_VERSION
 from ..errors import UserError, did_you_mean
-from ..precision import lr_digits, written
+from ..precision import lr_digits, octaves
 from ..schema import LR_KEY
 
 __all__ = ["ImportTarget", "ImportPrediction", "predict_import", "import_transfer_file"]
@@ -50,6 +51,8 @@ class ImportPrediction:
     warnings: list[str] = field(default_factory=list)
     backtest: str = ""
     """The backtest's line (``analysis.backtest``), where the import has an axis with three or more values."""
+    backtest_brief: dict[str, Any] = field(default_factory=dict)
+    """What the transfer file carries of the backtest (``Backtest.brief``: its line and its two figures)."""
 
     @property
     def half_width(self) -> Optional[float]:
@@ -58,20 +61,25 @@ class ImportPrediction:
         return max(self.log2_lr - self.interval[0], self.interval[1] - self.log2_lr)
 
     def as_dict(self, run_dir: Path) -> dict[str, Any]:
-        """The transfer file: each number at the precision it carries (``precision.written``: log2 values and
-        octaves to the thousandth, learning rates to 4 significant digits, a held axis's centre to 4 too)."""
-        lo, hi = self.interval if self.interval else (None, None)
+        """The transfer file, in the layout every source writes (``analysis.transfer_layout``): η* and its range as the
+        sweep's file writes them (log2 to the octave's thousandth, ``lr`` = 2^``log2_lr`` to ``LR_DIGITS``
+        significant digits), a held axis's centre to ``LR_DIGITS`` too; every other number at its precision when
+        the file is written."""
         target = {name: lr_digits(value) if name in self.held else value for name, value in self.target.items()}
-        return written({
-            "mutransfer_transfer": "import", "source": {"run_dir": str(run_dir), "setup": self.setup},
-            "target": target, "held_at_centre": self.held, "log2_lr": self.log2_lr, "lr": 2.0**self.log2_lr,
-            "interval_log2": [lo, hi] if self.interval else None,
-            "lr_range": [2.0**lo, 2.0**hi] if lo is not None and hi is not None else None,
-            "half_width": self.half_width, "tolerance": self.tolerance,
-            "within_tolerance": self.half_width is not None and self.half_width <= self.tolerance,
-            "extrapolated_octaves": self.extrapolation, "slopes": self.slopes,
-            "noise": {"method": self.noise, "calibrated": self.calibrated},
-            "config": None, "warnings": self.warnings, **({"backtest": self.backtest} if self.backtest else {})})
+        log2_lr, interval = octaves(self.log2_lr), [octaves(v) for v in self.interval] if self.interval else None
+        lr = lr_digits(2.0**log2_lr)
+        return {
+            TRANSFER_KEY: TRANSFER_VERSION,
+            "prediction": {"target": target, "held_at_centre": self.held, "log2_lr": log2_lr, "lr": lr,
+                           "interval": interval,
+                           "lr_range": [lr_digits(2.0**v) for v in interval] if interval is not None else None,
+                           "half_width": self.half_width, "tolerance": self.tolerance,
+                           "within_tolerance": self.half_width is not None and self.half_width <= self.tolerance,
+                           "extrapolated_octaves": self.extrapolation, "slopes": self.slopes},
+            "source": {"kind": IMPORT, "run_dir": str(run_dir), "setup": self.setup,
+                       "noise": {"method": self.noise, "calibrated": self.calibrated}},
+            **({"backtest": self.backtest_brief} if self.backtest_brief else {}),
+            "lr": lr, "log2_lr": log2_lr, "warnings": self.warnings, "config": None}
 
 
 def import_transfer_file(target: Mapping[str, float], fmt: str) -> str:
@@ -155,6 +163,7 @@ def predict_import(run_dir: Path, target: ImportTarget, label: Optional[str], to
     prediction.warnings = _warnings(prediction, setup)
     if setup.backtest is not None and setup.backtest.points:
         prediction.backtest = setup.backtest.line()
+        prediction.backtest_brief = setup.backtest.brief()
     return prediction
 
 

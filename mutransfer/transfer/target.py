@@ -3,7 +3,6 @@ init std, multiplier, LR and update rule at the target width, computed by the co
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,11 +15,12 @@ from ..analysis.summary import summarize_run
 from ..defaults import TRANSFER_TOLERANCE
 from ..config import check_width, config_from_dict, to_dict
 from ..errors import UserError
-from ..files import CONFIG_FILE, at_statistic_precision, atomic_write_text, dump_yaml, load_yaml
+from ..files import CONFIG_FILE, at_statistic_precision, load_yaml
 from ..precision import lr_digits, octaves, written
 from ..schema import TRANSFER_AXES, Config, axis_named
 from ..sweep.plan.trial import axis_value
 from ..analysis.prediction import Prediction, carried_law, predict_setup
+from ..analysis.transfer_layout import SWEEP, TRANSFER_KEY, TRANSFER_VERSION, write_transfer_file
 from ..words import Verdict
 from .batch import target_horizon
 from .constants import TunedConstant, constant_warnings, tuned_constants, with_constants
@@ -67,7 +67,7 @@ class TransferSource:
         return Asymmetry(float(self.found["asymmetry"]), float(self.found.get("asymmetry_se_log") or 0.0))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"run_dir": self.run_dir, "setup": self.setup, "verdict": self.verdict, **self.found}
+        return {"kind": SWEEP, "run_dir": self.run_dir, "setup": self.setup, "verdict": self.verdict, **self.found}
 
 
 class Transfer:
@@ -176,8 +176,8 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
     trainer = trainer_target(record, label, cfg, prediction.log2_lr) if sections else None
     source = _source(run_dir, label, info, base, builtin)
     document = {
-        "mutransfer_transfer": 1,
-        "prediction": written(prediction.as_dict()),
+        TRANSFER_KEY: TRANSFER_VERSION,
+        "prediction": _prediction_section(prediction),
         "source": source.as_dict(),
         **({"backtest": info.backtest.brief()} if info.backtest is not None and info.backtest.points else {}),
         **({"decay": {**_decay_section(decay), "rule": decay_rule_name(base)}} if decay is not None else {}),
@@ -188,7 +188,7 @@ def make_transfer(run_dir: Path, width: int, setup: Optional[str] = None, correc
            {"lr": cfg.optimizer.lr, "log2_lr": prediction.log2_lr}),
         **({"trainer": trainer.as_dict()} if trainer is not None else {}),
         "warnings": warnings,
-        **({"config": to_dict(cfg)} if builtin else {}),
+        "config": to_dict(cfg) if builtin else None,
     }
     return Transfer(document, cfg, warnings, prediction, source, decay, constants, drift, trainer)
 
@@ -212,6 +212,20 @@ def _as_written(prediction: Prediction) -> Prediction:
     half = None if interval is None else octaves(max(log2_lr - interval[0], interval[1] - log2_lr))
     return replace(prediction, log2_lr=log2_lr, interval=interval,
                    half_width=half if half is not None else prediction.half_width)
+
+
+def _prediction_section(prediction: Prediction) -> dict[str, Any]:
+    """The file's ``prediction`` (``analysis.transfer_layout``): the target on the axes the fit carries, η* with
+    its 95 % range in log2 and as learning rates, and what the sweep's fit adds (the doublings extrapolated, what
+    would narrow the range, the lack of fit, and for a law the axes whose slope moved η*)."""
+    interval = list(prediction.interval) if prediction.interval is not None else None
+    return {"target": {"width": prediction.width, **dict(prediction.at)}, "log2_lr": prediction.log2_lr,
+            "lr": lr_digits(2.0**prediction.log2_lr), "interval": interval,
+            "lr_range": [lr_digits(2.0**value) for value in interval] if interval is not None else None,
+            "half_width": prediction.half_width, "tolerance": prediction.tolerance,
+            "within_tolerance": prediction.within_tolerance, "extrapolated_doublings": prediction.doublings,
+            "narrow": prediction.narrow, "lack_of_fit": prediction.lack_of_fit,
+            **({"applied_slopes": list(prediction.applied)} if prediction.at else {})}
 
 
 def _decay_section(decay: DecayTransfer) -> dict[str, Any]:
@@ -285,5 +299,4 @@ def _swept_axes(info: SetupResult) -> dict[str, Any]:
 def write_transfer(transfer: Transfer, path: Path, fmt: str = "yaml") -> None:
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt} is not supported", f"use one of: {', '.join(FORMATS)}")
-    text = json.dumps(transfer.document, indent=2) + "\n" if fmt == "json" else dump_yaml(transfer.document)
-    atomic_write_text(path, text)
+    write_transfer_file(transfer.document, path, fmt)

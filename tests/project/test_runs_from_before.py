@@ -79,5 +79,5 @@ def test_the_kept_import_transfers_at_a_target_on_its_axes(runner: CliRunner, tm
                     "batch=1024")
     assert result.exit_code == 0, result.output
     document = yaml.safe_load((run / "transfer_params7e+09_tokens2e+11_batch1024.yaml").read_text(encoding="utf-8"))
-    low, high = document["interval_log2"]
+    low, high = document["prediction"]["interval"]
     assert low < document["log2_lr"] < high

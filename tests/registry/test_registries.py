@@ -162,7 +162,7 @@ def test_a_dry_run_a_sweep_and_a_transfer_use_the_family_the_axis_and_the_role(r
     assert doc["config"]["train"]["seq_len"] == 64 and doc["config"]["optimizer"]["name"] == "signum"
     law = doc["source"]["law"]
     assert law["axes"] == ["width", "context"] and {p["at"]["context"] for p in law["points"]} == {16, 32}
-    assert doc["prediction"]["context"] == 64 and "depth" not in doc["prediction"]
+    assert doc["prediction"]["target"] == {"width": 256, "context": 64}
     base = invoke(runner, "transfer", "--width", "256", "--from", str(run), "--out", str(tmp_path / "base.yaml"))
     at_base = yaml.safe_load((tmp_path / "base.yaml").read_text())
     assert base.exit_code == 0 and at_base["config"]["train"]["seq_len"] == 16  # the swept base point's context

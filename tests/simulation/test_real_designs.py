@@ -126,9 +126,9 @@ def test_transfer_evaluates_the_law_and_prints_the_backtest(imported: tuple[Path
     assert code == 0, output
     document = yaml.safe_load((run_dir / "transfer_params7e+09_tokens1.4e+11_batch4096.yaml").read_text())
     truth = real[1].law({"params": 7e9, "tokens": 1.4e11, "batch": 4096.0})
-    low, high = document["interval_log2"]
+    low, high = document["prediction"]["interval"]
     assert low < truth < high
-    assert "backtest: " in output and "held-out points" in document["backtest"]
+    assert "backtest: " in output and "held-out points" in document["backtest"]["line"]
 
 
 def test_the_backtest_of_an_import_holds_out_each_axis_s_largest_value(imported: tuple[Path, str]) -> None:

@@ -26,6 +26,7 @@ from mutransfer.precision import lr_digits, octaves, written
 from mutransfer.sweep.spec.setup_labels import setup_names
 from mutransfer.sweep.spec.sweep_spec import load_spec
 from mutransfer.transfer.derived import check_derived_sections
+from mutransfer.analysis.transfer_layout import SWEEP, undeclared
 
 BASELINE = Path(__file__).parents[1] / "baselines" / "smoke"
 DRIFTING_TRAINER = '''
@@ -61,7 +62,7 @@ def test_a_trainer_sweeps_transfer_speaks_of_the_trainer(runner: CliRunner, drif
     assert result.exit_code == 0, result.output
     assert not [word for word in BUILT_IN if word in result.output], result.output
     doc = yaml.safe_load(out.read_text())
-    assert not {"param_groups", "config", "preset", "base_width", "model", "optimizer"} & set(doc)
+    assert not {"param_groups", "preset", "base_width", "model", "optimizer"} & set(doc) and doc["config"] is None
     assert "swept_depth" not in doc["source"] and not [word for word in BUILT_IN if word in out.read_text()]
     trainer = doc["trainer"]
     assert trainer["setup"] == doc["source"]["setup"] == "mine" and trainer["widths"] == [32, 64]
@@ -106,6 +107,7 @@ def test_a_transfer_file_writes_each_number_at_the_precision_it_carries(runner: 
     result = invoke(runner, "transfer", "--width", "256", "--from", str(run), "--out", str(out), "--format", fmt)
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text()) if fmt == "json" else yaml.safe_load(out.read_text())
+    assert undeclared(doc) == [] and doc["source"]["kind"] == SWEEP, "a built-in sweep's file holds the layout's"
     prediction = doc["prediction"]
     for value in (doc["log2_lr"], prediction["log2_lr"], *prediction["interval"], prediction["half_width"],
                   prediction["extrapolated_doublings"], doc["implied_error_octaves"], doc["source"]["slope"]):

@@ -269,7 +269,7 @@ def test_a_sweep_across_depth_measures_the_depth_slope_and_transfer_uses_it(runn
     assert base.exit_code == 0 and deep.exit_code == 0, deep.output
     a, b = (yaml.safe_load((tmp_path / f).read_text()) for f in ("a.yaml", "b.yaml"))
     assert "assumed, not measured" not in " ".join(deep.output.split())
-    assert b["prediction"]["depth"] == 16 and a["prediction"]["depth"] == 1
+    assert b["prediction"]["target"]["depth"] == 16 and a["prediction"]["target"]["depth"] == 1
     assert b["prediction"]["half_width"] > a["prediction"]["half_width"]
     assert b["source"]["swept_depths"] == [1, 2] and b["config"]["model"]["depth"] == 16
     law = summary.law

@@ -144,12 +144,15 @@ def sweep(
     retry_failed: bool = typer.Option(False, "--retry-failed", help="On resume, train the failed trials' points "
                                       "again (without it a failed point stays failed)."),
     log: Optional[str] = LOG,
+    level: str = typer.Option(option_text(defaults.INTERVAL_LEVEL), "--level", help="Percent of every interval the "
+                              "tables and their notes print: 95, or 90 (the slope's 90 % interval is the one the "
+                              "verdict reads)."),
 ) -> None:
     """Run an Optuna learning-rate sweep at several widths; write trials.csv, curves.csv, summary.json, plots."""
     from .commands import sweep as command
 
     _guarded(lambda: command.run(spec, overrides or [], out, storage, study, workers, threads, dry_run, heartbeat,
-                                 batch_tolerance, effect_margin, retry_failed, log))
+                                 batch_tolerance, effect_margin, retry_failed, log, level))
 
 
 @app.command()
@@ -186,8 +189,8 @@ def import_(
     where: List[str] = typer.Option([], "--where", help="\"COLUMN OP VALUE\", repeatable: keep only these rows."),
     diverged_above: Optional[str] = typer.Option(None, "--diverged-above", help="A loss above this counts as "
                                                  "diverged (a non-finite one always does)."),
-    duplicates: str = typer.Option("refuse", "--duplicates", help="Rows repeating a point and LR without a seed: "
-                                   "refuse, mean or first."),
+    duplicates: str = typer.Option("refuse", "--duplicates", help="Rows with a loss repeating a point and LR "
+                                   "without a seed: refuse, mean or first (a failed run is never a duplicate)."),
     step: Optional[str] = typer.Option(None, "--step", help="Bin the LRs on a log2 grid this many octaves apart "
                                        "(default: the table's own LRs, the step inferred)."),
     lr_range: Optional[str] = typer.Option(None, "--lr-range", help="LO,HI: the LRs the search could reach "

@@ -4,7 +4,7 @@ so ``mutransfer --help`` can print them without loading the modules that use the
 from __future__ import annotations
 
 __all__ = ["BATCH_TOLERANCE", "EFFECT_MARGIN", "COMPARE_TOLERANCE", "TRANSFER_TOLERANCE", "VERIFY_SPAN", "VERIFY_STEP",
-           "VERIFY_TOLERANCE", "option_text"]
+           "VERIFY_TOLERANCE", "INTERVAL_LEVEL", "INTERVAL_LEVELS", "option_text"]
 
 BATCH_TOLERANCE = 0.01
 """Relative loss: a batch within this of the best batch's loss is as good (the critical batch's threshold)."""
@@ -20,6 +20,10 @@ VERIFY_STEP = 0.5
 """Octaves between ``verify``'s grid points."""
 VERIFY_TOLERANCE = 0.5
 """Octaves of |measured − predicted| log2 η* that ``verify`` passes."""
+INTERVAL_LEVEL = 95
+"""Percent: the level of every interval a sweep's tables and notes print, and ``transfer``'s."""
+INTERVAL_LEVELS = (95, 90)
+"""The levels ``sweep --level`` prints: 90 % is the level the verdict reads the slope's interval at."""
 
 
 def option_text(value: float) -> str:

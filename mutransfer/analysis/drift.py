@@ -26,7 +26,9 @@ import pandas as pd
 from ..schema import axis_named
 from ..words import TrialStatus, Verdict
 from .bowl import Asymmetry, pooled_asymmetry
+from .cells import format_interval
 from .failures import past_finished, unresolved_failures
+from .levels import VERDICT_LEVEL
 from .result import AxisFit, PointResult, PointValue, point_value
 from .optimum import (CONFIDENCE, MIN_SE, RESOLUTION, Optimum, fit_halfwidth, optimum_of_arrays,
                       width_asymmetry)
@@ -36,7 +38,7 @@ from .stats import quantile
 
 __all__ = ["drift", "verdict", "pool", "analyze", "analyze_setup", "SearchSettings", "VERDICTS",
            "PointTrials", "setup_optima", "best_losses", "common_se", "seed_correlation", "lack_of_fit_reason",
-           "undecided"]
+           "undecided", "undecided_reason"]
 
 VERDICTS = tuple(Verdict)
 
@@ -75,15 +77,25 @@ def verdict(ci90: tuple[float, float], kind: str, th: Thresholds = Thresholds())
 
 
 def undecided(ci90: tuple[float, float], th: Thresholds, kind: str, plural: str) -> tuple[str, str]:
-    """Why a slope's 90 % interval decides nothing, and what would decide it."""
+    """Why a slope's 90 % interval decides nothing, and what would decide it (in general: the sweep's notes and
+    ``transfer`` print the advice ``analysis.narrowing`` computes from the measured noise)."""
+    reason = undecided_reason(ci90, VERDICT_LEVEL, ci90, th, kind)
     if kind != CONFIDENCE and -th.transfer_slope <= ci90[0] and ci90[1] <= th.transfer_slope:
-        return ("the slope's 90 % interval is inside the margin but comes from one seed's resolution bounds, not "
-                "measured seed noise", "measure seed noise (search.noise_seeds ≥ 1) and resweep")
-    reason = (f"the slope's 90 % interval [{ci90[0]:+.2f}, {ci90[1]:+.2f}] is neither inside ±{th.transfer_slope:g} "
-              f"nor wholly beyond it")
+        return reason, "measure seed noise (search.noise_seeds ≥ 1) and resweep"
     more = "more noise probes (search.noise_seeds) or seeds" if kind == CONFIDENCE else \
         "seed noise measured (search.noise_seeds ≥ 1)"
     return reason, f"{more}, or {plural} further apart or more of them, narrow it"
+
+
+def undecided_reason(interval: tuple[float, float], level: int, ci90: tuple[float, float], th: Thresholds,
+                     kind: str) -> str:
+    """Why a slope whose 90 % interval is ``ci90`` decides nothing, said with its ``level`` % ``interval``: it
+    rests on one seed's resolution bounds (the 90 % one inside the margin), or it is neither inside the margin nor
+    wholly beyond it (then neither is the interval at any wider level)."""
+    shown = f"the slope's {level} % interval {format_interval(interval)}"
+    if kind != CONFIDENCE and -th.transfer_slope <= ci90[0] and ci90[1] <= th.transfer_slope:
+        return f"{shown} rests on one seed's resolution bounds, not measured seed noise"
+    return f"{shown} is neither inside ±{th.transfer_slope:g} nor wholly beyond it"
 
 
 def lack_of_fit_reason(what: str, between_sd: float, lack_of_fit: Mapping[str, float]) -> str:

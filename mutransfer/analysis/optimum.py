@@ -41,12 +41,13 @@ import pandas as pd
 from ..words import TrialStatus
 from .result import PointResult
 from .bowl import ASYMMETRY_BOUNDS, SYMMETRIC, Asymmetry, Vertex, asymmetry, vertex
-from .stats import Z95, t_quantile
+from .stats import Z95, quantile, t_quantile
 from .local_fit import LocalFit, fit_halfwidth, fit_window, local_fit, local_optimum, window_of
 from .thresholds import Thresholds
 
 __all__ = ["Thresholds", "Optimum", "optimum", "optimum_of_arrays", "fit_halfwidth", "local_optimum",
-           "fit_window", "window_of", "grid_seeds", "width_asymmetry", "Z95", "CONFIDENCE", "RESOLUTION", "MIN_SE"]
+           "fit_window", "window_of", "grid_seeds", "width_asymmetry", "Z95", "CONFIDENCE", "RESOLUTION", "MIN_SE",
+           "confidence_interval"]
 
 CONFIDENCE = "confidence"
 RESOLUTION = "resolution"
@@ -92,7 +93,7 @@ class Optimum:
 
     def with_se(self, se: float, dof: int) -> "Optimum":
         """The same optimum with a pooled standard error (confidence intervals only)."""
-        lo, hi = _confidence(self.x_star, se, dof, self.shape_se)
+        lo, hi = confidence_interval(self.x_star, se, dof, self.shape_se)
         if "low" in self.seed_censored:
             lo = min(lo, min(self.window) - self.reach)
         if "high" in self.seed_censored:
@@ -288,7 +289,7 @@ def _interval(place: _Placement, vertices: list[float], centre: _Centre, step: f
     if len(vertices) >= 2:
         dof = len(vertices) - 1
         se = max(float(np.std(vertices, ddof=1)) / math.sqrt(len(vertices)), MIN_SE)
-        return _Interval(CONFIDENCE, dof, se, *_confidence(centre.x_star, se, dof, centre.shape_se))
+        return _Interval(CONFIDENCE, dof, se, *confidence_interval(centre.x_star, se, dof, centre.shape_se))
     se = _resolution_se(place.fit, place.xs, place.reach, th)
     half = math.hypot(Z95 * se, Z95 * centre.shape_se) + place.reach / 4
     return _Interval(RESOLUTION, None, se, centre.x_star - half, centre.x_star + half)
@@ -346,9 +347,11 @@ def optimum_of_arrays(point: float, x: np.ndarray, seed: np.ndarray, loss: np.nd
                    grid_seeds=sorted(int(s) for s in np.unique(seed[on_grid])))
 
 
-def _confidence(x_star: float, se: float, dof: int, shape_se: float) -> tuple[float, float]:
-    """x* ± the seeds' t interval and the asymmetry's normal one, added in quadrature."""
-    half = math.hypot(t_quantile(0.975, dof) * se, Z95 * shape_se)
+def confidence_interval(x_star: float, se: float, dof: int, shape_se: float,
+                        p: float = 0.975) -> tuple[float, float]:
+    """x* ± the seeds' t interval and the asymmetry's normal one, added in quadrature, each from its ``p``
+    quantile (0.975: the 95 % interval)."""
+    half = math.hypot(t_quantile(p, dof) * se, quantile(p) * shape_se)
     return x_star - half, x_star + half
 
 

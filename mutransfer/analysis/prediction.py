@@ -12,19 +12,19 @@ corrected one stretched to reach that value: a slope inside the margin but not z
 is the farthest the range reaches from the value.
 
 A sweep over several axes (width with depth or steps) predicts from its fitted law instead (``analysis.law``):
-the same rule per axis, the range from the law's covariance at the target.
+the same rule per axis, the range from the law's covariance at the target. What would narrow a range wider than
+the tolerance comes from ``analysis.narrowing``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
-
-import numpy as np
+from typing import Any, Mapping, Optional
 
 from ..words import Verdict
 from .law import evaluate_law
+from .narrowing import MAX_EXTRA_SEEDS, law_advice, narrowing_advice
 from .stats import quantile
 from .result import AxisFit, Law, SetupResult
 
@@ -32,10 +32,8 @@ __all__ = ["Prediction", "predict", "predict_setup", "carried_law", "transferred
            "narrowing_advice",
            "MAX_EXTRA_SEEDS"]
 
-MAX_EXTRA_SEEDS = 32
 PAIRED_AXES = (("depth", "steps"), ("batch", "tokens"))
 """Axes a prediction writes in pairs (the other one null when only one is in the law), as transfer files hold them."""
-"""The most noise seeds the advice considers adding before it says seeds will not do."""
 
 
 @dataclass(frozen=True)
@@ -95,57 +93,12 @@ def line_range(info: AxisFit, width: int) -> tuple[float, float]:
     return float(info.intercept + info.slope * math.log2(width)), half
 
 
-def _design_half(logs: Sequence[float], se: Sequence[float], between: float, common: float, target: float,
-                 q: float) -> float:
-    """The 95 % half-width at log2 ``target`` of a line through points at ``logs`` with seed errors ``se``."""
-    x = np.asarray(logs, dtype=float)
-    w = 1.0 / (np.asarray(se, dtype=float) ** 2 + between**2)
-    centre = float(np.sum(w * x) / np.sum(w))
-    sxx = float(np.sum(w * (x - centre) ** 2))
-    return q * math.sqrt(1.0 / float(np.sum(w)) + common**2 + (target - centre) ** 2 / sxx + between**2)
-
-
-def narrowing_advice(info: AxisFit, width: int, tolerance: float) -> str:
-    """What would bring the range at ``width`` inside ±``tolerance``, computed from the measured noise: how many
-    noise seeds per width, or which added width; or that neither can, when the between-point scatter alone
-    exceeds it."""
-    if info.ci_kind != "confidence":
-        return "measure seed noise (search.noise_seeds ≥ 1): with one seed the range is a resolution bound"
-    used = {w: o for w, o in info.measured().items() if o.seed_vertices}
-    between = float(info.between_sd or 0.0)
-    q = quantile(0.975, info.dof)
-    if q * between >= tolerance:
-        return (f"no sweep can: the optima's scatter about the line (σ_b {between:.2f} octave) alone gives "
-                f"±{q * between:.2f} at any width; only a measurement at width {width} narrows it")
-    if len(used) < 2:
-        return "sweep at least two widths whose optimum is inside the grid"
-    logs = [math.log2(w) for w in used]
-    seeds = [len(o.seed_vertices) for o in used.values()]
-    spread = [float(o.se or 0.0) * math.sqrt(k) for o, k in zip(used.values(), seeds)]
-    common = math.sqrt(sum(o.shape_se**2 for o in used.values()) / len(used))
-    target = math.log2(width)
-    for extra in range(1, MAX_EXTRA_SEEDS + 1):
-        se = [s / math.sqrt(k + extra) for s, k in zip(spread, seeds)]
-        if _design_half(logs, se, between, common, target, q) <= tolerance:
-            return f"{extra} more noise seed{'s' if extra > 1 else ''} per width (search.noise_seeds)"
-    se_now = [s / math.sqrt(k) for s, k in zip(spread, seeds)]
-    added = max(used)
-    while added < width:
-        added *= 2
-        half = _design_half(logs + [math.log2(added)], se_now + [float(np.median(se_now))], between, common, target, q)
-        if half <= tolerance:
-            return f"sweep width {added} as well (the slope is then carried over fewer doublings)"
-    return (f"neither {MAX_EXTRA_SEEDS} more noise seeds nor a wider width brings it inside ±{tolerance:g}; only a "
-            f"measurement at width {width} narrows it")
-
-
 def predict(info: AxisFit, width: int, correct_drift: bool, tolerance: float) -> Prediction:
     """The prediction at ``width`` from one setup's width line."""
     log2_lr = transferred_lr(info, width, correct_drift)
     if info.slope is None or info.se_slope is None or info.se_centre is None or info.centre is None:
         return Prediction(width, log2_lr, None, None, False, tolerance, math.nan,
-                          "sweep at least two widths whose optimum is inside the grid: without a slope the range at "
-                          "another width is unknown")
+                          narrowing_advice(info, width, tolerance))
     line, half = line_range(info, width)
     lo, hi = min(line - half, log2_lr), max(line + half, log2_lr)
     reach = max(log2_lr - lo, hi - log2_lr)
@@ -169,16 +122,7 @@ def law_prediction(info: SetupResult, target: Mapping[str, int], correct_drift: 
     reach = max(log2_lr - lo, hi - log2_lr)
     width = int(target["width"])
     doublings = math.log2(width) - law.centre["width"] if "width" in law.centre else math.nan
-    kind = law.ci_kind
-    if reach <= tolerance:
-        narrow = ""
-    elif kind != "confidence":
-        narrow = "measure seed noise (search.noise_seeds ≥ 1): with one seed the range is a resolution bound"
-    elif quantile(0.975, law.dof) * float(law.between_sd or 0.0) >= tolerance:
-        narrow = (f"no sweep can: the points' scatter about the law (σ_b {law.between_sd:.2f} octave) alone "
-                  f"exceeds ±{tolerance:g}; only a measurement at the target narrows it")
-    else:
-        narrow = "sweep points nearer the target on the axes it extrapolates, or more noise seeds"
+    narrow = "" if reach <= tolerance else law_advice(law, tolerance)
     return Prediction(width, log2_lr, (lo, hi), reach, reach <= tolerance, tolerance, doublings,
                       narrow, at=tuple((name, target[name]) for name in law.axes if name != "width" and
                                        target.get(name) is not None), applied=applied,

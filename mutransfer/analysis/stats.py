@@ -161,14 +161,14 @@ def satterthwaite(parts: Sequence[tuple[float, Optional[float]]]) -> Optional[fl
     return total * total / denominator if denominator > 0 else None
 
 
-def welch_difference(a: np.ndarray, b: np.ndarray, d: float) -> Optional[tuple[float, float]]:
-    """Welch's 95 % interval around the difference ``d`` (of B's and A's centres) from samples ``a`` and ``b``
-    (None with fewer than two in either)."""
+def welch_difference(a: np.ndarray, b: np.ndarray, d: float, p: float = 0.975) -> Optional[tuple[float, float]]:
+    """Welch's interval around the difference ``d`` (of B's and A's centres) from samples ``a`` and ``b``, from the
+    ``p`` quantile (0.975: the 95 % interval; None with fewer than two in either)."""
     if len(a) < 2 or len(b) < 2:
         return None
     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
     if va + vb == 0:
         return d, d
     dof = satterthwaite([(va, len(a) - 1), (vb, len(b) - 1)])
-    half = t_quantile(0.975, dof) * math.sqrt(va + vb)
+    half = t_quantile(p, dof) * math.sqrt(va + vb)
     return d - half, d + half

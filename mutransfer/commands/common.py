@@ -6,7 +6,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..defaults import BATCH_TOLERANCE, option_text
+from ..defaults import BATCH_TOLERANCE, INTERVAL_LEVEL, INTERVAL_LEVELS, option_text
 
 if TYPE_CHECKING:  # the commands import these late (start-up: `mutransfer --help` loads no rich, torch or pandas)
     from pathlib import Path
@@ -18,11 +18,13 @@ if TYPE_CHECKING:  # the commands import these late (start-up: `mutransfer --hel
     from ..sweep.store.completion import SweepStatus
 
 __all__ = ["console", "format_number", "positive_number", "positive_integer", "rank_count", "warn_model", "condition_changes",
-           "warn_conditions", "CONDITION_KEYS", "unfinished_run"]
+           "warn_conditions", "CONDITION_KEYS", "unfinished_run", "interval_level", "LEVEL_OPTION"]
 
 CONDITION_KEYS = ("train.steps", "train.batch_size", "train.seq_len", "model.depth", "data.kind", "data.path",
                   "data.vocab_size", "data.val_fraction")
 """What a learning rate was chosen at besides width: horizon, batch, depth and data."""
+LEVEL_OPTION = "--level"
+"""The option that sets the level, in percent, of every interval a sweep's tables print."""
 
 
 def console(log_width: int = 140, stderr: bool = False) -> Console:
@@ -67,6 +69,19 @@ def effect_margin(text: str) -> float:
     if not 0 <= value < 1:
         raise UserError(f"--effect-margin {text} must be a number of nats in [0, 1)", "e.g. --effect-margin 0.005")
     return value
+
+
+def interval_level(text: str) -> int:
+    """``--level``: the percent of the tables' intervals, one of ``INTERVAL_LEVELS``."""
+    from ..errors import UserError
+
+    given = text.strip().removesuffix("%").strip()
+    levels = {option_text(level): level for level in INTERVAL_LEVELS}
+    if given not in levels:
+        raise UserError(f"{LEVEL_OPTION} {text} is not a level the tables print",
+                        f"use {' or '.join(f'{LEVEL_OPTION} {level}' for level in levels)} "
+                        f"(default {option_text(INTERVAL_LEVEL)})")
+    return levels[given]
 
 
 def batch_tolerance(text: str) -> Thresholds:

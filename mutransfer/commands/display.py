@@ -14,7 +14,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from ..analysis.cells import format_interval
+from ..analysis.levels import VERDICT_LEVEL, constant_interval, decay_interval, point_interval, slope_interval
+from ..analysis.narrowing import why_inconclusive
 from ..analysis.result import Law, PointResult, SetupResult, Summary, point_key
+from ..analysis.thresholds import Thresholds
+from ..defaults import INTERVAL_LEVEL, INTERVAL_LEVELS
 from ..schema import LR_KEY, axis_named
 from ..analysis.plots import key_label
 from ..table.constants import constant_keys
@@ -29,10 +33,12 @@ if TYPE_CHECKING:  # the sweep runner imports optuna: only its types here
 
 __all__ = ["SweepDisplay", "TrialLog", "progress_view", "trial_lines", "trial_line", "summary_table", "summary_tables",
            "verdict_notes", "provisional_line", "PROVISIONAL_MARK", "law_line", "answer_lines", "flags_text",
-           "failure_fix"]
+           "failure_fix", "FITTED_LOSS"]
 
 PROVISIONAL_MARK = "provisional"
 """How a log line carrying the answer so far begins (the trial lines begin with their count)."""
+FITTED_LOSS = "best loss (fitted)"
+"""The table's column of each point's fitted minimum of the seeds' mean curve (it can lie below every trial)."""
 
 
 class SweepDisplay:
@@ -165,10 +171,12 @@ def _number(value: Optional[float], digits: int) -> str:
     return f"{value:.{digits}f}" if value is not None else "-"
 
 
-def summary_table(summary: Summary, title: str = "", axis: str = "width", key: str = LR_KEY) -> Table:
-    """setup × width (or depth, ``axis``) → log2 of the key's optimum (LR* by default), interval (95 %
-    confidence, or a resolution bound with one seed), best loss, flags (a decay key: the best decay's loss minus
-    decay off's, and its ``decay_effect``); then each setup's slope and verdict."""
+def summary_table(summary: Summary, title: str = "", axis: str = "width", key: str = LR_KEY,
+                  level: int = INTERVAL_LEVEL, level_option: str = "") -> Table:
+    """setup × width (or depth, ``axis``) → log2 of the key's optimum (LR* by default), interval (confidence, or a
+    resolution bound with one seed), the fitted best loss, flags (a decay key: the best decay's loss minus decay
+    off's, and its ``decay_effect``); then each setup's slope and verdict. Every interval is at ``level`` %, which
+    the title and the caption name; ``level_option``: the option that prints the other level ('' : none)."""
     name = key_label(key)[0]
     setups = summary.setups(key)
     decay = key in DECAY_OFF_VALUES
@@ -177,8 +185,8 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
     status = summary.status or {}
     partial = status.get("complete") is False
     table = Table(title=(title or f"optimal {'learning rate' if key == LR_KEY else key} per {axis}")
-                  + (f" — partial: {status.get('line')}" if partial else ""))
-    columns = ("setup", axis, f"log2 {name}*", "interval", "best loss", *((effect_column,) if effect_column else ()),
+                  + f" ({level} % intervals)" + (f" — partial: {status.get('line')}" if partial else ""))
+    columns = ("setup", axis, f"log2 {name}*", "interval", FITTED_LOSS, *((effect_column,) if effect_column else ()),
                "flags", "slope / doubling", "verdict")
     for column in columns:
         table.add_column(column, justify="right" if column not in ("setup", "flags", "verdict", effect_column)
@@ -189,17 +197,19 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
             continue
         info = result.judged(axis)
         slope = info.slope
-        slope_text = f"{slope:+.2f} {format_interval(info.slope_ci)}" if slope is not None and math.isfinite(slope) else "-"
+        slope_text = (f"{slope:+.2f} {format_interval(slope_interval(info, level))}"
+                      if slope is not None and math.isfinite(slope) else "-")
         verdict = info.verdict
         for i, (point, opt) in enumerate(sorted(info.points.items())):
             kind = " (res.)" if opt.ci_kind == "resolution" else ""
-            effect = (f"{_number(opt.decay.effect, 3)} {format_interval(opt.decay.effect_ci, '+.3f')} "
+            effect = (f"{_number(opt.decay.effect, 3)} {format_interval(decay_interval(opt, level), '+.3f')} "
                       f"{opt.decay.verdict}",) if decay and opt.decay is not None else ("",) if decay else ()
             if constant:
-                effect = (f"gain {_number(opt.constant.gain, 3)} {format_interval(opt.constant.gain_ci, '+.3f')} "
-                          f"{opt.constant.verdict}" if opt.constant is not None else "",)
+                effect = (f"gain {_number(opt.constant.gain, 3)} "
+                          f"{format_interval(constant_interval(opt, level), '+.3f')} {opt.constant.verdict}"
+                          if opt.constant is not None else "",)
             table.add_row(setup if i == 0 else "", point_key(point), _number(opt.x_star, 2),
-                          format_interval(opt.ci) + kind, _number(opt.best_loss, 4), *effect,
+                          format_interval(point_interval(opt, level)) + kind, _number(opt.best_loss, 4), *effect,
                           flags_text(opt), slope_text if i == 0 else "",
                           f"[{colors.get(verdict, 'white')}]{verdict}[/]" + (" (partial)" if partial else "")
                           if i == 0 else "")
@@ -208,11 +218,11 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
            f"({'calibrated' if summary.noise.calibrated else 'UNCALIBRATED'}: summary.json's noise)"
            if summary.noise is not None and summary.noise.method == "residuals" else
            "(res.): one seed, a grid-resolution bound, not a confidence interval")
-    notes = {"vs decay off": "; vs decay off: the best decay's loss minus decay off's, with Welch's 95 % interval "
-                             "from the seeds",
+    notes = {"vs decay off": "; vs decay off: the best decay's loss minus decay off's, with Welch's interval from "
+                             "the seeds (its verdict reads the 95 % one)",
              "vs factor 1": "; x: log2 of the factor on the shipped value; vs factor 1: the loss gained over the "
-                            "shipped value, with Welch's 95 % interval from the seeds (matters: beyond the noise and "
-                            "--effect-margin)"}
+                            "shipped value, with Welch's interval from the seeds (matters: its 95 % interval beyond "
+                            "the noise and --effect-margin)"}
     judged_by_law = [label for label, result in setups.items() if result.primary == "law" and axis in result.axes]
     cut = ""
     if judged_by_law:
@@ -220,9 +230,20 @@ def summary_table(summary: Summary, title: str = "", axis: str = "width", key: s
         where = ", ".join(f"{name} {value:g}" for name, value in at.items())
         cut = (f"; judged by the law over every point: the slope and verdict are the law's, the points those along "
                f"{axis} at {where}" if where else "")
-    table.caption = ("interval: 95 % confidence from the seeds' spread; " + res + notes.get(effect_column or "", "")
-                     + cut)
+    table.caption = (_levels_caption(level, level_option) + f"; {FITTED_LOSS}: the minimum of the parabola fitted to "
+                     "the seeds' mean curve, which can lie below every trial's loss; " + res
+                     + notes.get(effect_column or "", "") + cut)
     return table
+
+
+def _levels_caption(level: int, option: str) -> str:
+    """The caption's first clause: the table's level, the other one on request, and the level the verdict reads."""
+    other = next(other for other in INTERVAL_LEVELS if other != level)
+    request = f" ({option} {other} for {other} %)" if option else ""
+    verdict = "the slope's interval" if level == VERDICT_LEVEL else f"the slope's {VERDICT_LEVEL} % interval"
+    return (f"every interval is {level} %{request}: an optimum's from the seeds' spread, the slope's from the "
+            f"line's fit; the verdict reads {verdict}: transfers inside ±{Thresholds().transfer_slope:g}, drifts "
+            "wholly beyond")
 
 
 def flags_text(point: PointResult) -> str:
@@ -247,13 +268,15 @@ def failure_fix(command: str = "") -> str:
     return f"fix the failures (trials.csv's message, each trial's stderr.log under trials/), then {rerun}"
 
 
-def verdict_notes(summary: Summary, axis: str = "width") -> list[str]:
-    """One line per setup that is not decided on ``axis``: why, and what would decide it (where every trial of
-    the points without a result failed: the failures, not the grid)."""
+def verdict_notes(summary: Summary, axis: str = "width", level: int = INTERVAL_LEVEL) -> list[str]:
+    """One line per setup that is not decided on ``axis``: why (a slope's interval at ``level`` %, as the table
+    shows it), and what would decide it (``narrowing.why_inconclusive``, as ``transfer`` says it; where every
+    trial of the points without a result failed: the failures, not the grid)."""
     where = "" if axis == "width" else f" across {axis}"
-    entries = {setup: result.judged(axis) for setup, result in summary.setups().items() if axis in result.axes}
+    setups = {label: result for label, result in summary.setups().items() if axis in result.axes}
     notes = []
-    for setup, info in entries.items():
+    for setup, result in setups.items():
+        info = result.judged(axis)
         if info.verdict != Verdict.INCONCLUSIVE or not info.reason:
             continue
         missing = [point for point, opt in sorted(info.points.items()) if opt.x_star is None]
@@ -262,7 +285,8 @@ def verdict_notes(summary: Summary, axis: str = "width") -> list[str]:
             notes.append(f"{setup}: inconclusive{where} — every trial failed at {axis_named(axis).plural} {names}; "
                          f"{failure_fix()}")
         else:
-            notes.append(f"{setup}: inconclusive{where} — {info.reason}; {info.fix}")
+            reason, fix = why_inconclusive(result, axis, level)
+            notes.append(f"{setup}: inconclusive{where} — {reason}; {fix}")
     return notes
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..analysis.result import SUMMARY_VERSION, Summary
-from ..defaults import BATCH_TOLERANCE, EFFECT_MARGIN, option_text
+from ..defaults import BATCH_TOLERANCE, EFFECT_MARGIN, INTERVAL_LEVEL, option_text
 from ..errors import UserError
 from ..schema import TRANSFER_AXES
 from ..words import Verdict
@@ -124,15 +124,16 @@ def resume_command(spec_name: str, overrides: Sequence[str], run_dir: Path, stor
 def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], storage: Optional[str],
         study: Optional[str], workers_text: str, threads: int, dry_run: bool, heartbeat: int = 10,
         tolerance_text: str = option_text(BATCH_TOLERANCE), margin_text: str = option_text(EFFECT_MARGIN),
-        retry_failed: bool = False, log: Optional[str] = None) -> int:
+        retry_failed: bool = False, log: Optional[str] = None,
+        level_text: str = option_text(INTERVAL_LEVEL)) -> int:
     """The sweep command; returns the exit code (130 after Ctrl-C, with the tables written; 1 when the same failure
     repeated or every trial failed). ``retry_failed``: train the failed trials' points again; ``log``: the tracker
-    (``--log``) over the spec's ``log:`` section."""
+    (``--log``) over the spec's ``log:`` section; ``level_text``: the level of the tables' intervals (``--level``)."""
     from ..files import SUMMARY_FILE
     from ..sweep.plan.sweep_plan import SweepPlan
     from ..sweep.spec.sweep_spec import load_spec
     from ..sweep.plan.trial import setup_configs, sweep_record
-    from .common import batch_tolerance, console, effect_margin
+    from .common import batch_tolerance, console, effect_margin, interval_level
 
     name, overrides = split_spec(spec_name, words)
     spec = load_spec(name, overrides)
@@ -140,6 +141,7 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
 
     tracker = tracker_spec(log, spec.log)
     th = dataclasses.replace(batch_tolerance(tolerance_text), effect_margin=effect_margin(margin_text))
+    level = interval_level(level_text)
     workers, threads = resolve_workers(workers_text, threads, spec.devices_per_trial)
     if heartbeat < 1:
         raise UserError(f"--heartbeat {heartbeat} must be at least 1 second", "e.g. --heartbeat 10")
@@ -153,12 +155,12 @@ def run(spec_name: Optional[str], words: Sequence[str], out: Optional[Path], sto
             done = (summary.status or {})["done"]
             screen.print(f"sweep {spec.name}: {done}/{done} trials already done; the tables are up to date (delete "
                          f"{run_dir / SUMMARY_FILE} to rewrite them)", highlight=False, soft_wrap=True)
-            return _report(screen, spec, summary, run_dir, 0)
+            return _report(screen, spec, summary, run_dir, 0, level=level)
     plan = SweepPlan.of(spec)
     if spec.trainer is None:  # a trainer's command reads its own data: nothing here to load
         check_trials(spec, compose_trials(plan))
     how = _Execution(run_dir, storage, study, workers, threads, dry_run, heartbeat, th, retry_failed,
-                     tracker.named(study or spec.name) if tracker is not None else None)
+                     tracker.named(study or spec.name) if tracker is not None else None, level)
     return _start(screen, plan, name, overrides, configs, record, how)
 
 
@@ -176,6 +178,8 @@ class _Execution:
     th: Thresholds
     retry_failed: bool = False
     tracker: Optional[TrackerSpec] = None
+    level: int = INTERVAL_LEVEL
+    """The level of the tables' intervals (``--level``)."""
 
 
 def _start(screen: Console, plan: SweepPlan, name: str, overrides: list[str], configs: dict[str, dict[str, Any]],
@@ -217,7 +221,8 @@ def _start(screen: Console, plan: SweepPlan, name: str, overrides: list[str], co
                  f"batch_trials={spec.batch_trials} · {run_dir}", soft_wrap=True)
     for line in corpus_lines(configs) if spec.trainer is None else []:
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
-    return _execute(screen, plan, opts, how.th, resume_command(name, overrides, run_dir, how.storage), how.tracker)
+    return _execute(screen, plan, opts, how.th, resume_command(name, overrides, run_dir, how.storage), how.tracker,
+                    how.level)
 
 
 def corpus_lines(configs: dict[str, dict[str, Any]]) -> list[str]:
@@ -269,10 +274,10 @@ class _Progress:
 
 
 def _execute(screen: Console, plan: SweepPlan, opts: SweepOptions, th: Thresholds, resume: str = "",
-             tracker: Optional[TrackerSpec] = None) -> int:
+             tracker: Optional[TrackerSpec] = None, level: int = INTERVAL_LEVEL) -> int:
     """Run the workers under a live display on a terminal, one line per finished trial otherwise; then write
-    the outputs (and log the answer to the tracker). Ctrl-C, and the same failure repeated
-    (``trainer.max_failures``), still write them."""
+    the outputs (and log the answer to the tracker) and print the tables at ``level`` %. Ctrl-C, and the same
+    failure repeated (``trainer.max_failures``), still write them."""
     from ..sweep.interrupts import Interrupts
     from ..sweep.run.repeats import RepeatedFailure
     from ..sweep.run.runner import run_sweep
@@ -302,16 +307,18 @@ def _execute(screen: Console, plan: SweepPlan, opts: SweepOptions, th: Threshold
     from ..files import SUMMARY_FILE, TRIALS_FILE
 
     finish_tracking(tracking, summary, opts.run_dir, [SUMMARY_FILE, TRIALS_FILE])
-    return _report(screen, spec, summary, opts.run_dir, interrupted, stopped)
+    return _report(screen, spec, summary, opts.run_dir, interrupted, stopped, level)
 
 
 def _report(screen: Console, spec: SweepSpec, summary: Summary, run_dir: Path, interrupted: int,
-            stopped: str = "") -> int:
-    """The sweep's status, its tables per swept axis (and per searched key), the files written and the next
-    command; returns the exit code: ``interrupted``'s, else 1 when the sweep ``stopped`` on a repeated failure
-    (its line) or every trial failed (then the failure is named, not the grid, and no transfer is offered)."""
+            stopped: str = "", level: int = INTERVAL_LEVEL) -> int:
+    """The sweep's status, its tables per swept axis (and per searched key) with their notes, every interval at
+    ``level`` %, the files written and the next command; returns the exit code: ``interrupted``'s, else 1 when
+    the sweep ``stopped`` on a repeated failure (its line) or every trial failed (then the failure is named, not
+    the grid, and no transfer is offered)."""
     from ..analysis.failures import all_failed
     from ..files import TRIALS_FILE
+    from .common import LEVEL_OPTION
     from .display import answer_lines, batch_table, failure_fix, summary_table, verdict_notes
 
     status = summary.status or {}
@@ -325,8 +332,8 @@ def _report(screen: Console, spec: SweepSpec, summary: Summary, run_dir: Path, i
     screen.print()
     if summary.setups():
         for axis in spec.swept():
-            screen.print(summary_table(summary, axis=axis))
-            for note in verdict_notes(summary, axis):
+            screen.print(summary_table(summary, axis=axis, level=level, level_option=LEVEL_OPTION))
+            for note in verdict_notes(summary, axis, level):
                 screen.print(f"[yellow]{note}[/]")
         batches = batch_table(summary)
         if batches is not None:
@@ -335,7 +342,7 @@ def _report(screen: Console, spec: SweepSpec, summary: Summary, run_dir: Path, i
         screen.print(line, highlight=False, markup=False, soft_wrap=True)
     for key in summary.other_keys():
         for axis in spec.swept():
-            screen.print(summary_table(summary, axis=axis, key=key))
+            screen.print(summary_table(summary, axis=axis, key=key, level=level, level_option=LEVEL_OPTION))
     written = sorted(p.name for p in run_dir.iterdir() if p.is_file() and not p.name.startswith("."))
     screen.print(f"run directory: {run_dir} ({', '.join(written)})", soft_wrap=True)
     failures = all_failed(run_dir / TRIALS_FILE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-from ..defaults import BATCH_TOLERANCE, option_text
+from ..defaults import BATCH_TOLERANCE, INTERVAL_LEVEL, option_text
 from ..schema import TRANSFER_AXES
 
 if TYPE_CHECKING:  # the command imports these late (start-up: `mutransfer --help` loads no torch)
@@ -92,7 +92,7 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
     screen = console()
     screen.print(f"transfer from {run_dir}" + (" (the latest sweep in runs/; --from RUN_DIR for another)"
                                                if source is None else ""), highlight=False)
-    screen.print(prediction_line(result.document["prediction"]))
+    screen.print(prediction_line(result.prediction.as_dict()))
     if result.document.get("backtest"):
         screen.print(f"backtest: {result.document['backtest']['line']}", highlight=False, markup=False)
     if result.document.get("decay"):
@@ -114,8 +114,8 @@ def run(width: Optional[int], source: Optional[Path], setup: Optional[str], out:
     ci = src.slope_ci
     slope = f"slope {src.slope:+.2f} octaves/doubling" if src.slope is not None else "no slope"
     screen.print(f"from {src.run_dir} (widths {src.swept_widths}): verdict [bold]{src.verdict}[/], "
-                 + slope + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "") + (" (drift corrected)" if correct_drift
-                                                                              else ""))
+                 + slope + (f", {INTERVAL_LEVEL} % interval [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+                 + (" (drift corrected)" if correct_drift else ""))
     for warning in result.warnings:
         screen.print(f"[bold red]warning:[/] {warning}")
     screen.print(f"wrote {path}" + (f" ({_unfinished_mark(unfinished)})" if unfinished is not None else ""),
@@ -151,8 +151,8 @@ def _sweep_target(at: Sequence[str], spelled: dict[str, Optional[str]]) -> dict[
 def transfer_import(run_dir: Path, target: dict[str, float], setup: Optional[str], out: Optional[Path], fmt: str,
                     tolerance: float) -> None:
     """η* with its range at ``target`` from an imported table (``transfer.imported``)."""
+    from ..analysis.transfer_layout import write_transfer_file
     from ..errors import UserError
-    from ..files import atomic_write_text, dump_yaml, write_json
     from ..transfer.imported import ImportTarget, import_transfer_file, predict_import
     from .common import console
 
@@ -161,11 +161,7 @@ def transfer_import(run_dir: Path, target: dict[str, float], setup: Optional[str
                         "--at params=7e9 --at tokens=2e12")
     prediction = predict_import(run_dir, ImportTarget(target), setup, tolerance)
     path = out or run_dir / import_transfer_file(target, fmt)
-    document = prediction.as_dict(run_dir)
-    if fmt == "json":
-        write_json(path, document)
-    else:
-        atomic_write_text(path, dump_yaml(document))
+    write_transfer_file(prediction.as_dict(run_dir), path, fmt)
     screen = console()
     where = ", ".join(f"{name} {value:.4g}" for name, value in prediction.target.items())
     head = f"prediction at {where} ({prediction.setup}): log2 η* = {prediction.log2_lr:.2f} (η* = " \

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from ..analysis.narrowing import why_inconclusive
 from ..analysis.prediction import Prediction, carried_law
 from ..analysis.result import SetupResult
 from ..schema import FAMILIES, TRANSFER_AXES, Config, axis_named
@@ -77,7 +78,8 @@ def setup_warnings(label: str, info: SetupResult, prediction: Prediction, drift:
     if drift:
         warnings.append(drift)
     if info.verdict == Verdict.INCONCLUSIVE and info.reason:
-        warnings.append(f"setup '{label}' is inconclusive: {info.reason}; {info.fix}")
+        reason, fix = why_inconclusive(info, info.first_axis)
+        warnings.append(f"setup '{label}' is inconclusive: {reason}; {fix}")
     if width > FAR_FACTOR * largest:
         warnings.append(f"width {width} is more than {FAR_FACTOR}× the largest swept width {largest}")
     return warnings
@@ -98,7 +100,8 @@ def axis_warnings(label: str, info: SetupResult, name: str, value: int, swept: i
                         f"applied, moving η* by {moved:+.2f} octaves from {name} {swept} to {value}" +
                         ("" if verdict == Verdict.TRANSFERS else f" ({name} axis {verdict or 'not measured'})"))
     if entry is not None and entry.verdict == Verdict.INCONCLUSIVE and entry.reason:
-        warnings.append(f"setup '{label}' is inconclusive across {name}: {entry.reason}; {entry.fix}")
+        reason, fix = why_inconclusive(info, name)
+        warnings.append(f"setup '{label}' is inconclusive across {name}: {reason}; {fix}")
     if value > FAR_FACTOR * largest:
         warnings.append(f"{name} {value} is more than {FAR_FACTOR}× the largest swept {name} {largest}")
     return warnings

@@ -1,19 +1,24 @@
 """The parts that make the intervals hold on real curves, each on inputs with a known answer: F and χ² tails, the
-two-sided bowl, the regression with its between-point scatter and lack-of-fit test, the stretched range and the
-computed advice."""
+two-sided bowl, the regression with its between-point scatter and lack-of-fit test, the stretched range, the
+computed advice (on the range and on the verdict), and an optimum's and an effect's interval at the 90 % level."""
 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
 from mutransfer.analysis.bowl import UNMEASURED, Asymmetry, asymmetry, pooled_asymmetry, vertex
+from mutransfer.analysis.decay_effect import decay_effect
+from mutransfer.analysis.levels import decay_interval, point_interval
+from mutransfer.analysis.narrowing import MAX_EXTRA_SEEDS, verdict_advice
+from mutransfer.analysis.optimum import confidence_interval
 from mutransfer.analysis.prediction import narrowing_advice, predict
 from mutransfer.analysis.regression import BETWEEN_POINT_SD, CALIBRATED_SOURCE, POOLED_SOURCE, regress
 from mutransfer.analysis.result import AxisFit, PointResult
-from mutransfer.analysis.stats import chi2_sf, f_sf, t_quantile
+from mutransfer.analysis.stats import chi2_sf, f_sf, quantile, t_quantile
 
 
 def test_f_and_chi2_tails_obey_their_identities() -> None:
@@ -113,3 +118,60 @@ def test_the_advice_is_computed_from_the_measured_noise() -> None:
     seeds = 3 + int(advice.split()[0])
     assert predict(summary_entry(0.0, 0.3 * math.sqrt(3 / seeds), seeds=seeds), 512, False, 0.6).within_tolerance
     assert "no sweep can" in narrowing_advice(summary_entry(0.0, 0.05), 4096, 0.2), "σ_b alone exceeds ±0.2"
+
+
+def decided(info: AxisFit) -> bool:
+    """The slope's 90 % interval lies inside the ±0.25 margin or wholly beyond it."""
+    assert info.slope is not None and info.se_slope is not None
+    return quantile(0.95, info.dof) * info.se_slope <= abs(abs(info.slope) - 0.25)
+
+
+@pytest.mark.parametrize(("slope", "se", "widths", "says"), [
+    (0.0, 0.4, (32, 64, 128, 256), "more noise seeds per width"),
+    (0.0, 0.05, (32, 64), "sweeping width 128 as well"),
+    (0.24, 0.1, (32, 64, 128, 256), f"neither {MAX_EXTRA_SEEDS} more noise seeds per width nor one more width")])
+def test_the_verdict_advice_applied_decides_it(slope: float, se: float, widths: tuple[int, ...], says: str) -> None:
+    """An undecided slope: the advised seeds, or the advised width, applied with the slope held, decide the
+    verdict; near the margin neither the most seeds nor the widest width considered does, and the advice says so."""
+    info = summary_entry(slope, se, seeds=3, widths=widths)
+    assert not decided(info)
+    advice = verdict_advice(info)
+    assert says in advice, advice
+    more, added = re.match(r"(\d+) more noise seeds? per width", advice), re.search(r"width (\d+) as well", advice)
+    if more:
+        seeds = 3 + int(more[1])
+        assert decided(summary_entry(slope, se * math.sqrt(3 / seeds), seeds=seeds, widths=widths))
+    elif added:
+        assert decided(summary_entry(slope, se, seeds=3, widths=(*widths, int(added[1]))))
+    else:
+        most = 3 + MAX_EXTRA_SEEDS
+        assert not decided(summary_entry(slope, se * math.sqrt(3 / most), seeds=most, widths=widths))
+        assert not decided(summary_entry(slope, se, seeds=3, widths=(*widths, 8 * max(widths))))
+
+
+def test_an_optimum_s_90_interval_comes_from_its_errors_and_keeps_its_bounds() -> None:
+    """At 95 % the stored interval; at 90 % the seeds' and the asymmetry's errors at the 0.95 quantiles, each end
+    that is a bound kept: the side a censored seed reached, and the cap of the lowest diverged point."""
+    free = PointResult(64, -5.0, confidence_interval(-5.0, 0.2, 4, 0.3), se=0.2, dof=4, ci_kind="confidence",
+                       shape_se=0.3)
+    assert point_interval(free, 95) == free.ci
+    lo, hi = point_interval(free, 90)
+    half = math.hypot(t_quantile(0.95, 4) * 0.2, 1.6448536 * 0.3)
+    assert (lo, hi) == pytest.approx((-5.0 - half, -5.0 + half)) and free.ci[0] < lo and hi < free.ci[1]
+    bounded = PointResult(64, -5.0, (-7.0, -4.5), se=0.2, dof=4, ci_kind="confidence", shape_se=0.3,
+                          seed_censored=["low"], diverged_above=-4.5)
+    assert point_interval(bounded, 90) == (-7.0, -4.5)
+    one_seed = PointResult(64, -5.0, (-6.0, -4.0), se=0.4, ci_kind="resolution")
+    assert point_interval(one_seed, 90) == (-6.0, -4.0), "a resolution bound has no level"
+
+
+def test_a_decay_s_effect_at_90_is_welch_s_interval_at_its_quantile() -> None:
+    """The best decay's loss minus decay off's: the 90 % interval shares the 95 % one's centre, narrowed by the
+    ratio of Welch's t quantiles (3 seeds a side: 4 degrees of freedom when the spreads are equal)."""
+    point = PointResult(64, -5.0, None, best_loss=3.00, seed_best_losses=[2.98, 3.00, 3.02])
+    point.decay = decay_effect(point, np.array([3.08, 3.10, 3.12]))
+    wide, narrow = point.decay.effect_ci, decay_interval(point, 90)
+    assert wide is not None and narrow is not None and decay_interval(point, 95) == wide
+    assert sum(narrow) / 2 == pytest.approx(sum(wide) / 2) == pytest.approx(-0.10)
+    ratio = t_quantile(0.95, 4) / t_quantile(0.975, 4)
+    assert narrow[1] - narrow[0] == pytest.approx(ratio * (wide[1] - wide[0]))

@@ -232,6 +232,8 @@ CASES: list[tuple[list[str], str]] = [
     (["sweep", "default", "search={key: optimizer.weight_decay, log2_min: -8, log2_max: -2}",
       "constants={keys: [optimizer.lr_mult.readout]}", "--dry-run"], "tuned with the learning rate"),
     (["sweep", "smoke", "stop=true", "--dry-run"], "stop=true needs a sweep of widths alone with more than 3 widths"),
+    (["sweep", "smoke", "--level", "80", "--dry-run"], "--level 80 is not a level the tables print; use --level 95 or "
+                                                       "--level 90"),
     (["sweep", "default", "stop=true", "depths=[2,4]", "--dry-run"], "(it also sweeps depths)"),
     (["sweep", "{spec}", "--out", "{root}/x", "batch_trials=4", "search.key=train.warmup_frac", "search.min=0",
       "search.max=0.2", "search.scale=linear"],

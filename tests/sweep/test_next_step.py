@@ -1,9 +1,11 @@
 """After a sweep the tool names what to do next: the transfer command, every file in the run directory, a rerun
 that had nothing left to do, the first field a refused sweep differs in, the run `transfer` reads (on its first
-line), and every shipped spec in `sweep --help`."""
+line), and every shipped spec in `sweep --help`; its table and notes read at one level, and its advice under them
+is `transfer`'s."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -12,15 +14,23 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rich.console import Console
 from typer.testing import CliRunner
 
 import mutransfer.sweep.spec.sweep_spec as spec_module
 from conftest import invoke, write_edge_spec
+from mutransfer.analysis.cells import format_interval
+from mutransfer.analysis.levels import point_interval, slope_interval
+from mutransfer.analysis.narrowing import why_inconclusive
 from mutransfer.analysis.result import AxisFit, KeyResult, SetupResult, Summary
-from mutransfer.commands.sweep import next_step
+from mutransfer.analysis.summary import summarize_run
+from mutransfer.commands.display import FITTED_LOSS
+from mutransfer.commands.sweep import _report, next_step
+from mutransfer.defaults import INTERVAL_LEVEL, INTERVAL_LEVELS
 from mutransfer.files import VERSION_KEY, first_difference
 from mutransfer.schema import LR_KEY
 from mutransfer.sweep.spec.sweep_spec import AxisValues, load_spec
+from mutransfer.transfer.target import make_transfer
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +146,63 @@ def listed(help_text: str) -> list[str]:
     found = re.search(r"a shipped name \(([^)]*)\)", words)
     assert found, words
     return found[1].split(", ")
+
+
+SMOKE = Path(__file__).parents[1] / "baselines" / "smoke"
+"""The committed smoke sweep: both setups inconclusive, each for its slope's interval alone."""
+
+
+@pytest.fixture()
+def smoke_run(tmp_path: Path) -> Path:
+    run = tmp_path / "smoke"
+    shutil.copytree(SMOKE, run)
+    return run
+
+
+def printed_report(run: Path, level: int) -> str:
+    """What ``sweep`` prints after the smoke sweep finished, with ``--level level``."""
+    summary = summarize_run(run)
+    summary.status = {"complete": True, "line": "complete"}
+    screen = Console(width=400, record=True, file=io.StringIO())
+    assert _report(screen, load_spec("smoke"), summary, run, 0, level=level) == 0
+    return screen.export_text()
+
+
+@pytest.mark.parametrize("level", INTERVAL_LEVELS)
+def test_the_sweep_s_table_and_its_notes_print_one_level(smoke_run: Path, level: int) -> None:
+    """The title and the caption name the level; every optimum's and slope's interval in the table, and the
+    interval each note quotes, is at that level; the best-loss column says its loss is the fitted one."""
+    text = printed_report(smoke_run, level)
+    other = next(value for value in INTERVAL_LEVELS if value != level)
+    lines = text.splitlines()
+    assert f"optimal learning rate per width ({level} % intervals)" in text
+    assert f"every interval is {level} % (--level {other} for {other} %)" in text
+    header = next(line for line in lines if "log2 LR*" in line)
+    assert FITTED_LOSS in header and "fitted" in FITTED_LOSS
+    notes = [line for line in lines if ": inconclusive — " in line]
+    assert len(notes) == 2 and not any(f"{other} %" in note for note in notes), notes
+    for label, setup in summarize_run(smoke_run).setups().items():
+        line = setup.line
+        assert line is not None and line.slope is not None
+        slope = format_interval(slope_interval(line, level))
+        row = next(row for row in lines if f" {label} " in row)
+        assert f"{line.slope:+.2f} {slope}" in row, (row, slope)
+        note = next(note for note in notes if note.startswith(f"{label}:"))
+        assert f"the slope's {level} % interval {slope} is neither inside ±0.25" in note, note
+        for point in line.points.values():
+            assert format_interval(point_interval(point, level)) in text
+            assert (format_interval(point.ci) in text) == (level == 95), "the stored intervals are the 95 % ones"
+
+
+def test_the_sweep_and_transfer_give_the_same_advice(smoke_run: Path) -> None:
+    """What the sweep's note advises for the setup transfer takes is, word for word, what transfer warns: the one
+    computed advice (``narrowing.why_inconclusive``), not a generic list of what might narrow the interval."""
+    notes = [line for line in printed_report(smoke_run, INTERVAL_LEVEL).splitlines() if ": inconclusive — " in line]
+    transfer = make_transfer(smoke_run, 4096, sections=False)
+    label = transfer.source.setup
+    warned = next(w for w in transfer.warnings if w.startswith(f"setup '{label}' is inconclusive: "))
+    note = next(note for note in notes if note.startswith(f"{label}: inconclusive — "))
+    advice = "; ".join(why_inconclusive(summarize_run(smoke_run).setups()[label], "width"))
+    assert note.removeprefix(f"{label}: inconclusive — ").strip() == advice
+    assert warned.removeprefix(f"setup '{label}' is inconclusive: ") == advice
+    assert "would decide it" in advice and "narrow it" not in advice, advice

@@ -24,6 +24,10 @@ README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 MAX_README_LINES = 100
 MAX_LINE = 120
+CODE_COLUMN = 96
+"""The longest fenced code line a page of docs/ may hold, in characters: what a code block of the site shows
+without scrolling sideways in a 1366-px window (834 px less 32 of padding and a 15-px scrollbar: 787 px at 8.18 px a
+character, measured in Chromium on the built site); at 1400 px it leaves 4 characters for the copy button."""
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
 
@@ -69,7 +73,7 @@ def page_commands(page: Path) -> list[tuple[str, set[str]]]:
     """Each ``mutransfer COMMAND …`` in a page's code (fenced blocks and inline code spans) with the options it
     uses."""
     text = page.read_text()
-    code = [line for block in FENCE.findall(text) for line in block.splitlines()]
+    code = [line for block in FENCE.findall(text) for line in block.replace("\\\n", " ").splitlines()]
     code += re.findall(r"`([^`\n]+)`", FENCE.sub("", text))
     return [(m.group(1), set(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", m.group(2))))
             for line in code for m in INVOCATION.finditer(line.replace("\\|", "|"))]
@@ -155,6 +159,17 @@ def test_the_github_workflow_runs_what_ci_runs() -> None:
     assert [command for command in runs if command in ci_commands()] == ci_commands(), (runs, ci_commands())
 
 
+@pytest.mark.parametrize("page", PAGES[1:], ids=lambda p: p.name)
+def test_every_code_line_fits_the_code_block(page: Path) -> None:
+    """Each line of a page's fenced code, as the site shows it (measured numbers filled in), is at most
+    ``CODE_COLUMN`` characters: break a command with ``\\``, a YAML flow list or mapping over lines, a comment onto
+    its own line, printed output at a space."""
+    numbers = load_script("doc_numbers")
+    text = numbers.shown(page.read_text(encoding="utf-8"), numbers.read_numbers())
+    long = [line for block in FENCE.findall(text) for line in block.splitlines() if len(line) > CODE_COLUMN]
+    assert not long, f"{page.name}: {len(long)} code lines over {CODE_COLUMN} characters, the first: {long[0]}"
+
+
 def test_the_readme_is_a_front_door() -> None:
     """At most 100 lines, none over 120 characters outside code blocks, and its table of verdicts is what
     ``scripts/make_readme_figure.py`` computes from the kept run."""
@@ -213,12 +228,12 @@ def test_the_readme_s_compare_pair_decides_as_the_kept_runs_do() -> None:
 
 def test_the_provisional_line_sweeps_md_shows_is_one_the_kept_run_printed() -> None:
     """docs/sweeps.md's example of the answer so far is a line of the default sweep's kept log, the one
-    docs/performance.md times (``scripts/bench_first_answer.py``)."""
+    docs/performance.md times (``scripts/bench_first_answer.py``), shown broken at a space to fit the code block."""
     import pandas as pd
 
     log = set(pd.read_csv(ROOT / "docs" / "data" / "first_answer" / "log.csv", keep_default_na=False)["line"])
-    shown = [line for block in FENCE.findall((ROOT / "docs" / "sweeps.md").read_text())
-             for line in block.splitlines() if line.startswith("provisional (")]
+    shown = [" ".join(block.splitlines()) for block in FENCE.findall((ROOT / "docs" / "sweeps.md").read_text())
+             if block.startswith("provisional (")]
     assert shown and all(line in log for line in shown), shown
 
 

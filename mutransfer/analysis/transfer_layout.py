@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from ..errors import UserError
 from ..files import atomic_write_text, dump_yaml, write_json
-from ..precision import lr_digits, written
+from ..precision import lr_digits, octaves, written
 
 __all__ = ["TRANSFER_KEY", "TRANSFER_VERSION", "OLD_LAYOUTS", "SWEEP", "IMPORT", "COMMON_FIELDS", "SWEEP_FIELDS",
-           "IMPORT_FIELDS", "KEYED_SECTIONS", "at_written_precision", "write_transfer_file",
+           "IMPORT_FIELDS", "KEYED_SECTIONS", "estimate_fields", "at_written_precision", "write_transfer_file",
            "is_transfer", "upgraded", "fields_of", "undeclared"]
 
 TRANSFER_KEY = "mutransfer_transfer"
@@ -65,6 +65,15 @@ KEYED_SECTIONS = ("prediction", "backtest", "lr", "log2_lr", "implied_error_octa
 """The fields whose numbers are written by their key's rule (``precision.written``: octaves, learning rates);
 every other section is built at its own precision by the code that computes it (the source's statistics, the
 decay, the plan, the config) and has only its float noise dropped here."""
+
+
+def estimate_fields(log2_lr: float, interval: Optional[Sequence[float]]) -> dict[str, Any]:
+    """``prediction``'s estimate as every source writes it: log2 η* and its interval to the octave's thousandth,
+    η* and its range as learning rates (2^log2 to ``LR_DIGITS`` significant digits, from the rounded log2)."""
+    log2 = octaves(log2_lr)
+    ends = [octaves(float(v)) for v in interval] if interval is not None else None
+    return {"log2_lr": log2, "lr": lr_digits(2.0**log2), "interval": ends,
+            "lr_range": [lr_digits(2.0**v) for v in ends] if ends is not None else None}
 
 
 def at_written_precision(document: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,12 +117,6 @@ _V1_PREDICTION = ("width", "log2_lr", "interval", "half_width", "within_toleranc
 """Layout 1's ``prediction`` fields; its other keys were the target's axes besides width."""
 
 
-def _lr_range(interval: Any) -> Optional[list[float]]:
-    if not isinstance(interval, list) or len(interval) != 2 or not all(_number(v) for v in interval):
-        return None
-    return [lr_digits(2.0 ** float(v)) for v in interval]
-
-
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -123,11 +126,11 @@ def _from_sweep_v1(document: Mapping[str, Any]) -> dict[str, Any]:
     old = document.get("prediction") if isinstance(document.get("prediction"), Mapping) else {}
     target = {"width": old.get("width"),
               **{k: v for k, v in old.items() if k not in _V1_PREDICTION and v is not None}}
-    lr = document.get("lr")
-    prediction = {"target": target, "log2_lr": old.get("log2_lr"),
-                  "lr": lr if _number(lr) else (lr_digits(2.0 ** old["log2_lr"]) if _number(old.get("log2_lr"))
-                                                else None),
-                  "interval": old.get("interval"), "lr_range": _lr_range(old.get("interval")),
+    interval = old.get("interval")
+    interval = interval if isinstance(interval, list) and len(interval) == 2 and all(map(_number, interval)) else None
+    estimate = (estimate_fields(old["log2_lr"], interval) if _number(old.get("log2_lr")) else
+                {"log2_lr": None, "lr": None, "interval": None, "lr_range": None})
+    prediction = {"target": target, **estimate,
                   **{k: old.get(k) for k in ("half_width", "tolerance", "within_tolerance", "extrapolated_doublings",
                                              "narrow", "lack_of_fit")},
                   **({"applied_slopes": old["applied_slopes"]} if "applied_slopes" in old else {})}

@@ -18,9 +18,9 @@ from ..analysis.prediction import line_range
 from ..analysis.result import SetupResult, Summary
 from ..analysis.run_files import run_record
 from ..analysis.summary import refuse_unfitted, summarize_run
-from ..analysis.transfer_layout import IMPORT, TRANSFER_KEY, TRANSFER_VERSION
+from ..analysis.transfer_layout import IMPORT, TRANSFER_KEY, TRANSFER_VERSION, estimate_fields
 from ..errors import UserError, did_you_mean
-from ..precision import lr_digits, octaves
+from ..precision import lr_digits
 from ..schema import LR_KEY
 
 __all__ = ["ImportTarget", "ImportPrediction", "predict_import", "import_transfer_file"]
@@ -66,20 +66,16 @@ class ImportPrediction:
         significant digits), a held axis's centre to ``LR_DIGITS`` too; every other number at its precision when
         the file is written."""
         target = {name: lr_digits(value) if name in self.held else value for name, value in self.target.items()}
-        log2_lr, interval = octaves(self.log2_lr), [octaves(v) for v in self.interval] if self.interval else None
-        lr = lr_digits(2.0**log2_lr)
+        estimate = estimate_fields(self.log2_lr, self.interval)
         return {
             TRANSFER_KEY: TRANSFER_VERSION,
-            "prediction": {"target": target, "held_at_centre": self.held, "log2_lr": log2_lr, "lr": lr,
-                           "interval": interval,
-                           "lr_range": [lr_digits(2.0**v) for v in interval] if interval is not None else None,
-                           "half_width": self.half_width, "tolerance": self.tolerance,
+            "prediction": {"target": target, "held_at_centre": self.held, **estimate, "half_width": self.half_width, "tolerance": self.tolerance,
                            "within_tolerance": self.half_width is not None and self.half_width <= self.tolerance,
                            "extrapolated_octaves": self.extrapolation, "slopes": self.slopes},
             "source": {"kind": IMPORT, "run_dir": str(run_dir), "setup": self.setup,
                        "noise": {"method": self.noise, "calibrated": self.calibrated}},
             **({"backtest": self.backtest_brief} if self.backtest_brief else {}),
-            "lr": lr, "log2_lr": log2_lr, "warnings": self.warnings, "config": None}
+            "lr": estimate["lr"], "log2_lr": estimate["log2_lr"], "warnings": self.warnings, "config": None}
 
 
 def import_transfer_file(target: Mapping[str, float], fmt: str) -> str:

@@ -20,7 +20,7 @@ from ..precision import lr_digits, octaves, written
 from ..schema import TRANSFER_AXES, Config, axis_named
 from ..sweep.plan.trial import axis_value
 from ..analysis.prediction import Prediction, carried_law, predict_setup
-from ..analysis.transfer_layout import SWEEP, TRANSFER_KEY, TRANSFER_VERSION, write_transfer_file
+from ..analysis.transfer_layout import SWEEP, TRANSFER_KEY, TRANSFER_VERSION, estimate_fields, write_transfer_file
 from ..words import Verdict
 from .batch import target_horizon
 from .constants import TunedConstant, constant_warnings, tuned_constants, with_constants
@@ -218,11 +218,8 @@ def _prediction_section(prediction: Prediction) -> dict[str, Any]:
     """The file's ``prediction`` (``analysis.transfer_layout``): the target on the axes the fit carries, η* with
     its 95 % range in log2 and as learning rates, and what the sweep's fit adds (the doublings extrapolated, what
     would narrow the range, the lack of fit, and for a law the axes whose slope moved η*)."""
-    interval = list(prediction.interval) if prediction.interval is not None else None
-    return {"target": {"width": prediction.width, **dict(prediction.at)}, "log2_lr": prediction.log2_lr,
-            "lr": lr_digits(2.0**prediction.log2_lr), "interval": interval,
-            "lr_range": [lr_digits(2.0**value) for value in interval] if interval is not None else None,
-            "half_width": prediction.half_width, "tolerance": prediction.tolerance,
+    return {"target": {"width": prediction.width, **dict(prediction.at)},
+            **estimate_fields(prediction.log2_lr, prediction.interval), "half_width": prediction.half_width, "tolerance": prediction.tolerance,
             "within_tolerance": prediction.within_tolerance, "extrapolated_doublings": prediction.doublings,
             "narrow": prediction.narrow, "lack_of_fit": prediction.lack_of_fit,
             **({"applied_slopes": list(prediction.applied)} if prediction.at else {})}
